@@ -1,0 +1,1 @@
+"""agentcore_app."""

@@ -1,0 +1,1 @@
+"""strands_kokoro."""

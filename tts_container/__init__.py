@@ -1,0 +1,1 @@
+"""tts_container."""

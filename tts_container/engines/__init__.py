@@ -1,0 +1,1 @@
+"""Kokoro inference engines: ``onnx`` (CPU default) and ``torch`` (default when CUDA is available)."""
