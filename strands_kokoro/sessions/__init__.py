@@ -1,1 +1,101 @@
-"""Sessions to a Kokoro server, chosen by endpoint string (see ``open_session``)."""
+"""Sessions to a Kokoro server, chosen by endpoint string (see :func:`open_session`).
+
+The endpoint string is the one knob a user sets, so it alone picks the transport:
+
+- ``ws://`` / ``wss://``            the server's WebSocket route (persistent, sentence by sentence)
+- ``http://`` / ``https://``        POST /invocations, one streamed request per sentence
+- ``sagemaker:<name>[?region=..]``  SageMaker bidirectional streaming (HTTP/2 SDK), imported lazily
+- ``sagemaker-batch:<name>[?..]``   SageMaker ``invoke_endpoint_with_response_stream`` (boto3), lazily
+
+The SageMaker modules pull optional dependencies, so they are imported only when such an endpoint is
+actually opened; ``import strands_kokoro.sessions`` stays light.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+from urllib.parse import parse_qsl
+
+from strands_kokoro.sessions.base import (
+    AudioData,
+    Cancelled,
+    ServerError,
+    SessionClosedError,
+    SessionEvent,
+    SpeechRequest,
+    SpeechSession,
+    SynthesisCompleted,
+    SynthesisStarted,
+)
+
+__all__ = [
+    "AudioData",
+    "Cancelled",
+    "EndpointError",
+    "ServerError",
+    "SessionClosedError",
+    "SessionEvent",
+    "SpeechRequest",
+    "SpeechSession",
+    "SynthesisCompleted",
+    "SynthesisStarted",
+    "open_session",
+]
+
+_SAGEMAKER_MODULES = {
+    "sagemaker": "strands_kokoro.sessions.sagemaker",
+    "sagemaker-batch": "strands_kokoro.sessions.sagemaker_batch",
+}
+
+
+class EndpointError(ValueError):
+    """An endpoint string no session understands; ``code`` is stable for callers to switch on."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def parse_sagemaker_endpoint(endpoint: str) -> tuple[str, dict[str, str]]:
+    """``sagemaker:my-endpoint?region=us-west-2`` → ``("my-endpoint", {"region": "us-west-2"})``."""
+    _, _, rest = endpoint.partition(":")
+    name, _, query = rest.partition("?")
+    name = name.strip().lstrip("/")
+    if not name:
+        raise EndpointError("bad_endpoint", f"{endpoint!r} names no SageMaker endpoint (sagemaker:<name>)")
+    return name, dict(parse_qsl(query))
+
+
+def open_session(endpoint: str, **options: Any) -> SpeechSession:
+    """Build the session for ``endpoint`` (not yet connected: use it as ``async with``).
+
+    ``options`` go to the chosen session's constructor (e.g. ``open_timeout`` for WebSockets,
+    ``timeout`` for HTTP); for SageMaker endpoints the query string (``region=...``) is merged in.
+    """
+    scheme = endpoint.partition(":")[0].lower() if ":" in endpoint else ""
+    if scheme in ("ws", "wss"):
+        from strands_kokoro.sessions.ws import WebSocketSession
+
+        return WebSocketSession(endpoint, **options)
+    if scheme in ("http", "https"):
+        from strands_kokoro.sessions.http import HttpSession
+
+        return HttpSession(endpoint, **options)
+    if scheme in _SAGEMAKER_MODULES:
+        name, query = parse_sagemaker_endpoint(endpoint)
+        try:
+            module = importlib.import_module(_SAGEMAKER_MODULES[scheme])
+        except ImportError as exc:
+            raise EndpointError(
+                "missing_dependency",
+                f"{scheme}: endpoints need the 'sagemaker' extra (pip install 'strands-kokoro[sagemaker]')",
+            ) from exc
+        session: SpeechSession = module.open(name, **{**query, **options})
+        return session
+    raise EndpointError(
+        "unknown_endpoint_scheme",
+        f"cannot open {endpoint!r}: expected ws://, wss://, http://, https://, sagemaker:<name> "
+        "or sagemaker-batch:<name>",
+    )

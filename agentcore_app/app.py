@@ -1,0 +1,171 @@
+"""The AgentCore entrypoint: a Strands agent that speaks while it writes, streamed back as SSE.
+
+``app`` is what the AgentCore runtime (and ``python -m agentcore_app``) serves: POST ``/invocations`` with
+``{prompt, mode: "bidi"|"batch", voice?, speed?}`` answers ``text/event-stream`` of DESIGN §4 events.
+
+Why it is built the way it is:
+
+- The SDK runs an async-generator entrypoint on its OWN worker event loop thread. So the speech session,
+  the agent, its queues and tasks are all created inside the call; nothing async exists at import time.
+- The SDK cancels the entrypoint's generator when the HTTP client goes away. Cancellation reaches
+  ``KokoroSpeech.stream``, whose task group closes the speech session; ``finally`` below ends the turn.
+  While a turn runs, ``/ping`` reports ``HealthyBusy`` (the SDK's task tracking), so an operator and the
+  tests can see a turn end.
+- The SDK answers a non-JSON body with its own ``{"error": ...}`` JSON. Clients of this app read SSE
+  events only, so :class:`JsonBodyGuard` answers that case with the same ``error`` event as every other
+  bad payload (``bad_json``), before the SDK sees it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import AsyncIterator, Callable
+from contextlib import aclosing
+from typing import TYPE_CHECKING, Any
+
+from bedrock_agentcore.runtime import BedrockAgentCoreApp
+from starlette.middleware import Middleware
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from agentcore_app.models import create_model, model_setting, parse_model_spec
+from agentcore_app.payload import PayloadError, parse_turn
+from strands_kokoro.protocol import sse_event
+
+if TYPE_CHECKING:
+    from strands.models.model import Model
+
+logger = logging.getLogger(__name__)
+
+SPEECH_ENDPOINT_ENV = "STRANDS_KOKORO_SPEECH_ENDPOINT"
+# The agent app takes AgentCore's 8080 locally too, so the model server's local default partner is 8081
+# (`python -m tts_container --port 8081`). In AWS the CDK stack sets the env to `sagemaker:<endpoint>`.
+DEFAULT_SPEECH_ENDPOINT = "ws://127.0.0.1:8081"
+MAX_BODY_BYTES = 64 * 1024
+
+SYSTEM_PROMPT = (
+    "You are a friendly voice assistant. Your answers are read aloud, so answer in three to five short, "
+    "plain sentences. Do not use lists, headings, code or markdown."
+)
+
+
+def speech_endpoint_setting(explicit: str | None = None) -> str:
+    """The speech endpoint in force: explicit, else ``STRANDS_KOKORO_SPEECH_ENDPOINT``, else local 8081."""
+    return explicit or os.environ.get(SPEECH_ENDPOINT_ENV) or DEFAULT_SPEECH_ENDPOINT
+
+
+class JsonBodyGuard:
+    """ASGI middleware: a POST /invocations body that is not JSON (or is too big) gets one SSE ``error``.
+
+    Valid bodies are replayed to the app unchanged; later ``receive`` calls go to the real channel so the
+    SDK still sees the client disconnect.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] != "/invocations" or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        body = bytearray()
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            body += message.get("body", b"")
+            if len(body) > MAX_BODY_BYTES:
+                await _send_error(send, 413, "payload_too_large", f"body is over {MAX_BODY_BYTES} bytes")
+                return
+            if not message.get("more_body", False):
+                break
+        try:
+            json.loads(body)
+        except (UnicodeDecodeError, ValueError, RecursionError):
+            await _send_error(send, 400, "bad_json", "request body is not valid JSON")
+            return
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": bytes(body), "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+
+async def _send_error(send: Send, status: int, code: str, message: str) -> None:
+    body = sse_event({"type": "error", "code": code, "message": message})
+    headers = [(b"content-type", b"text/event-stream"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def create_app(
+    *,
+    speech_endpoint: str | None = None,
+    model: str | Callable[[], Model] | None = None,
+    speech_options: dict[str, Any] | None = None,
+) -> BedrockAgentCoreApp:
+    """Build the AgentCore app. Settings are read now (not per request) so a process serves one config.
+
+    ``model`` is a setting string (see :mod:`agentcore_app.models`) or a factory called once per turn
+    (each turn gets a fresh agent; providers are cheap to build, the local weights are loaded once).
+    ``speech_options`` are extra ``KokoroSpeech`` arguments for every turn (e.g. ``first_chunk_words``),
+    for deployments and benchmarks; callers cannot set them per request.
+    """
+    endpoint = speech_endpoint_setting(speech_endpoint)
+    if callable(model):
+        new_model = model
+    else:
+        spec = parse_model_spec(model_setting(model))  # a bad setting fails here, not on the first request
+
+        def new_model() -> Model:
+            return create_model(spec)
+
+    agentcore = BedrockAgentCoreApp(middleware=[Middleware(JsonBodyGuard)])
+
+    @agentcore.entrypoint
+    async def invoke(payload: Any) -> AsyncIterator[dict[str, Any]]:
+        """One agent turn, spoken in ``mode``; yields JSON-serialisable DESIGN §4 events."""
+        try:
+            turn = parse_turn(payload)
+        except PayloadError as refused:
+            yield refused.event()
+            return
+        from strands import Agent
+
+        from strands_kokoro.speech import KokoroSpeech
+
+        task_id = agentcore.add_async_task("turn", {"mode": turn.mode})
+        try:
+            speech = KokoroSpeech(
+                endpoint=endpoint,
+                mode=turn.mode,
+                voice=turn.voice or "af_heart",
+                speed=turn.speed or 1.0,
+                **(speech_options or {}),
+            )
+            agent = Agent(
+                model=new_model(),
+                system_prompt=SYSTEM_PROMPT,
+                hooks=[speech],
+                callback_handler=None,
+            )
+            async with aclosing(speech.stream(agent, turn.prompt)) as events:
+                async for event in events:
+                    yield event
+        except Exception:
+            # The SDK would put str(exc) on the wire; a coded event says what failed, leaking nothing.
+            logger.exception("agent turn failed")
+            yield {"type": "error", "code": "agent_failed", "message": "the agent failed to answer"}
+        finally:
+            agentcore.complete_async_task(task_id)
+
+    return agentcore
+
+
+app = create_app()

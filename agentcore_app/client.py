@@ -1,0 +1,173 @@
+"""Invoke the agent app as a real client would and time every event on arrival.
+
+Two transports, one output: a local/any HTTP app (``http://host:port``, POST /invocations with httpx) and a
+deployed AgentCore runtime (``arn:aws:bedrock-agentcore:...``, boto3 ``invoke_agent_runtime``). Both bodies
+are parsed by httpx-sse, which buffers until the blank line that ends an event: SSE delivery chunks can
+end mid-event (the seed saw 4 audio frames arrive as 6 chunks, 2 ending mid-frame), so an event is only
+decoded once it is whole.
+
+The clock starts just before the request is sent, so "time to first audio" is what a listener waits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+from httpx_sse import EventSource, aconnect_sse
+
+INVOKE_TIMEOUT_S = 300.0
+
+
+@dataclass(frozen=True, slots=True)
+class TimedEvent:
+    """One DESIGN §4 event and when it reached the client, in ms since the request was sent."""
+
+    at_ms: float
+    event: dict[str, Any]
+
+
+@dataclass(slots=True)
+class TurnRecord:
+    """Everything a client saw of one turn: the timed events and the audio they carried."""
+
+    mode: str
+    events: list[TimedEvent] = field(default_factory=list)
+    pcm: bytearray = field(default_factory=bytearray)
+    sample_rate: int = 24_000
+
+    def add(self, timed: TimedEvent) -> None:
+        self.events.append(timed)
+        if timed.event.get("type") == "audio_chunk":
+            self.pcm += base64.b64decode(timed.event["audio"])
+            self.sample_rate = int(timed.event.get("sample_rate", self.sample_rate))
+
+    def first(self, kind: str) -> TimedEvent | None:
+        return next((e for e in self.events if e.event.get("type") == kind), None)
+
+    def of_type(self, kind: str) -> list[TimedEvent]:
+        return [e for e in self.events if e.event.get("type") == kind]
+
+    @property
+    def text(self) -> str:
+        return "".join(e.event["text"] for e in self.of_type("text_delta"))
+
+    @property
+    def audio_s(self) -> float:
+        return len(self.pcm) / 2 / self.sample_rate
+
+    def summary(self) -> dict[str, Any]:
+        """Client-side numbers: first text, first audio, total (ms), audio seconds, chunks, errors."""
+        first_text = self.first("text_delta")
+        first_audio = self.first("audio_chunk")
+        return {
+            "mode": self.mode,
+            "first_text_ms": None if first_text is None else round(first_text.at_ms, 1),
+            "first_audio_ms": None if first_audio is None else round(first_audio.at_ms, 1),
+            "total_ms": round(self.events[-1].at_ms, 1) if self.events else None,
+            "audio_s": round(self.audio_s, 3),
+            "chunks": len(self.of_type("audio_chunk")),
+            "sentences": len(self.of_type("sentence_complete")),
+            "errors": [e.event for e in self.events if e.event.get("type") in ("error", "speech_error")],
+            "text": self.text,
+        }
+
+
+def payload_for(
+    prompt: str, mode: str, voice: str | None = None, speed: float | None = None
+) -> dict[str, Any]:
+    payload: dict[str, Any] = {"prompt": prompt, "mode": mode}
+    if voice is not None:
+        payload["voice"] = voice
+    if speed is not None:
+        payload["speed"] = speed
+    return payload
+
+
+async def invoke_http(
+    client: httpx.AsyncClient, base_url: str, payload: dict[str, Any]
+) -> AsyncIterator[TimedEvent]:
+    """POST /invocations on an agent app and yield its events as they complete."""
+    started = time.perf_counter()
+    url = base_url.rstrip("/") + "/invocations"
+    async with aconnect_sse(client, "POST", url, json=payload, timeout=INVOKE_TIMEOUT_S) as source:
+        async for sse in source.aiter_sse():
+            if sse.data:
+                yield TimedEvent((time.perf_counter() - started) * 1000.0, json.loads(sse.data))
+
+
+class _BotoBodyStream(httpx.AsyncByteStream):
+    """A botocore streaming body as an httpx byte stream, read in a worker thread chunk by chunk."""
+
+    def __init__(self, chunks: Iterator[bytes]) -> None:
+        self._chunks = chunks
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        while (chunk := await asyncio.to_thread(next, self._chunks, b"")) != b"":
+            yield chunk
+
+
+async def invoke_runtime(
+    agentcore_client: Any, runtime_arn: str, payload: dict[str, Any], *, qualifier: str | None = None
+) -> AsyncIterator[TimedEvent]:
+    """Invoke a deployed AgentCore runtime (boto3 ``bedrock-agentcore``) with a fresh runtime session id."""
+    started = time.perf_counter()
+    params: dict[str, Any] = {
+        "agentRuntimeArn": runtime_arn,
+        # A new session per turn: each run measures a cold conversation, never one that remembers the last.
+        "runtimeSessionId": f"demo-{uuid.uuid4()}",
+        "payload": json.dumps(payload).encode("utf-8"),
+        "contentType": "application/json",
+        "accept": "text/event-stream",
+    }
+    if qualifier:
+        params["qualifier"] = qualifier
+    response = await asyncio.to_thread(agentcore_client.invoke_agent_runtime, **params)
+    body = response["response"]
+    content_type = response.get("contentType", "text/event-stream")
+    stream = _BotoBodyStream(iter(body.iter_chunks(chunk_size=4096)))
+    http_response = httpx.Response(200, headers={"content-type": content_type}, stream=stream)
+    try:
+        async for sse in EventSource(http_response).aiter_sse():
+            if sse.data:
+                yield TimedEvent((time.perf_counter() - started) * 1000.0, json.loads(sse.data))
+    finally:
+        body.close()
+
+
+async def run_turn(
+    endpoint_url: str,
+    prompt: str,
+    mode: str,
+    *,
+    http_client: httpx.AsyncClient | None = None,
+    agentcore_client: Any = None,
+    voice: str | None = None,
+) -> TurnRecord:
+    """Run one turn against ``endpoint_url`` (http(s) URL or AgentCore runtime ARN) and record it."""
+    record = TurnRecord(mode=mode)
+    payload = payload_for(prompt, mode, voice)
+    if endpoint_url.startswith("arn:"):
+        if agentcore_client is None:
+            import boto3
+
+            region = endpoint_url.split(":")[3] or None
+            agentcore_client = boto3.client("bedrock-agentcore", region_name=region)
+        async for timed in invoke_runtime(agentcore_client, endpoint_url, payload):
+            record.add(timed)
+        return record
+    if http_client is None:
+        async with httpx.AsyncClient(timeout=INVOKE_TIMEOUT_S) as client:
+            async for timed in invoke_http(client, endpoint_url, payload):
+                record.add(timed)
+        return record
+    async for timed in invoke_http(http_client, endpoint_url, payload):
+        record.add(timed)
+    return record

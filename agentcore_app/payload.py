@@ -1,0 +1,79 @@
+"""Validate an invocation payload before any model or speech session is touched.
+
+Why a separate step: the AgentCore SDK hands the entrypoint whatever JSON the caller sent. A bad field
+must become ONE coded ``error`` event (DESIGN §4) that a client can switch on, never a stack trace or a
+half-started turn that already opened a speech session.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from strands_kokoro.protocol import MAX_SPEED, MIN_SPEED
+
+MAX_PROMPT_CHARS = 4_000
+MAX_VOICE_CHARS = 64
+MODES: tuple[str, ...] = ("bidi", "batch")
+
+Mode = Literal["bidi", "batch"]
+
+
+class PayloadError(ValueError):
+    """A payload the entrypoint refuses, with a stable ``code`` for clients."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+    def event(self) -> dict[str, Any]:
+        """The DESIGN §4 ``error`` event for this refusal."""
+        return {"type": "error", "code": self.code, "message": self.message}
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """One validated request: what to ask the agent and how to speak the answer."""
+
+    prompt: str
+    mode: Mode = "bidi"
+    voice: str | None = None
+    speed: float | None = None
+
+
+def parse_turn(payload: Any) -> Turn:
+    """``{prompt, mode?, voice?, speed?}`` -> :class:`Turn`, or raise :class:`PayloadError`."""
+    if not isinstance(payload, dict):
+        raise PayloadError("bad_payload", f"payload must be a JSON object, got {type(payload).__name__}")
+    prompt = payload.get("prompt")
+    if prompt is None:
+        raise PayloadError("missing_prompt", "'prompt' is required")
+    if not isinstance(prompt, str):
+        raise PayloadError("bad_payload", "'prompt' must be a string")
+    if not prompt.strip():
+        raise PayloadError("missing_prompt", "'prompt' is empty")
+    if len(prompt) > MAX_PROMPT_CHARS:
+        raise PayloadError(
+            "prompt_too_long", f"'prompt' has {len(prompt)} characters; the limit is {MAX_PROMPT_CHARS}"
+        )
+    mode = payload.get("mode", "bidi")
+    if mode is None:
+        mode = "bidi"
+    if not isinstance(mode, str) or mode not in MODES:
+        shown = mode if isinstance(mode, str) else type(mode).__name__
+        raise PayloadError("unknown_mode", f"'mode' must be 'bidi' or 'batch', got {shown[:32]!r}")
+    voice = payload.get("voice")
+    if voice is not None and (not isinstance(voice, str) or not voice or len(voice) > MAX_VOICE_CHARS):
+        raise PayloadError("bad_voice", f"'voice' must be a voice name of 1-{MAX_VOICE_CHARS} characters")
+    speed = payload.get("speed")
+    if speed is not None:
+        if isinstance(speed, bool) or not isinstance(speed, int | float) or not math.isfinite(speed):
+            raise PayloadError("bad_speed", "'speed' must be a number")
+        if not MIN_SPEED <= speed <= MAX_SPEED:
+            raise PayloadError(
+                "bad_speed", f"'speed' must be between {MIN_SPEED} and {MAX_SPEED}, got {speed}"
+            )
+        speed = float(speed)
+    return Turn(prompt=prompt, mode=mode, voice=voice, speed=speed)  # type: ignore[arg-type]

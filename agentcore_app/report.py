@@ -1,0 +1,127 @@
+"""What the demo leaves behind: a table per mode, one WAV per mode, a timeline PNG and a JSON file.
+
+Kept apart from the demo's orchestration so the benchmark and the browser helper can reuse the same
+numbers and pictures. WAVs use the stdlib ``wave`` module; the figure uses matplotlib's Agg backend, so it
+renders on a machine without a display.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import wave
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from agentcore_app.client import TurnRecord
+
+
+def _fmt_ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.0f} ms"
+
+
+def speedup(batch_ms: float | None, bidi_ms: float | None) -> float | None:
+    """How many times sooner bidi's first audio came than batch's (None when either has no audio)."""
+    if not batch_ms or not bidi_ms:
+        return None
+    return batch_ms / bidi_ms
+
+
+def table(records: Sequence[TurnRecord]) -> str:
+    """A plain-text table: one column per mode, one row per measure."""
+    summaries = [r.summary() for r in records]
+    rows = [
+        ("time to first text", [_fmt_ms(s["first_text_ms"]) for s in summaries]),
+        ("time to first audio", [_fmt_ms(s["first_audio_ms"]) for s in summaries]),
+        ("total", [_fmt_ms(s["total_ms"]) for s in summaries]),
+        ("audio", [f"{s['audio_s']:.2f} s" for s in summaries]),
+        ("audio chunks", [str(s["chunks"]) for s in summaries]),
+        ("sentences", [str(s["sentences"]) for s in summaries]),
+    ]
+    label_width = max(len(label) for label, _ in rows)
+    col_width = max(12, *(len(v) for _, values in rows for v in values))
+    header = " " * label_width + "".join(f"  {s['mode']:>{col_width}}" for s in summaries)
+    lines = [header, "-" * len(header)]
+    lines += [
+        f"{label:<{label_width}}" + "".join(f"  {v:>{col_width}}" for v in values) for label, values in rows
+    ]
+    return "\n".join(lines)
+
+
+def speedup_line(records: Sequence[TurnRecord]) -> str:
+    by_mode = {r.mode: r.summary() for r in records}
+    ratio = speedup(
+        by_mode.get("batch", {}).get("first_audio_ms"), by_mode.get("bidi", {}).get("first_audio_ms")
+    )
+    if ratio is None:
+        return "bidi vs batch: no audio in one of the modes, no ratio"
+    return f"bidi first audio is {ratio:.1f}× sooner than batch"
+
+
+def write_wav(record: TurnRecord, path: Path) -> Path:
+    """The turn's audio as 16-bit mono WAV at the stream's sample rate."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with wave.open(str(path), "wb") as wav:
+        wav.setnchannels(1)
+        wav.setsampwidth(2)
+        wav.setframerate(record.sample_rate)
+        wav.writeframes(bytes(record.pcm))
+    return path
+
+
+def write_timeline(records: Sequence[TurnRecord], path: Path) -> Path:
+    """Text deltas and audio chunks against time, one lane pair per mode, shared time axis."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(
+        len(records), 1, figsize=(11, 1.9 * len(records) + 0.8), sharex=True, squeeze=False
+    )
+    for ax, record in zip(axes[:, 0], records, strict=True):
+        text_times = [e.at_ms for e in record.of_type("text_delta")]
+        ax.vlines(text_times, 1.6, 2.4, color="tab:blue", linewidth=0.8, label="text delta")
+        bars = []
+        for chunk in record.of_type("audio_chunk"):
+            n_bytes = len(base64.b64decode(chunk.event["audio"]))
+            duration_ms = n_bytes / 2 / int(chunk.event.get("sample_rate", record.sample_rate)) * 1000.0
+            bars.append((chunk.at_ms, duration_ms))
+        ax.broken_barh(bars, (0.6, 0.8), facecolors="tab:orange", edgecolor="black", linewidth=0.3)
+        first_audio = record.first("audio_chunk")
+        if first_audio is not None:
+            ax.axvline(first_audio.at_ms, color="tab:red", linestyle="--", linewidth=1)
+            ax.annotate(
+                f"first audio {first_audio.at_ms:,.0f} ms",
+                (first_audio.at_ms, 2.55),
+                fontsize=8,
+                color="tab:red",
+                xytext=(4, 0),
+                textcoords="offset points",
+            )
+        ax.set_yticks([1.0, 2.0], ["audio chunks\n(arrival, length)", "text deltas"])
+        ax.set_ylim(0.3, 2.9)
+        ax.set_title(f"{record.mode}", loc="left", fontsize=10)
+        ax.grid(axis="x", alpha=0.3)
+    axes[-1, 0].set_xlabel("ms since the request was sent")
+    fig.suptitle("agent text and speech audio as the client receives them")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def results_json(records: Sequence[TurnRecord], extra: dict[str, Any]) -> dict[str, Any]:
+    by_mode = {r.mode: r.summary() for r in records}
+    ratio = speedup(
+        by_mode.get("batch", {}).get("first_audio_ms"), by_mode.get("bidi", {}).get("first_audio_ms")
+    )
+    return {**extra, "modes": by_mode, "bidi_first_audio_speedup": None if ratio is None else round(ratio, 2)}
+
+
+def write_json(data: dict[str, Any], path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    return path

@@ -1,0 +1,236 @@
+"""``speech-infra`` and ``agent-infra deploy|diff|synth|destroy``: drive the CDK app in the right order.
+
+    speech-infra deploy|diff|synth|destroy kokoro-82m [--instance-type ml.g5.xlarge] [--instance-count 1]
+                 [--max-instance-count 4] [--weights-dir DIR] [--region R] [--profile P] [--output DIR]
+    speech-infra list
+    agent-infra deploy|diff|synth|destroy --bedrock-model-id ID [--endpoint-name kokoro-82m] [...]
+
+``synth`` runs in-process (aws-cdk-lib + cdk-nag; no npm CLI, no Docker, no AWS account) and prints the
+cdk-nag verdict. ``deploy``, ``diff`` and ``destroy`` run the CDK CLI (``cdk`` or ``npx aws-cdk@2``) with
+this package's app; each first checks what it needs and says what is missing. The agent needs the speech
+endpoint, so ``agent-infra deploy`` refuses until the speech stacks are deployed, and ``speech-infra
+destroy`` refuses while the agent still points at the endpoint.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from cdk.config import (
+    AGENT_STACKS,
+    MODEL_NAME,
+    REPO_ROOT,
+    SPEECH_STACKS,
+    ConfigError,
+    SpeechConfig,
+    speech_config,
+)
+from cdk.tooling import (
+    ToolingError,
+    cdk_command,
+    cloudformation_status,
+    require_absent,
+    require_credentials,
+    require_deployed,
+    require_docker,
+)
+
+ACTIONS = ("deploy", "diff", "synth", "destroy")
+DEFAULT_OUTPUT = REPO_ROOT / "cdk" / "cdk.out"
+
+SPEECH_LEFT_BEHIND = """\
+Left in place on purpose (they hold data a redeploy reuses):
+  - the weights bucket and its access-log bucket (RemovalPolicy RETAIN; versioned weights). Remove them
+    with: aws s3 rb s3://<bucket> --force   after deleting every object version (S3 console: Empty)
+  - the tts_container image and the zipped weights in the CDK bootstrap assets (ECR repository
+    cdk-<qualifier>-container-assets-<account>-<region>, bucket cdk-<qualifier>-assets-<account>-<region>),
+    shared by every CDK app in the account/region. Remove unused ones with: npx aws-cdk@2 gc --unstable=gc
+  - the endpoint's CloudWatch log group /aws/sagemaker/Endpoints/<endpoint> (delete it in CloudWatch)."""
+
+AGENT_LEFT_BEHIND = """\
+Left in place on purpose:
+  - the agent image in the CDK bootstrap ECR repository (shared by every CDK app in the account/region).
+    Remove unused images with: npx aws-cdk@2 gc --unstable=gc
+  - the runtime's log groups under /aws/bedrock-agentcore/runtimes/ (delete them in CloudWatch)."""
+
+
+def speech_main(argv: Sequence[str] | None = None) -> int:
+    """Entry of the ``speech-infra`` console script."""
+    parser = argparse.ArgumentParser(
+        prog="speech-infra", description="Deploy Kokoro-82M as a SageMaker endpoint."
+    )
+    commands = parser.add_subparsers(dest="action", required=True, metavar="COMMAND")
+    commands.add_parser("list", help="the models this CLI deploys and their stacks")
+    for action in ACTIONS:
+        sub = commands.add_parser(action, help=f"{action} the speech stacks")
+        sub.add_argument("model", choices=[MODEL_NAME], help="the speech model")
+        sub.add_argument("--instance-type", help="SageMaker instance type (default ml.g5.xlarge)")
+        sub.add_argument("--instance-count", type=int, help="initial and minimum instances (default 1)")
+        sub.add_argument("--max-instance-count", type=int, help="autoscaling ceiling (default 4)")
+        sub.add_argument(
+            "--weights-dir", type=Path, help="weight cache to upload (default: kokoro-weights path)"
+        )
+        _common_arguments(sub)
+    args = parser.parse_args(argv)
+    if args.action == "list":
+        defaults = SpeechConfig()
+        print(f"{MODEL_NAME}  endpoint={defaults.endpoint_name}  instance={defaults.instance_type}")
+        print(f"  stacks: {', '.join(SPEECH_STACKS)}")
+        return 0
+    context = {
+        "kokoro:stacks": "speech",
+        "kokoro:instance_type": args.instance_type,
+        "kokoro:instance_count": args.instance_count,
+        "kokoro:max_instance_count": args.max_instance_count,
+        "kokoro:weights_dir": str(args.weights_dir.expanduser()) if args.weights_dir else None,
+    }
+    return _guarded(lambda: _run_speech(args, _present(context)))
+
+
+def agent_infra(argv: Sequence[str]) -> int:
+    """``agent-infra deploy|diff|synth|destroy ...`` (``agentcore_app.cli`` delegates here)."""
+    parser = argparse.ArgumentParser(
+        prog="agent-infra", description="Deploy the speaking agent on AgentCore."
+    )
+    parser.add_argument("action", choices=ACTIONS)
+    parser.add_argument(
+        "--bedrock-model-id", required=True, help="e.g. us.anthropic.claude-haiku-4-5-20251001-v1:0"
+    )
+    parser.add_argument(
+        "--endpoint-name", default=MODEL_NAME, help=f"the speech endpoint (default {MODEL_NAME})"
+    )
+    _common_arguments(parser)
+    args = parser.parse_args(list(argv))
+    context = {
+        "kokoro:stacks": "agent",
+        "kokoro:bedrock_model_id": args.bedrock_model_id,
+        "kokoro:endpoint_name": args.endpoint_name,
+    }
+    return _guarded(lambda: _run_agent(args, context))
+
+
+def _common_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--region", help="AWS region (default: the profile's or AWS_REGION)")
+    parser.add_argument("--profile", help="AWS named profile")
+    parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT, help="cloud assembly directory")
+
+
+def _run_speech(args: argparse.Namespace, context: dict[str, str]) -> int:
+    if args.action == "synth":
+        return synth(context, args.output)
+    cdk = cdk_command()
+    require_credentials(args.profile, args.region)
+    status = cloudformation_status(args.profile, args.region)
+    if args.action == "deploy":
+        require_docker()
+        _fill_weights(speech_config(context.get))
+    if args.action == "destroy":
+        require_absent(
+            status,
+            AGENT_STACKS,
+            blocking="the speech endpoint",
+            fix="destroy the agent first: agent-infra destroy --bedrock-model-id <id>",
+        )
+    code = run_cdk(cdk, args.action, SPEECH_STACKS, context, args)
+    if code == 0 and args.action == "destroy":
+        print(SPEECH_LEFT_BEHIND)
+    return code
+
+
+def _run_agent(args: argparse.Namespace, context: dict[str, str]) -> int:
+    if args.action == "synth":
+        return synth(context, args.output)
+    cdk = cdk_command()
+    require_credentials(args.profile, args.region)
+    if args.action == "deploy":
+        require_docker(cross_arm64=True)
+        require_deployed(
+            cloudformation_status(args.profile, args.region),
+            SPEECH_STACKS,
+            needed_by="the agent (it speaks through the SageMaker endpoint)",
+            fix=f"run `speech-infra deploy {MODEL_NAME}` first",
+        )
+    code = run_cdk(cdk, args.action, AGENT_STACKS, context, args)
+    if code == 0 and args.action == "destroy":
+        print(AGENT_LEFT_BEHIND)
+    return code
+
+
+def synth(context: dict[str, str], output: Path) -> int:
+    """Synthesize in-process with cdk-nag; print the templates and the verdict."""
+    from cdk.app import build_app  # jsii starts node: import only when synthesizing
+
+    app = build_app(context, outdir=str(output))
+    try:
+        assembly = app.synth()
+    except RuntimeError as exc:
+        if "ValidationFailed" in str(exc):
+            print(
+                f"cdk-nag AwsSolutions found unacknowledged problems: see {output / 'validation-report.json'}"
+            )
+            return 1
+        raise
+    for stack in assembly.stacks:
+        print(f"{stack.stack_name}: {Path(assembly.directory) / stack.template_file}")
+    print("cdk-nag AwsSolutions: 0 unacknowledged findings")
+    return 0
+
+
+def run_cdk(
+    cdk: list[str], action: str, stacks: Sequence[str], context: dict[str, str], args: argparse.Namespace
+) -> int:
+    """Run the CDK CLI against ``python -m cdk.app`` with the same context the in-process synth uses."""
+    command = [*cdk, action, *stacks, "--app", f"{sys.executable} -m cdk.app", "--output", str(args.output)]
+    for key, value in context.items():
+        command += ["--context", f"{key}={value}"]
+    if args.profile:
+        command += ["--profile", args.profile]
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
+    env.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+    if args.region:
+        env["AWS_REGION"] = env["AWS_DEFAULT_REGION"] = args.region
+    print("+", " ".join(command), flush=True)
+    return subprocess.run(command, cwd=REPO_ROOT / "cdk", env=env, check=False).returncode
+
+
+def _fill_weights(config: SpeechConfig) -> None:
+    """Fill (idempotent) and re-hash the weight cache the model cache stack uploads.
+
+    GPU instances get the torch checkpoint too; the int8 onnx export is always there for CPU.
+    """
+    weights = shutil.which("kokoro-weights") or str(Path(sys.executable).with_name("kokoro-weights"))
+    if not Path(weights).exists():
+        raise ToolingError(
+            "`kokoro-weights` is missing: install the container extra (uv sync --extra container)"
+        )
+    parts = ["--part", "onnx"]
+    if config.instance_type.startswith(("ml.g", "ml.p")):
+        parts += ["--part", "torch"]
+    cache = ["--cache-dir", str(config.weights_dir)]
+    for step in ([weights, "fetch", *cache, *parts], [weights, "verify", *cache]):
+        if subprocess.run(step, check=False).returncode != 0:
+            raise ToolingError(f"weights not ready ({' '.join(step[1:])} failed, see above)")
+
+
+def _present(context: dict[str, object]) -> dict[str, str]:
+    return {key: str(value) for key, value in context.items() if value is not None}
+
+
+def _guarded(run: Callable[[], int]) -> int:
+    """Turn prerequisite and configuration errors into one clear line and exit status 2."""
+    try:
+        return int(run())
+    except (ToolingError, ConfigError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(speech_main())

@@ -1,0 +1,163 @@
+"""Every deploy-time choice in one frozen dataclass, read from CDK context.
+
+Why one place: the stacks, the CLIs and the tests must agree on names (the endpoint name is baked into
+IAM resource ARNs of two other stacks), so nothing below is computed twice. Values come from CDK context
+(``cdk.json`` or ``-c key=value``) so ``npx aws-cdk deploy`` and the in-process synth read the same keys.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from collections.abc import Callable
+from typing import Any
+
+from constructs import Construct
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+"""The repository root: the Docker build context of both images (they import ``strands_kokoro``)."""
+
+MODEL_NAME = "kokoro-82m"
+"""The only speech model these stacks deploy; the CLI argument and the default endpoint name."""
+
+WEIGHTS_PREFIX = f"{MODEL_NAME}/"
+"""Key prefix of the weights inside the bucket: the SageMaker role may read this prefix and nothing else."""
+
+CONTAINER_MODEL_DIR = "/opt/ml/model"
+"""Where SageMaker unpacks the S3 prefix inside the container (the SageMaker hosting contract)."""
+
+CONTAINER_PORT = 8080
+"""SageMaker and AgentCore both talk to their container on 8080; the Dockerfiles must EXPOSE it."""
+
+BIDI_LABEL = "com.amazonaws.sagemaker.capabilities.bidirectional-streaming"
+"""Docker label SageMaker reads to route InvokeEndpointWithBidirectionalStream to the container."""
+
+INFERENCE_PROFILE_PREFIXES = ("us.", "eu.", "apac.", "jp.", "au.", "ca.", "us-gov.", "global.")
+"""Model ids starting with these are cross-region inference profiles, not foundation models."""
+
+SPEECH_STACKS = ("KokoroSpeechFoundation", "KokoroModelCache", "KokoroSpeechEndpoint")
+"""Deployed together by ``speech-infra``, in this order (CDK derives it from the references too)."""
+
+AGENT_STACKS = ("KokoroAgentFoundation", "KokoroAgentRuntime")
+"""Deployed by ``agent-infra`` once the speech endpoint exists."""
+
+_ENDPOINT_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
+_MODEL_ID = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9.:_-]{2,199}$")
+
+
+def default_weights_dir() -> Path:
+    """The cache ``kokoro-weights fetch`` fills (``STRANDS_KOKORO_CACHE`` or ``~/.cache/strands-kokoro``)."""
+    configured = os.environ.get("STRANDS_KOKORO_CACHE")
+    return Path(configured).expanduser() if configured else Path.home() / ".cache" / "strands-kokoro"
+
+
+class ConfigError(ValueError):
+    """A context value that cannot produce a valid deployment (raised before any construct exists)."""
+
+
+@dataclass(frozen=True)
+class SpeechConfig:
+    """The SageMaker side: endpoint size, autoscaling bounds, alarm thresholds, weight source."""
+
+    endpoint_name: str = MODEL_NAME
+    instance_type: str = "ml.g5.xlarge"
+    instance_count: int = 1
+    max_instance_count: int = 4
+    # Concurrent requests (open bidi sessions or streaming POSTs) per model container before scaling out.
+    # One g5.xlarge synthesizes far faster than real time, so a few live sessions share one GPU well.
+    target_concurrency: float = 4.0
+    scale_out_cooldown_s: int = 60
+    scale_in_cooldown_s: int = 600
+    latency_alarm_ms: int = 1500
+    weights_dir: Path = field(default_factory=default_weights_dir)
+
+    def __post_init__(self) -> None:
+        if not _ENDPOINT_NAME.match(self.endpoint_name):
+            raise ConfigError(f"endpoint name {self.endpoint_name!r} is not a valid SageMaker endpoint name")
+        if not self.instance_type.startswith("ml."):
+            raise ConfigError(
+                f"instance type {self.instance_type!r} must be a SageMaker type such as ml.g5.xlarge"
+            )
+        if not 1 <= self.instance_count <= self.max_instance_count:
+            raise ConfigError(
+                f"need 1 <= instance count ({self.instance_count}) <= max ({self.max_instance_count})"
+            )
+        if self.target_concurrency <= 0 or self.latency_alarm_ms <= 0:
+            raise ConfigError("target concurrency and latency alarm threshold must be positive")
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    """The AgentCore side: which Bedrock model the agent calls, which speech endpoint it speaks through."""
+
+    bedrock_model_id: str
+    speech_endpoint_name: str = MODEL_NAME
+    runtime_name: str = "strands_kokoro_agent"
+
+    def __post_init__(self) -> None:
+        if not _MODEL_ID.match(self.bedrock_model_id):
+            raise ConfigError(f"bedrock model id {self.bedrock_model_id!r} is not a valid model id")
+        if not _ENDPOINT_NAME.match(self.speech_endpoint_name):
+            raise ConfigError(f"endpoint name {self.speech_endpoint_name!r} is not a valid endpoint name")
+
+    @property
+    def is_inference_profile(self) -> bool:
+        """Cross-region profiles (``us.anthropic...``) need the profile ARN plus the regional models."""
+        return self.bedrock_model_id.startswith(INFERENCE_PROFILE_PREFIXES)
+
+    @property
+    def foundation_model_id(self) -> str:
+        """The model behind a profile: ``us.anthropic.x`` routes to ``anthropic.x`` in several regions."""
+        if self.is_inference_profile:
+            return self.bedrock_model_id.split(".", 1)[1]
+        return self.bedrock_model_id
+
+
+def speech_config(get: Callable[[str], Any]) -> SpeechConfig:
+    """Build from ``kokoro:<field>`` lookups (strings from ``-c``/the CLI, typed values from ``cdk.json``)."""
+    values: dict[str, Any] = {}
+    for name, kind in _SPEECH_FIELDS:
+        raw = get(f"kokoro:{name}")
+        if raw is None or raw == "":
+            continue
+        try:
+            values[name] = kind(raw)
+        except (TypeError, ValueError):
+            raise ConfigError(f"context kokoro:{name}={raw!r} is not a {kind.__name__}") from None
+    if "weights_dir" in values:
+        values["weights_dir"] = values["weights_dir"].expanduser()
+    return SpeechConfig(**values)
+
+
+def agent_config(get: Callable[[str], Any]) -> AgentConfig | None:
+    """The agent stacks exist only when a Bedrock model id was given (``kokoro:bedrock_model_id``)."""
+    model_id = get("kokoro:bedrock_model_id")
+    if not model_id:
+        return None
+    endpoint = get("kokoro:endpoint_name") or MODEL_NAME
+    return AgentConfig(bedrock_model_id=str(model_id), speech_endpoint_name=str(endpoint))
+
+
+def speech_config_from_context(scope: Construct) -> SpeechConfig:
+    """:func:`speech_config` over a construct's CDK context."""
+    return speech_config(scope.node.try_get_context)
+
+
+def agent_config_from_context(scope: Construct) -> AgentConfig | None:
+    """:func:`agent_config` over a construct's CDK context."""
+    return agent_config(scope.node.try_get_context)
+
+
+_SPEECH_FIELDS: tuple[tuple[str, Callable[[Any], Any]], ...] = (
+    ("endpoint_name", str),
+    ("instance_type", str),
+    ("instance_count", int),
+    ("max_instance_count", int),
+    ("target_concurrency", float),
+    ("scale_out_cooldown_s", int),
+    ("scale_in_cooldown_s", int),
+    ("latency_alarm_ms", int),
+    ("weights_dir", Path),
+)

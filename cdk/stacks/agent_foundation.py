@@ -1,0 +1,144 @@
+"""Agent foundation: the AgentCore runtime's execution role, and nothing else.
+
+Why apart from the runtime: the role is the security boundary of the agent (which model, which endpoint)
+and should be reviewable without reading image or runtime details.
+"""
+
+from __future__ import annotations
+
+from aws_cdk import Aws, CfnOutput, Stack, aws_iam as iam
+from constructs import Construct
+
+from cdk.config import AgentConfig
+from cdk.stacks.common import acknowledge, bootstrap_image_repository_arn, sagemaker_endpoint_arn
+from cdk.stacks.speech_foundation import ECR_PULL_ACTIONS
+
+BEDROCK_INVOKE_ACTIONS = ["bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream"]
+SPEECH_INVOKE_ACTIONS = [
+    # bidi mode: one HTTP/2 session per turn (strands_kokoro.sessions.sagemaker)
+    "sagemaker:InvokeEndpointWithBidirectionalStream",
+    # batch mode, the baseline the entrypoint also serves: InvokeEndpointWithResponseStream is
+    # authorised by the sagemaker:InvokeEndpoint action (SageMaker Runtime API reference)
+    "sagemaker:InvokeEndpoint",
+]
+XRAY_ACTIONS = [
+    "xray:PutTraceSegments",
+    "xray:PutTelemetryRecords",
+    "xray:GetSamplingRules",
+    "xray:GetSamplingTargets",
+]
+RUNTIME_LOG_GROUP = "/aws/bedrock-agentcore/runtimes"
+
+
+class AgentFoundationStack(Stack):
+    """The role bedrock-agentcore.amazonaws.com assumes to run the agent container."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, config: AgentConfig, **kwargs: object) -> None:
+        super().__init__(scope, construct_id, **kwargs)  # type: ignore[arg-type]
+        self.config = config
+        # Confused-deputy guard: only AgentCore acting for a runtime of this account, in this region.
+        self.execution_role = iam.Role(
+            self,
+            "AgentCoreExecutionRole",
+            assumed_by=iam.ServicePrincipal(
+                "bedrock-agentcore.amazonaws.com",
+                conditions={
+                    "StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID},
+                    "ArnLike": {
+                        "aws:SourceArn": f"arn:{Aws.PARTITION}:bedrock-agentcore:{Aws.REGION}:{Aws.ACCOUNT_ID}:*"
+                    },
+                },
+            ),
+            description="strands-kokoro agent: call one Bedrock model, speak through one SageMaker endpoint.",
+        )
+        role = self.execution_role
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="InvokeModel", actions=BEDROCK_INVOKE_ACTIONS, resources=self._model_arns()
+            )
+        )
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="Speak",
+                actions=SPEECH_INVOKE_ACTIONS,
+                resources=[sagemaker_endpoint_arn(self, config.speech_endpoint_name)],
+            )
+        )
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="PullImage", actions=ECR_PULL_ACTIONS, resources=[bootstrap_image_repository_arn(self)]
+            )
+        )
+        role.add_to_policy(
+            iam.PolicyStatement(sid="EcrLogin", actions=["ecr:GetAuthorizationToken"], resources=["*"])
+        )
+        self._grant_logs_and_traces(role)
+        self._acknowledge(role)
+        CfnOutput(self, "ExecutionRoleArn", value=role.role_arn)
+
+    def _model_arns(self) -> list[str]:
+        """A foundation model in this region, or a cross-region profile plus the models it routes to."""
+        config = self.config
+        if not config.is_inference_profile:
+            return [f"arn:{Aws.PARTITION}:bedrock:{Aws.REGION}::foundation-model/{config.bedrock_model_id}"]
+        return [
+            f"arn:{Aws.PARTITION}:bedrock:{Aws.REGION}:{Aws.ACCOUNT_ID}:inference-profile/{config.bedrock_model_id}",
+            f"arn:{Aws.PARTITION}:bedrock:*::foundation-model/{config.foundation_model_id}",
+        ]
+
+    def _grant_logs_and_traces(self, role: iam.Role) -> None:
+        """Runtime logs go to AgentCore's own log groups; traces and metrics to X-Ray / CloudWatch."""
+        log_groups = f"arn:{Aws.PARTITION}:logs:{Aws.REGION}:{Aws.ACCOUNT_ID}:log-group:{RUNTIME_LOG_GROUP}/*"
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="RuntimeLogGroups",
+                actions=["logs:CreateLogGroup", "logs:DescribeLogStreams"],
+                resources=[log_groups],
+            )
+        )
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="RuntimeLogStreams",
+                actions=["logs:CreateLogStream", "logs:PutLogEvents"],
+                resources=[f"{log_groups}:log-stream:*"],
+            )
+        )
+        role.add_to_policy(iam.PolicyStatement(sid="Traces", actions=XRAY_ACTIONS, resources=["*"]))
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="Metrics",
+                actions=["cloudwatch:PutMetricData"],
+                resources=["*"],
+                conditions={"StringEquals": {"cloudwatch:namespace": "bedrock-agentcore"}},
+            )
+        )
+
+    def _acknowledge(self, role: iam.Role) -> None:
+        acknowledge(
+            role,
+            "AwsSolutions-IAM5[Resource::*]",
+            "Only for actions without resource-level permissions: ecr:GetAuthorizationToken, the X-Ray "
+            "trace/sampling calls and cloudwatch:PutMetricData (pinned to the bedrock-agentcore namespace).",
+        )
+        acknowledge(
+            role,
+            f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:logs:<AWS::Region>:<AWS::AccountId>:log-group:"
+            f"{RUNTIME_LOG_GROUP}/*]",
+            "AgentCore creates the runtime's log group with a generated runtime id in its name; the wildcard "
+            "stays inside AgentCore's own /aws/bedrock-agentcore/runtimes/ namespace.",
+        )
+        acknowledge(
+            role,
+            f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:logs:<AWS::Region>:<AWS::AccountId>:log-group:"
+            f"{RUNTIME_LOG_GROUP}/*:log-stream:*]",
+            "Log streams are named per runtime session at run time; the wildcard stays inside AgentCore's "
+            "runtime log groups.",
+        )
+        if self.config.is_inference_profile:
+            acknowledge(
+                role,
+                f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:bedrock:*::foundation-model/"
+                f"{self.config.foundation_model_id}]",
+                "A cross-region inference profile routes each call to one of several regions; Bedrock checks "
+                "the foundation model ARN in the serving region, so only the region is a wildcard.",
+            )

@@ -1,0 +1,182 @@
+"""Speech endpoint: the tts_container image, SageMaker model + endpoint config + endpoint, scaling, alarms.
+
+L1 SageMaker constructs: aws-cdk-lib 2.275 has no stable L2 for SageMaker hosting, and the L1 keeps every
+property visible (network isolation, uncompressed S3 model data, startup timeouts) in one place.
+"""
+
+from __future__ import annotations
+
+from aws_cdk import (
+    CfnOutput,
+    Duration,
+    Stack,
+    aws_applicationautoscaling as appscaling,
+    aws_cloudwatch as cloudwatch,
+    aws_ecr_assets as ecr_assets,
+    aws_iam as iam,
+    aws_sagemaker as sagemaker,
+)
+from constructs import Construct
+
+from cdk.config import CONTAINER_MODEL_DIR, REPO_ROOT, SpeechConfig
+from cdk.stacks.common import DOCKER_EXCLUDES, acknowledge
+
+VARIANT_NAME = "AllTraffic"
+TTS_DOCKERFILE = "tts_container/Dockerfile"
+
+
+class SpeechEndpointStack(Stack):
+    """A bidirectional-streaming SageMaker endpoint that autoscales on concurrent sessions."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: SpeechConfig,
+        execution_role: iam.IRole,
+        model_data_uri: str,
+        **kwargs: object,
+    ) -> None:
+        super().__init__(scope, construct_id, **kwargs)  # type: ignore[arg-type]
+        # Synth only hashes this context (offline, fast); Docker builds it when the asset is published.
+        self.image = ecr_assets.DockerImageAsset(
+            self,
+            "TtsImage",
+            directory=str(REPO_ROOT),
+            file=TTS_DOCKERFILE,
+            platform=ecr_assets.Platform.LINUX_AMD64,
+            exclude=[*DOCKER_EXCLUDES, "agentcore_app", "cdk"],
+            # The weights come from the S3 model cache (SageMaker copies them to /opt/ml/model), so the
+            # image does not bake them in: one copy of the weights, and the build needs no hub access.
+            build_args={"BAKE_WEIGHTS": "0"},
+            display_name="kokoro tts_container",
+        )
+
+        model = sagemaker.CfnModel(
+            self,
+            "Model",
+            execution_role_arn=execution_role.role_arn,
+            # The container needs no network: SageMaker copies the weights to /opt/ml/model itself.
+            enable_network_isolation=True,
+            primary_container=sagemaker.CfnModel.ContainerDefinitionProperty(
+                image=self.image.image_uri,
+                mode="SingleModel",
+                model_data_source=sagemaker.CfnModel.ModelDataSourceProperty(
+                    s3_data_source=sagemaker.CfnModel.S3DataSourceProperty(
+                        s3_uri=model_data_uri,
+                        s3_data_type="S3Prefix",
+                        compression_type="None",
+                    )
+                ),
+                environment={
+                    # tts_container.weights reads its cache from here; the manifest makes start-up instant.
+                    "STRANDS_KOKORO_CACHE": CONTAINER_MODEL_DIR,
+                    "KOKORO_ENGINE": "auto",
+                },
+            ),
+        )
+        endpoint_config = sagemaker.CfnEndpointConfig(
+            self,
+            "EndpointConfig",
+            production_variants=[
+                sagemaker.CfnEndpointConfig.ProductionVariantProperty(
+                    variant_name=VARIANT_NAME,
+                    model_name=model.attr_model_name,
+                    instance_type=config.instance_type,
+                    initial_instance_count=config.instance_count,
+                    initial_variant_weight=1.0,
+                    container_startup_health_check_timeout_in_seconds=600,
+                    model_data_download_timeout_in_seconds=600,
+                )
+            ],
+        )
+        acknowledge(
+            endpoint_config,
+            "AwsSolutions-SM2",
+            "GPU instances such as ml.g5 have NVMe instance storage, which SageMaker encrypts in hardware "
+            "and for which it rejects a KmsKeyId; the weights at rest are SSE-S3 encrypted in the bucket.",
+        )
+        endpoint = sagemaker.CfnEndpoint(
+            self,
+            "Endpoint",
+            endpoint_name=config.endpoint_name,
+            endpoint_config_name=endpoint_config.attr_endpoint_config_name,
+        )
+        acknowledge(
+            model,
+            "AwsSolutions-SM1",
+            "The model runs with EnableNetworkIsolation: the container has no network access at all, which "
+            "is stricter than VPC placement; weights arrive through SageMaker's own S3 download.",
+        )
+        self.endpoint_name = config.endpoint_name
+        self._autoscale(config, endpoint)
+        self._alarm(config)
+        CfnOutput(self, "EndpointName", value=endpoint.attr_endpoint_name)
+        CfnOutput(self, "SpeechEndpoint", value=f"sagemaker:{config.endpoint_name}")
+
+    def _autoscale(self, config: SpeechConfig, endpoint: sagemaker.CfnEndpoint) -> None:
+        """Track concurrent requests per model: an open bidi session counts for its whole life.
+
+        Why not InvocationsPerInstance: a session that streams many sentences is one long request, so
+        invocation counts stay flat while the GPU fills; the high-resolution concurrency metric (10 s)
+        sees sessions pile up and reacts in seconds. Scale-in waits longer than scale-out so a pause
+        between conversations does not drop an instance (and its warm model) too early.
+        """
+        target = appscaling.ScalableTarget(
+            self,
+            "ScalableTarget",
+            service_namespace=appscaling.ServiceNamespace.SAGEMAKER,
+            resource_id=f"endpoint/{config.endpoint_name}/variant/{VARIANT_NAME}",
+            scalable_dimension="sagemaker:variant:DesiredInstanceCount",
+            min_capacity=config.instance_count,
+            max_capacity=config.max_instance_count,
+        )
+        target.node.add_dependency(endpoint)
+        target.scale_to_track_metric(
+            "ConcurrentRequestsPerModel",
+            target_value=config.target_concurrency,
+            predefined_metric=appscaling.PredefinedMetric.SAGEMAKER_VARIANT_CONCURRENT_REQUESTS_PER_MODEL_HIGH_RESOLUTION,
+            scale_out_cooldown=Duration.seconds(config.scale_out_cooldown_s),
+            scale_in_cooldown=Duration.seconds(config.scale_in_cooldown_s),
+        )
+
+    def _alarm(self, config: SpeechConfig) -> None:
+        """5XX errors (any, three minutes running) and p90 model latency (first audio, microseconds)."""
+        dimensions = {"EndpointName": config.endpoint_name, "VariantName": VARIANT_NAME}
+        errors = cloudwatch.Metric(
+            namespace="AWS/SageMaker",
+            metric_name="Invocation5XXErrors",
+            dimensions_map=dimensions,
+            statistic="Sum",
+            period=Duration.minutes(1),
+        )
+        self.error_alarm = errors.create_alarm(
+            self,
+            "Invocation5XXAlarm",
+            alarm_description=f"{config.endpoint_name}: the model container answered 5XX",
+            threshold=1,
+            evaluation_periods=3,
+            datapoints_to_alarm=3,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        )
+        # ModelLatency (microseconds) is the server-side time spent in the container: the closest metric
+        # SageMaker publishes to first-audio latency (client-side TTFA is measured by benchmarks/).
+        latency = cloudwatch.Metric(
+            namespace="AWS/SageMaker",
+            metric_name="ModelLatency",
+            dimensions_map=dimensions,
+            statistic="p90",
+            period=Duration.minutes(1),
+        )
+        self.latency_alarm = latency.create_alarm(
+            self,
+            "FirstAudioLatencyAlarm",
+            alarm_description=f"{config.endpoint_name}: p90 model latency above {config.latency_alarm_ms} ms",
+            threshold=config.latency_alarm_ms * 1000,
+            evaluation_periods=5,
+            datapoints_to_alarm=3,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        )

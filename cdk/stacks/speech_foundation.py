@@ -1,0 +1,169 @@
+"""Speech foundation: the weights bucket and the two roles around the SageMaker endpoint.
+
+Why a stack of its own: the bucket outlives endpoints (it is retained on destroy) and the roles are
+what other accounts' reviewers read first, so they change rarely and apart from the endpoint.
+"""
+
+from __future__ import annotations
+
+from aws_cdk import ArnFormat, CfnOutput, Duration, RemovalPolicy, Stack, aws_iam as iam, aws_s3 as s3
+from constructs import Construct
+
+from cdk.config import WEIGHTS_PREFIX, SpeechConfig
+from cdk.stacks.common import acknowledge, bootstrap_image_repository_arn, sagemaker_endpoint_arn
+
+CLIENT_INVOKE_ACTIONS = [
+    "sagemaker:InvokeEndpoint",
+    "sagemaker:InvokeEndpointWithResponseStream",
+    "sagemaker:InvokeEndpointWithBidirectionalStream",
+]
+"""What a speech client may do: the batch POST, the streamed POST and the bidirectional session."""
+
+WEIGHTS_BUCKET_NAME_EXPORT = "strands-kokoro-weights-bucket-name"
+WEIGHTS_BUCKET_ARN_EXPORT = "strands-kokoro-weights-bucket-arn"
+
+ECR_PULL_ACTIONS = ["ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"]
+
+
+class SpeechFoundationStack(Stack):
+    """Weights bucket (+ its access-log bucket), SageMaker execution role, speech client role."""
+
+    def __init__(
+        self, scope: Construct, construct_id: str, *, config: SpeechConfig, **kwargs: object
+    ) -> None:
+        super().__init__(scope, construct_id, **kwargs)  # type: ignore[arg-type]
+        self.config = config
+
+        self.access_logs = s3.Bucket(
+            self,
+            "WeightsAccessLogs",
+            encryption=s3.BucketEncryption.S3_MANAGED,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            enforce_ssl=True,
+            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_PREFERRED,
+            removal_policy=RemovalPolicy.RETAIN,
+            lifecycle_rules=[s3.LifecycleRule(expiration=Duration.days(365))],
+        )
+        acknowledge(
+            self.access_logs,
+            "AwsSolutions-S1",
+            "This bucket receives the weights bucket's server access logs; logging it to itself would loop "
+            "and to a third bucket would only move the same finding one level down.",
+        )
+        self.weights = s3.Bucket(
+            self,
+            "Weights",
+            encryption=s3.BucketEncryption.S3_MANAGED,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            enforce_ssl=True,
+            versioned=True,
+            server_access_logs_bucket=self.access_logs,
+            server_access_logs_prefix="weights/",
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+
+        self.execution_role = iam.Role(
+            self,
+            "SageMakerExecutionRole",
+            assumed_by=iam.ServicePrincipal(
+                "sagemaker.amazonaws.com",
+                conditions={"StringEquals": {"aws:SourceAccount": self.account}},
+            ),
+            description="Kokoro endpoint: read the weights prefix, pull the image, write endpoint logs.",
+        )
+        self._grant_execution(self.execution_role)
+
+        self.client_role = iam.Role(
+            self,
+            "SpeechClientRole",
+            assumed_by=iam.AccountRootPrincipal(),
+            description="Speech clients in this account: invoke the Kokoro endpoint, nothing else.",
+        )
+        self.client_role.add_to_policy(
+            iam.PolicyStatement(
+                actions=CLIENT_INVOKE_ACTIONS,
+                resources=[sagemaker_endpoint_arn(self, config.endpoint_name)],
+            )
+        )
+
+        # Explicit export names: the model cache stack imports them by name, which keeps the cdk-nag
+        # finding ids of its copy job stable (CDK's generated export names carry a hash).
+        CfnOutput(
+            self, "WeightsBucketName", value=self.weights.bucket_name, export_name=WEIGHTS_BUCKET_NAME_EXPORT
+        )
+        CfnOutput(
+            self, "WeightsBucketArn", value=self.weights.bucket_arn, export_name=WEIGHTS_BUCKET_ARN_EXPORT
+        )
+        CfnOutput(self, "SpeechClientRoleArn", value=self.client_role.role_arn)
+
+    def _grant_execution(self, role: iam.Role) -> None:
+        """Least privilege for the model container, statement by statement."""
+        prefix = WEIGHTS_PREFIX
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="ReadWeightsPrefix",
+                actions=["s3:GetObject"],
+                resources=[self.weights.arn_for_objects(f"{prefix}*")],
+            )
+        )
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="ListWeightsPrefix",
+                actions=["s3:ListBucket"],
+                resources=[self.weights.bucket_arn],
+                conditions={"StringLike": {"s3:prefix": [prefix, f"{prefix}*"]}},
+            )
+        )
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="PullImage",
+                actions=ECR_PULL_ACTIONS,
+                resources=[bootstrap_image_repository_arn(self)],
+            )
+        )
+        role.add_to_policy(
+            iam.PolicyStatement(sid="EcrLogin", actions=["ecr:GetAuthorizationToken"], resources=["*"])
+        )
+        log_group = self.format_arn(
+            service="logs",
+            resource="log-group",
+            resource_name=f"/aws/sagemaker/Endpoints/{self.config.endpoint_name}",
+            arn_format=ArnFormat.COLON_RESOURCE_NAME,
+        )
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="EndpointLogs",
+                actions=[
+                    "logs:CreateLogGroup",
+                    "logs:CreateLogStream",
+                    "logs:PutLogEvents",
+                    "logs:DescribeLogStreams",
+                ],
+                resources=[log_group, f"{log_group}:log-stream:*"],
+            )
+        )
+        acknowledge(
+            role,
+            "AwsSolutions-IAM5[Resource::*]",
+            "ecr:GetAuthorizationToken has no resource-level permissions (IAM service authorization "
+            "reference); the image pull itself is scoped to the CDK image asset repository.",
+        )
+        acknowledge(
+            role,
+            f"AwsSolutions-IAM5[Resource::<{self._weights_logical_id()}.Arn>/{prefix}*]",
+            "The endpoint reads every object under the model's own weights prefix (SageMaker copies the "
+            "whole S3 prefix to /opt/ml/model); object names change with each pinned weight revision.",
+        )
+        acknowledge(
+            role,
+            f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:logs:<AWS::Region>:<AWS::AccountId>:log-group:"
+            f"/aws/sagemaker/Endpoints/{self.config.endpoint_name}:log-stream:*]",
+            "SageMaker names one log stream per instance and container at launch; the wildcard is limited "
+            "to streams inside this endpoint's own log group.",
+        )
+
+    def _weights_logical_id(self) -> str:
+        """cdk-nag names a bucket ARN by the bucket's logical id, which carries a CDK-made hash."""
+        bucket = self.weights.node.default_child
+        assert isinstance(bucket, s3.CfnBucket)
+        return self.get_logical_id(bucket)

@@ -1,0 +1,173 @@
+"""``KokoroSpeech``: make any Strands agent speak while it writes.
+
+    speech = KokoroSpeech(endpoint="ws://127.0.0.1:8080")
+    agent = Agent(model=..., hooks=[speech], callback_handler=None)
+    async for event in speech.stream(agent, "Tell me about otters."):
+        ...  # DESIGN §4 dicts: text_delta, audio_chunk, sentence_complete, agent_end, ...
+
+Strands 1.62 has no per-token hook event, so the text is tapped with an ``InvokeModelStage`` middleware
+(registered when the agent is initialized): it sees every streamed chunk and knows when a model call
+ends, which is where the chunker is flushed, so the text written before a tool call is spoken before
+the tool runs. Everything a turn does (tasks, queues, the session) is created inside the turn, on the
+caller's event loop: nothing at import or construction time, because AgentCore runs each invocation on
+its own worker loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+import weakref
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextvars import ContextVar
+from typing import Any
+
+from strands.hooks import AgentInitializedEvent, BeforeToolCallEvent, HookProvider, HookRegistry
+from strands.middleware import InvokeModelContext, InvokeModelStage, MiddlewareNext, TypedEvent
+
+from strands_kokoro.events import Event
+from strands_kokoro.sessions import open_session
+from strands_kokoro.sessions.base import SpeechSession
+from strands_kokoro.speech_turn import SessionFactory, SpeechMode, SpeechOptions, SpeechTurn
+
+# The turn the current task belongs to. Set in the turn's own task, so the agent task (a child) sees it
+# and two turns on two agents sharing one KokoroSpeech never mix their text.
+_current_turn: ContextVar[SpeechTurn | None] = ContextVar("kokoro_current_turn", default=None)
+
+
+class KokoroSpeech(HookProvider):
+    """A Strands ``HookProvider`` that streams an agent's answer to a Kokoro server sentence by sentence.
+
+    ``mode="bidi"`` sends each sentence the moment it is written over one persistent session;
+    ``mode="batch"`` is the fair baseline: same agent and endpoint, one synthesis after the whole answer.
+    ``first_chunk_words`` shortens the first chunk at a clause (first audio sooner); ``max_chars`` splits
+    long sentences. ``reconnect_attempts`` bounds how often a dropped session is reopened within a turn.
+    ``session_factory`` replaces ``open_session(endpoint)`` (tests, custom transports).
+    """
+
+    def __init__(
+        self,
+        endpoint: str = "ws://127.0.0.1:8080",
+        *,
+        mode: SpeechMode = "bidi",
+        voice: str | None = "af_heart",
+        speed: float | None = 1.0,
+        sample_rate: int | None = None,
+        lang: str | None = None,
+        first_chunk_words: int | None = 6,
+        max_chars: int | None = 350,
+        reconnect_attempts: int = 2,
+        reconnect_backoff_s: float = 0.25,
+        session_factory: SessionFactory | None = None,
+        **session_options: Any,
+    ) -> None:
+        if mode not in ("bidi", "batch"):
+            raise ValueError(f"mode must be 'bidi' or 'batch', got {mode!r}")
+        self.endpoint = endpoint
+        self.options = SpeechOptions(
+            mode=mode,
+            voice=voice,
+            speed=speed,
+            sample_rate=sample_rate,
+            lang=lang,
+            first_chunk_words=first_chunk_words,
+            max_chars=max_chars,
+            reconnect_attempts=max(0, reconnect_attempts),
+            reconnect_backoff_s=reconnect_backoff_s,
+        )
+        self._session_factory = session_factory
+        self._session_options = session_options
+        self._tapped: weakref.WeakSet[Any] = weakref.WeakSet()
+        self._active: set[SpeechTurn] = set()
+        self.last_result: Any = None
+
+    # ------------------------------------------------------------------------------- Strands hooks
+
+    def register_hooks(self, registry: HookRegistry, **kwargs: Any) -> None:
+        registry.add_callback(AgentInitializedEvent, self._on_agent_initialized)
+        registry.add_callback(BeforeToolCallEvent, self._before_tool_call)
+
+    def _on_agent_initialized(self, event: AgentInitializedEvent) -> None:
+        self.install(event.agent)
+
+    async def _before_tool_call(self, event: BeforeToolCallEvent) -> None:
+        turn = _current_turn.get()
+        if turn is not None:
+            await turn.wait_flushed()
+
+    def install(self, agent: Any) -> None:
+        """Add the token tap to ``agent`` (done on ``AgentInitializedEvent``; idempotent)."""
+        if agent not in self._tapped:
+            agent.add_middleware(InvokeModelStage, self._tap)
+            self._tapped.add(agent)
+
+    async def _tap(
+        self, context: InvokeModelContext, next_fn: MiddlewareNext[InvokeModelContext, TypedEvent]
+    ) -> AsyncGenerator[TypedEvent, None]:
+        """Pass every model event through untouched; copy text deltas into the current turn."""
+        turn = _current_turn.get()
+        if turn is None:
+            async for event in next_fn(context):
+                yield event
+            return
+        try:
+            async for event in next_fn(context):
+                text = event.get("data")
+                if isinstance(text, str) and text and not event.get("reasoning"):
+                    turn.on_text(text)
+                yield event
+        finally:
+            turn.end_segment()
+
+    # ------------------------------------------------------------------------------------ the API
+
+    def _new_session(self) -> SpeechSession:
+        if self._session_factory is not None:
+            return self._session_factory()
+        return open_session(self.endpoint, **self._session_options)
+
+    async def stream(self, agent: Any, prompt: Any, **kwargs: Any) -> AsyncGenerator[Event, None]:
+        """Run one agent turn and yield its text and audio events in arrival order."""
+        self.install(agent)
+        async with contextlib.aclosing(self.events(agent.stream_async(prompt, **kwargs))) as turn_events:
+            async for event in turn_events:
+                yield event
+
+    async def events(self, agent_stream: AsyncIterator[Any]) -> AsyncGenerator[Event, None]:
+        """Speak a turn whose ``agent.stream_async(...)`` the caller created (the agent needs our hooks).
+
+        The agent's own stream events are consumed here (its final ``AgentResult`` is kept in
+        ``last_result``); what comes out are DESIGN §4 dicts, ending with ``agent_end``.
+        """
+        turn = SpeechTurn(
+            request_id=uuid.uuid4().hex[:12], options=self.options, open_session=self._new_session
+        )
+        runner = asyncio.create_task(self._run(turn, agent_stream), name="kokoro-turn")
+        try:
+            while (event := await turn.events.get()) is not None:
+                yield event
+            await runner
+        finally:
+            if not runner.done():
+                runner.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await runner
+            self.last_result = turn.result
+
+    async def _run(self, turn: SpeechTurn, agent_stream: AsyncIterator[Any]) -> None:
+        _current_turn.set(turn)  # this task's own context: only the turn's children see it
+        self._active.add(turn)
+        try:
+            await turn.run(agent_stream)
+        finally:
+            self._active.discard(turn)
+
+    def interrupt(self) -> None:
+        """Barge-in: stop speaking now and drop unspoken sentences; the text answer goes on.
+
+        Safe from any thread. Speech stays off for the rest of the turn (the listener spoke over it);
+        the next turn speaks again.
+        """
+        for turn in list(self._active):
+            turn.interrupt()

@@ -1,0 +1,173 @@
+"""The AgentCore app over real HTTP (uvicorn on a free port) against the real Kokoro model server.
+
+Most turns use ``ScriptedModel`` (a test double with a known 4-sentence answer) so the assertions can be
+exact; ``test_real_local_model_end_to_end_gets_audio`` runs the embedded SmolLM2 for real.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import httpx
+import pytest
+from httpx_sse import aconnect_sse
+from scripted_model import FOUR_SENTENCES, ScriptedModel
+from strands.models.model import Model
+
+from agentcore_app.client import TurnRecord, run_turn
+from agentcore_app.local_stack import agent_app, free_port
+
+if TYPE_CHECKING:
+    from conftest import RunningServer
+
+
+def dead_endpoint() -> str:
+    return f"ws://127.0.0.1:{free_port()}"
+
+
+async def _turns(
+    speech_endpoint: str, model: str | Callable[[], Model], payloads: list[dict[str, Any]]
+) -> list[TurnRecord]:
+    async with agent_app(speech_endpoint, model) as url, httpx.AsyncClient(timeout=120) as http:
+        return [await run_turn(url, p["prompt"], p.get("mode", "bidi"), http_client=http) for p in payloads]
+
+
+async def _raw_events(
+    speech_endpoint: str, bodies: list[bytes | Any]
+) -> list[tuple[int, list[dict[str, Any]]]]:
+    """POST each body as is (bytes) or as JSON; return (status, events) per body."""
+    import json
+
+    out: list[tuple[int, list[dict[str, Any]]]] = []
+    async with (
+        agent_app(speech_endpoint, lambda: ScriptedModel()) as url,
+        httpx.AsyncClient(timeout=60) as http,
+    ):
+        for body in bodies:
+            content = body if isinstance(body, bytes) else json.dumps(body).encode()
+            headers = {"content-type": "application/json"}
+            async with aconnect_sse(
+                http, "POST", url + "/invocations", content=content, headers=headers
+            ) as src:
+                events = [json.loads(sse.data) async for sse in src.aiter_sse()]
+                out.append((src.response.status_code, events))
+    return out
+
+
+def types(record: TurnRecord) -> list[str]:
+    return [e.event["type"] for e in record.events]
+
+
+def test_event_order_both_modes_with_real_model_server(model_server: RunningServer) -> None:
+    records = asyncio.run(
+        _turns(
+            model_server.ws_url,
+            lambda: ScriptedModel(token_delay_s=0.05),
+            [{"prompt": "otters?", "mode": "bidi"}, {"prompt": "otters?", "mode": "batch"}],
+        )
+    )
+    for record, mode in zip(records, ("bidi", "batch"), strict=True):
+        kinds = types(record)
+        assert kinds[0] == "agent_start" and record.events[0].event["mode"] == mode
+        assert kinds[-1] == "agent_end" and record.events[-1].event["mode"] == mode
+        assert kinds.count("agent_start") == 1 and kinds.count("agent_end") == 1
+        assert "error" not in kinds and "speech_error" not in kinds, record.summary()["errors"]
+        assert record.text == FOUR_SENTENCES
+        assert kinds.count("audio_chunk") >= 1
+        end = record.events[-1].event
+        # The summary's audio length is what the client decoded (each chunk within rounding).
+        assert end["audio_ms"] == pytest.approx(record.audio_s * 1000, abs=1.0 * end["chunks"] + 1)
+        assert end["chunks"] == kinds.count("audio_chunk")
+        seqs = [e.event["seq"] for e in record.of_type("audio_chunk")]
+        assert seqs == sorted(seqs)
+    bidi_kinds, batch_kinds = types(records[0]), types(records[1])
+    last_text = max(i for i, k in enumerate(bidi_kinds) if k == "text_delta")
+    # bidi: audio of an early sentence arrives while the model is still writing.
+    assert bidi_kinds.index("audio_chunk") < last_text
+    assert bidi_kinds.count("sentence_complete") >= 4
+    # batch: nothing is spoken before the whole answer is written.
+    assert batch_kinds.index("audio_chunk") > max(i for i, k in enumerate(batch_kinds) if k == "text_delta")
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "code"),
+    [
+        (b"{not json", 400, "bad_json"),
+        (b"\xff\xfe\x00", 400, "bad_json"),
+        (b"", 400, "bad_json"),
+        (b"{" + b" " * (70 * 1024) + b"}", 413, "payload_too_large"),
+        ({}, 200, "missing_prompt"),
+        ([1, 2, 3], 200, "bad_payload"),
+        ({"prompt": 5}, 200, "bad_payload"),
+        ({"prompt": "x" * 4001}, 200, "prompt_too_long"),
+        ({"prompt": "hi", "mode": "duplex"}, 200, "unknown_mode"),
+        ({"prompt": "hi", "speed": "fast"}, 200, "bad_speed"),
+        ({"prompt": "hi", "voice": ["af_heart"]}, 200, "bad_voice"),
+    ],
+)
+def test_bad_payload_gets_one_coded_error_event(body: bytes | Any, status: int, code: str) -> None:
+    [(got_status, events)] = asyncio.run(_raw_events(dead_endpoint(), [body]))
+    assert got_status == status
+    assert len(events) == 1
+    assert events[0]["type"] == "error" and events[0]["code"] == code
+    assert events[0]["message"] and "Traceback" not in events[0]["message"]
+
+
+def test_a_bad_payload_does_not_break_the_next_turn(model_server: RunningServer) -> None:
+    results = asyncio.run(_raw_events(model_server.ws_url, [b"nope", {"prompt": "otters?", "mode": "bidi"}]))
+    assert results[0][1][0]["code"] == "bad_json"
+    kinds = [e["type"] for e in results[1][1]]
+    assert kinds[0] == "agent_start" and kinds[-1] == "agent_end" and "audio_chunk" in kinds
+
+
+def test_tts_down_gives_speech_error_and_the_text_goes_on() -> None:
+    [record] = asyncio.run(_turns(dead_endpoint(), lambda: ScriptedModel(), [{"prompt": "otters?"}]))
+    kinds = types(record)
+    assert kinds[0] == "agent_start" and kinds[-1] == "agent_end"
+    assert "speech_error" in kinds and "error" not in kinds
+    assert record.text == FOUR_SENTENCES
+    assert "audio_chunk" not in kinds
+    assert record.events[-1].event["first_audio_ms"] is None
+
+
+async def _disconnect_mid_turn(speech_endpoint: str, scripted: ScriptedModel) -> list[str]:
+    async with agent_app(speech_endpoint, lambda: scripted) as url, httpx.AsyncClient(timeout=60) as http:
+        seen: list[str] = []
+        async with aconnect_sse(http, "POST", url + "/invocations", json={"prompt": "otters?"}) as source:
+            async for sse in source.aiter_sse():
+                seen.append(sse.json()["type"])
+                if seen.count("text_delta") >= 3:
+                    break  # leaving the block closes the connection mid-turn
+        # The turn is tracked by the SDK's /ping: HealthyBusy while it runs, Healthy once it ended.
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if (await http.get(url + "/ping")).json()["status"] == "Healthy":
+                return seen
+            await asyncio.sleep(0.1)
+        raise AssertionError("the turn kept running after the client disconnected")
+
+
+def test_client_disconnect_cancels_the_turn(model_server: RunningServer) -> None:
+    scripted = ScriptedModel(answer=FOUR_SENTENCES * 4, token_delay_s=0.15)
+    seen = asyncio.run(_disconnect_mid_turn(model_server.ws_url, scripted))
+    assert seen[0] == "agent_start" and "agent_end" not in seen
+    assert scripted.stopped_early and not scripted.finished
+    assert scripted.tokens_sent < len(scripted.tokens)
+
+
+@pytest.mark.slow
+def test_real_local_model_end_to_end_gets_audio(model_server: RunningServer) -> None:
+    [record] = asyncio.run(
+        _turns(model_server.ws_url, "local", [{"prompt": "In two sentences, what is a cat?", "mode": "bidi"}])
+    )
+    kinds = types(record)
+    assert kinds[0] == "agent_start" and kinds[-1] == "agent_end"
+    assert "error" not in kinds and "speech_error" not in kinds, record.summary()["errors"]
+    assert record.text.strip()
+    assert kinds.count("audio_chunk") >= 1 and record.audio_s > 0.5
+    pcm = b"".join(base64.b64decode(e.event["audio"]) for e in record.of_type("audio_chunk"))
+    assert any(pcm[i] != 0 for i in range(0, len(pcm), 97))  # real speech, not silence

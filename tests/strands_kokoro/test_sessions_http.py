@@ -1,0 +1,29 @@
+"""The POST /invocations session: the shared contract against the REAL model server."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import RunningServer, free_port
+from session_contract import SessionContract, SessionFactory
+
+from strands_kokoro.sessions import open_session
+from strands_kokoro.sessions.http import _error_from_body
+
+
+class TestHttpSessionContract(SessionContract):
+    @pytest.fixture
+    def session_factory(self, model_server: RunningServer) -> SessionFactory:
+        return lambda: open_session(model_server.http_url)
+
+    @pytest.fixture
+    def dead_session_factory(self) -> SessionFactory:
+        return lambda: open_session(f"http://127.0.0.1:{free_port()}", timeout=5.0)
+
+
+def test_error_bodies_map_to_coded_errors() -> None:
+    flat = _error_from_body("r", 400, b'{"type": "error", "code": "bad_speed", "message": "too fast"}')
+    assert (flat.code, flat.message) == ("bad_speed", "too fast")
+    nested = _error_from_body("r", 400, b'{"error": {"code": "unknown_voice", "message": "no"}}')
+    assert nested.code == "unknown_voice"
+    opaque = _error_from_body("r", 502, b"<html>bad gateway</html>")
+    assert opaque.code == "http_502" and "502" in opaque.message

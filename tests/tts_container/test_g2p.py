@@ -1,0 +1,127 @@
+"""misaki G2P loaded offline from the installed spaCy pipeline, dialects, languages, segment splitting."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tts_container import g2p
+from tts_container.g2p import (
+    MAX_SEGMENT_TOKENS,
+    Phonemizer,
+    UnsupportedLanguage,
+    dialect_for,
+    split_phonemes,
+)
+
+
+@pytest.fixture(scope="module")
+def phonemizer() -> Phonemizer:
+    return Phonemizer()
+
+
+def test_english_g2p_never_downloads_a_spacy_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    import spacy.cli
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("spacy.cli.download was called")
+
+    monkeypatch.setattr(spacy.cli, "download", refuse)
+    phonemes = Phonemizer().phonemize("Hello there.", voice="af_heart")
+    assert phonemes == "həlˈO ðˈɛɹ."
+
+
+def test_installed_pipeline_g2p_sets_what_misakis_own_constructor_sets(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Guards the subclass against a misaki upgrade that adds state to ``G2P.__init__``."""
+    import spacy
+    from misaki import en
+
+    pipeline = g2p._spacy_pipeline()
+    monkeypatch.setattr(spacy.util, "is_package", lambda name: True)
+    monkeypatch.setattr(spacy, "load", lambda name, enable: pipeline)
+    reference = en.G2P(british=False)
+    ours = g2p._installed_pipeline_g2p(british=False)
+    assert isinstance(ours, en.G2P)
+    assert set(vars(ours)) == set(vars(reference))
+    assert ours.nlp is pipeline
+    assert ours.fallback is not None
+
+
+def test_voice_prefix_picks_american_or_british(phonemizer: Phonemizer) -> None:
+    american = phonemizer.phonemize("I can't dance.", voice="af_heart")
+    british = phonemizer.phonemize("I can't dance.", voice="bf_emma")
+    explicit = phonemizer.phonemize("I can't dance.", lang="en-gb", voice="af_heart")
+    assert "æ" in american
+    assert "ɑː" in british
+    assert explicit == british
+
+
+def test_unknown_word_is_spoken_through_the_espeak_fallback(phonemizer: Phonemizer) -> None:
+    phonemes = phonemizer.phonemize("Frobnicated.", voice="af_heart")
+    assert phonemes.startswith("fɹ")
+    assert "❓" not in phonemes
+
+
+def test_espeak_languages_phonemize(phonemizer: Phonemizer) -> None:
+    assert phonemizer.phonemize("Bonjour tout le monde.", lang="fr", voice="ff_siwis").startswith("bɔ̃ʒ")
+    assert phonemizer.phonemize("Hola, amigo.", lang="es", voice="ef_dora")
+
+
+@pytest.mark.parametrize(
+    ("lang", "voice", "dialect"),
+    [
+        ("en-us", "af_heart", "en-us"),
+        ("en-us", "bm_george", "en-gb"),
+        ("en-gb", "am_adam", "en-gb"),
+        ("EN_US", "af_heart", "en-us"),
+        ("fr", "ff_siwis", "fr-fr"),
+        ("pt", "pf_dora", "pt-br"),
+    ],
+)
+def test_dialect_for(lang: str, voice: str, dialect: str) -> None:
+    assert dialect_for(lang, voice) == dialect
+
+
+@pytest.mark.parametrize("lang", ["ja", "zh", "klingon", ""])
+def test_unsupported_languages_are_refused_with_the_supported_list(lang: str) -> None:
+    with pytest.raises(UnsupportedLanguage, match="supported: "):
+        dialect_for(lang, "af_heart")
+
+
+def test_one_segment_per_sentence() -> None:
+    assert split_phonemes("həlˈO. ðˈɛɹ! hˌWˈɑɹ ju?  fˈIn.") == ["həlˈO.", "ðˈɛɹ!", "hˌWˈɑɹ ju?", "fˈIn."]
+
+
+def test_long_sentence_is_cut_at_clauses_before_words() -> None:
+    clause = "a" * 200 + ","
+    segments = split_phonemes(f"{clause} {clause} {clause} end.", limit=MAX_SEGMENT_TOKENS)
+    assert segments == [f"{clause} {clause}", f"{clause} end."]
+
+
+def test_real_long_text_fits_the_model(phonemizer: Phonemizer) -> None:
+    text = " ".join(["This clause is long, and it goes on and on, without any full stop at all"] * 12) + "."
+    phonemes = phonemizer.phonemize(text, voice="af_heart")
+    segments = split_phonemes(phonemes)
+    assert len(phonemes) > MAX_SEGMENT_TOKENS
+    assert len(segments) > 1
+    assert all(len(segment) <= MAX_SEGMENT_TOKENS for segment in segments)
+    assert all(segment.endswith(",") or segment.endswith(".") for segment in segments)
+
+
+phoneme_text = st.lists(
+    st.one_of(
+        st.text(alphabet="abcdəɪˈˌ", min_size=1, max_size=60),
+        st.sampled_from([".", ",", "!", "?", ";", "—"]),
+    ),
+    max_size=80,
+).map(" ".join)
+
+
+@given(phoneme_text, st.integers(min_value=5, max_value=MAX_SEGMENT_TOKENS))
+def test_split_keeps_every_symbol_and_respects_the_limit(phonemes: str, limit: int) -> None:
+    segments = split_phonemes(phonemes, limit=limit)
+    assert all(0 < len(segment) <= limit for segment in segments)
+    assert re.sub(r"\s", "", "".join(segments)) == re.sub(r"\s", "", phonemes)

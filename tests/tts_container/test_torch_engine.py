@@ -1,0 +1,339 @@
+"""The torch engine on a checkpoint this test creates, loaded through the production path.
+
+No fp32 Kokoro checkpoint exists on the registries this machine reaches, so the test builds one: hexgrad's
+``KModel`` from Kokoro-82M's real ``config.json`` (written below), randomly initialised, saved as
+``kokoro-v1_0.pth`` in the hub file's format. It enters the cache through ``ensure_weights`` (the same
+provisioning code as production, with a test source in place of the hub) and is loaded by
+``load_engine("torch", cache_dir=...)``, i.e. ``TorchEngine.from_cache``. The test then checks the loaded
+weights are the saved ones, not a fresh random init.
+
+Why exact lengths can be asserted: the duration head of the random model is fixed so every token
+(phonemes plus the two padding tokens) lasts exactly one frame (600 samples at 24 kHz) at speed 1 and two
+frames at speed 0.5. Everything else stays random, so the audio is noise, but its length is a function of
+the phonemes our shared G2P produced, and its shape and dtype are what production returns.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import math
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import Generator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("kokoro", reason="the torch extra (kokoro, Python < 3.13) is not installed")
+
+import torch
+from kokoro import KModel
+
+from tts_container.engines.loader import load_engine
+from tts_container.engines.torch_engine import (
+    COMPONENTS,
+    REPO_ID,
+    CheckpointMismatch,
+    TorchEngine,
+    load_kmodel,
+)
+from tts_container.engines.voices import UnknownVoice
+from tts_container.g2p import Phonemizer, UnsupportedLanguage, split_phonemes
+from tts_container.weight_sources import write_voices_npz
+from tts_container.weights import CONFIG_FILE, TORCH_FILE, VOICES_FILE, ensure_weights
+
+# hexgrad/Kokoro-82M config.json (the same content kokoro-onnx ships; checked below when it is installed).
+# fmt: off
+KOKORO_82M_VOCAB = {
+    ";": 1, ":": 2, ",": 3, ".": 4, "!": 5, "?": 6, "—": 9, "…": 10, '"': 11, "(": 12, ")": 13,
+    "“": 14, "”": 15, " ": 16, "\u0303": 17, "ʣ": 18, "ʥ": 19, "ʦ": 20, "ʨ": 21, "ᵝ": 22, "ꭧ": 23,
+    "A": 24, "I": 25, "O": 31, "Q": 33, "S": 35, "T": 36, "W": 39, "Y": 41, "ᵊ": 42, "a": 43,
+    "b": 44, "c": 45, "d": 46, "e": 47, "f": 48, "h": 50, "i": 51, "j": 52, "k": 53, "l": 54,
+    "m": 55, "n": 56, "o": 57, "p": 58, "q": 59, "r": 60, "s": 61, "t": 62, "u": 63, "v": 64,
+    "w": 65, "x": 66, "y": 67, "z": 68, "ɑ": 69, "ɐ": 70, "ɒ": 71, "æ": 72, "β": 75, "ɔ": 76,
+    "ɕ": 77, "ç": 78, "ɖ": 80, "ð": 81, "ʤ": 82, "ə": 83, "ɚ": 85, "ɛ": 86, "ɜ": 87, "ɟ": 90,
+    "ɡ": 92, "ɥ": 99, "ɨ": 101, "ɪ": 102, "ʝ": 103, "ɯ": 110, "ɰ": 111, "ŋ": 112, "ɳ": 113,
+    "ɲ": 114, "ɴ": 115, "ø": 116, "ɸ": 118, "θ": 119, "œ": 120, "ɹ": 123, "ɾ": 125, "ɻ": 126,
+    "ʁ": 128, "ɽ": 129, "ʂ": 130, "ʃ": 131, "ʈ": 132, "ʧ": 133, "ʊ": 135, "ʋ": 136, "ʌ": 138,
+    "ɣ": 139, "ɤ": 140, "χ": 142, "ʎ": 143, "ʒ": 147, "ʔ": 148, "ˈ": 156, "ˌ": 157, "ː": 158,
+    "ʰ": 162, "ʲ": 164, "↓": 169, "→": 171, "↗": 172, "↘": 173, "ᵻ": 177,
+}
+# fmt: on
+KOKORO_82M_CONFIG = {
+    "istftnet": {
+        "upsample_kernel_sizes": [20, 12],
+        "upsample_rates": [10, 6],
+        "gen_istft_hop_size": 5,
+        "gen_istft_n_fft": 20,
+        "resblock_dilation_sizes": [[1, 3, 5], [1, 3, 5], [1, 3, 5]],
+        "resblock_kernel_sizes": [3, 7, 11],
+        "upsample_initial_channel": 512,
+    },
+    "dim_in": 64,
+    "dropout": 0.2,
+    "hidden_dim": 512,
+    "max_conv_dim": 512,
+    "max_dur": 50,
+    "multispeaker": True,
+    "n_layer": 3,
+    "n_mels": 80,
+    "n_token": 178,
+    "style_dim": 128,
+    "text_encoder_kernel_size": 5,
+    "plbert": {
+        "hidden_size": 768,
+        "num_attention_heads": 12,
+        "intermediate_size": 2048,
+        "max_position_embeddings": 512,
+        "num_hidden_layers": 12,
+        "dropout": 0.1,
+    },
+    "vocab": KOKORO_82M_VOCAB,
+}
+
+# One predicted duration frame = 2 F0 frames x istft hop 5 x upsampling 10 x 6 = 600 samples (25 ms).
+FRAME_SAMPLES = 600
+PADDING_TOKENS = 2  # KModel wraps every segment in a start and an end token (id 0)
+VOICE_NAMES = ("af_heart", "bf_emma")
+
+
+def random_kmodel(config_path: Path, empty_checkpoint: Path) -> KModel:
+    """A randomly initialised Kokoro-82M (KModel loads nothing from an empty checkpoint)."""
+    torch.save({}, empty_checkpoint)
+    torch.manual_seed(0)
+    model = KModel(repo_id=REPO_ID, config=str(config_path), model=str(empty_checkpoint))
+    # Every token lasts exactly one frame at speed 1: duration = sum(sigmoid(bias)) over max_dur outputs.
+    head = model.predictor.duration_proj.linear_layer
+    with torch.no_grad():
+        head.weight.zero_()
+        head.bias.fill_(math.log(1 / (KOKORO_82M_CONFIG["max_dur"] - 1)))  # sigmoid = 1/max_dur
+    return model
+
+
+def save_like_the_hub(model: KModel, path: Path) -> None:
+    """The hub file's format: one state dict per component, keys with DataParallel's ``module.`` prefix."""
+    checkpoint = {
+        name: {f"module.{key}": value for key, value in getattr(model, name).state_dict().items()}
+        for name in COMPONENTS
+    }
+    torch.save(checkpoint, path)
+
+
+class RandomCheckpointSource:
+    """A :class:`tts_container.weights.WeightsSource` providing the test's config, checkpoint and voices."""
+
+    label = "test: randomly initialised Kokoro-82M"
+
+    def __init__(self, workdir: Path) -> None:
+        self.workdir = workdir
+
+    def fetch(self, names: frozenset[str], staging: Path) -> None:
+        assert names == {CONFIG_FILE, TORCH_FILE, VOICES_FILE}
+        config = staging / CONFIG_FILE
+        config.write_text(json.dumps(KOKORO_82M_CONFIG, ensure_ascii=False), encoding="utf-8")
+        save_like_the_hub(random_kmodel(config, self.workdir / "empty.pth"), staging / TORCH_FILE)
+        rng = np.random.default_rng(0)
+        tables = {
+            name: (rng.standard_normal((510, 1, 256)) * 0.15).astype("<f4").tobytes() for name in VOICE_NAMES
+        }
+        write_voices_npz(tables, staging / VOICES_FILE)
+
+
+@pytest.fixture(scope="module")
+def torch_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    cache = tmp_path_factory.mktemp("cache")
+    ensure_weights(cache, part="torch", sources=[RandomCheckpointSource(tmp_path_factory.mktemp("work"))])
+    return cache
+
+
+@pytest.fixture(scope="module")
+def engine(torch_cache: Path) -> TorchEngine:
+    loaded = load_engine("torch", cache_dir=torch_cache)
+    assert isinstance(loaded, TorchEngine)
+    return loaded
+
+
+@pytest.fixture(scope="module")
+def phonemizer() -> Phonemizer:
+    return Phonemizer()
+
+
+def expected_samples(engine: TorchEngine, segment: str, frames_per_token: int) -> int:
+    return (engine.count_tokens(segment) + PADDING_TOKENS) * frames_per_token * FRAME_SAMPLES
+
+
+def test_embedded_config_is_kokoro_82m_config() -> None:
+    try:
+        files = importlib.metadata.files("kokoro-onnx") or []
+    except importlib.metadata.PackageNotFoundError:
+        pytest.skip("kokoro-onnx (which ships Kokoro-82M's config.json) is not installed")
+    shipped = next(f for f in files if str(f).endswith("kokoro_onnx/config.json"))
+    assert json.loads(Path(str(shipped.locate())).read_text(encoding="utf-8")) == KOKORO_82M_CONFIG
+
+
+def test_loaded_weights_are_the_checkpoint_s(engine: TorchEngine, torch_cache: Path) -> None:
+    saved = torch.load(torch_cache / TORCH_FILE, map_location="cpu", weights_only=True)
+    for component in COMPONENTS:
+        loaded = getattr(engine.model, component).state_dict()
+        stored = {key.removeprefix("module."): value for key, value in saved[component].items()}
+        assert loaded.keys() == stored.keys()
+        for key, value in stored.items():
+            assert torch.equal(loaded[key].cpu(), value), f"{component}.{key} was not loaded"
+    assert engine.name == "torch"
+    assert engine.voices == frozenset(VOICE_NAMES)
+    expected_device = "cuda" if torch.cuda.is_available() else "cpu"
+    assert engine.model.device.type == expected_device
+
+
+def test_sentence_gives_float32_mono_audio_as_long_as_its_phonemes(
+    engine: TorchEngine, phonemizer: Phonemizer
+) -> None:
+    text = "Hello there, how are you today?"
+    segments = list(engine.segments(text, voice="af_heart", speed=1.0, lang="en-us"))
+    phoneme_segments = split_phonemes(phonemizer.phonemize(text, lang="en-us", voice="af_heart"))
+    assert len(segments) == len(phoneme_segments) == 1
+    (audio,) = segments
+    assert audio.dtype == np.float32
+    assert audio.ndim == 1
+    assert audio.shape[0] == expected_samples(engine, phoneme_segments[0], frames_per_token=1)
+    assert engine.count_tokens(phoneme_segments[0]) >= 15  # the G2P said something for every word
+    assert np.isfinite(audio).all()
+    assert float(np.abs(audio).max()) > 0.0
+
+
+def test_long_text_streams_one_segment_per_sentence_lazily(
+    engine: TorchEngine, phonemizer: Phonemizer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = "The first sentence is short. A second one follows! Does a third one work?"
+    calls: list[str] = []
+    synthesize = engine.synthesize_phonemes
+
+    def counted(phonemes: str, *, voice: str, speed: float) -> np.ndarray:
+        calls.append(phonemes)
+        return synthesize(phonemes, voice=voice, speed=speed)
+
+    monkeypatch.setattr(engine, "synthesize_phonemes", counted)
+    stream: Generator[np.ndarray] = engine.segments(text, voice="bf_emma", speed=1.0, lang="en-us")
+    assert calls == []  # nothing synthesized before the consumer asks
+    first = next(stream)
+    assert len(calls) == 1  # one segment per next(): a cancel lands between segments
+    rest = list(stream)
+
+    phoneme_segments = split_phonemes(phonemizer.phonemize(text, lang="en-us", voice="bf_emma"))
+    assert len(phoneme_segments) == 3
+    assert calls == phoneme_segments
+    lengths = [audio.shape[0] for audio in [first, *rest]]
+    assert lengths == [expected_samples(engine, s, frames_per_token=1) for s in phoneme_segments]
+
+
+def test_closing_the_stream_stops_synthesis(engine: TorchEngine, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[str] = []
+    synthesize = engine.synthesize_phonemes
+
+    def counted(phonemes: str, *, voice: str, speed: float) -> np.ndarray:
+        calls.append(phonemes)
+        return synthesize(phonemes, voice=voice, speed=speed)
+
+    monkeypatch.setattr(engine, "synthesize_phonemes", counted)
+    stream = engine.segments("One. Two. Three.", voice="af_heart", speed=1.0, lang="en-us")
+    next(stream)
+    stream.close()  # what the server does on cancel
+    assert list(stream) == []
+    assert len(calls) == 1
+
+
+def test_half_speed_doubles_the_duration(engine: TorchEngine, phonemizer: Phonemizer) -> None:
+    text = "Speed changes the duration."
+    (normal,) = engine.segments(text, voice="af_heart", speed=1.0, lang="en-us")
+    (slow,) = engine.segments(text, voice="af_heart", speed=0.5, lang="en-us")
+    (segment,) = split_phonemes(phonemizer.phonemize(text))
+    assert slow.shape[0] == 2 * normal.shape[0] == expected_samples(engine, segment, frames_per_token=2)
+
+
+def test_unknown_voice_is_refused_before_any_work_like_the_onnx_engine(
+    engine: TorchEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def fail(*args: object, **kwargs: object) -> None:
+        raise AssertionError("no G2P or model work for an unknown voice")
+
+    monkeypatch.setattr(engine, "synthesize_phonemes", fail)
+    with pytest.raises(UnknownVoice, match="unknown voice 'zz_nobody'") as raised:
+        engine.segments("Hello.", voice="zz_nobody", speed=1.0, lang="en-us")
+    assert isinstance(raised.value, KeyError)  # the same exception type as OnnxEngine raises
+    assert str(raised.value) == "unknown voice 'zz_nobody'"
+
+
+def test_unsupported_language_is_refused_at_the_call(engine: TorchEngine) -> None:
+    with pytest.raises(UnsupportedLanguage):
+        engine.segments("Hello.", voice="af_heart", speed=1.0, lang="tlh")
+
+
+def test_text_without_phonemes_gives_no_segments(engine: TorchEngine) -> None:
+    assert list(engine.segments("  ", voice="af_heart", speed=1.0, lang="en-us")) == []
+
+
+def test_segment_beyond_the_context_is_refused(engine: TorchEngine) -> None:
+    with pytest.raises(ValueError, match="511 tokens exceeds"):
+        engine.synthesize_phonemes("a" * 511, voice="af_heart", speed=1.0)
+
+
+def test_checkpoint_that_leaves_weights_unset_is_refused(tmp_path: Path) -> None:
+    """KModel falls back to ``strict=False`` and would keep random weights; the loader must not."""
+    config = tmp_path / CONFIG_FILE
+    config.write_text(json.dumps(KOKORO_82M_CONFIG, ensure_ascii=False), encoding="utf-8")
+    encoder = torch.nn.Linear(768, 512)
+    partial = tmp_path / TORCH_FILE
+    torch.save(
+        {"bert_encoder": {"module.weight": encoder.weight, "module.bias_renamed": encoder.bias}}, partial
+    )
+    with pytest.raises(CheckpointMismatch) as raised:
+        load_kmodel(config, partial, torch.device("cpu"))
+    message = str(raised.value)
+    assert "bert: absent" in message
+    assert "decoder: absent" in message
+    assert "bert_encoder: 1 weights missing (e.g. bias)" in message
+    assert "bert_encoder: 1 unexpected weights (e.g. bias_renamed)" in message
+
+
+NO_NETWORK_PROGRAM = textwrap.dedent(
+    """
+    import json, socket, sys
+
+    attempts = []
+
+    def refuse(*args, **kwargs):
+        attempts.append(repr(args)[:200])
+        raise OSError("network access refused by the test")
+
+    socket.socket.connect = refuse
+    socket.socket.connect_ex = refuse
+    socket.create_connection = refuse
+    socket.getaddrinfo = refuse
+
+    from tts_container.engines.torch_engine import TorchEngine
+
+    engine = TorchEngine.from_cache(sys.argv[1], device="cpu")
+    audio = list(engine.segments("Hi.", voice="af_heart", speed=1.0, lang="en-us"))
+    print(json.dumps({"attempts": attempts, "segments": len(audio)}))
+    """
+)
+
+
+def test_import_load_and_synthesis_need_no_network(torch_cache: Path) -> None:
+    """kokoro imports misaki (spaCy) and huggingface_hub: none may reach out, even without HF_HUB_OFFLINE."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith("HF_")}
+    result = subprocess.run(
+        [sys.executable, "-c", NO_NETWORK_PROGRAM, str(torch_cache)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=240,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert report == {"attempts": [], "segments": 1}

@@ -1,0 +1,53 @@
+"""``python -m tts_container``: serve the Kokoro model locally (127.0.0.1 by default).
+
+SageMaker runs ``tts_container/serve`` instead, which calls this with ``--host 0.0.0.0 --port 8080``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import logging
+from collections.abc import Sequence
+
+import uvicorn
+
+from strands_kokoro.protocol import MAX_MESSAGE_BYTES
+from tts_container.app import create_app
+from tts_container.engines.base import Engine
+
+# Frames above this size are refused by the WebSocket layer itself (close code 1009); frames between
+# the protocol's MAX_MESSAGE_BYTES and this get a coded `message_too_large` error and the session goes on.
+WS_MAX_FRAME_BYTES = 16 * MAX_MESSAGE_BYTES
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m tts_container", description=__doc__)
+    parser.add_argument("--host", default="127.0.0.1", help="interface to bind (default: %(default)s)")
+    parser.add_argument("--port", type=int, default=8080, help="port to bind (default: %(default)s)")
+    parser.add_argument(
+        "--engine",
+        choices=("onnx", "torch", "auto"),
+        default="auto",
+        help="inference engine; auto picks torch when CUDA is available, else onnx (default: %(default)s)",
+    )
+    parser.add_argument("--threads", type=int, default=None, help="engine CPU threads (default: all cores)")
+    return parser.parse_args(argv)
+
+
+def _load(engine: str, threads: int | None) -> Engine:
+    # Imported here: the loader pulls in onnxruntime/torch, which only the loading thread needs.
+    from tts_container.engines.loader import load_engine
+
+    return load_engine(engine, threads)  # type: ignore[arg-type]
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    app = create_app(functools.partial(_load, args.engine, args.threads))
+    uvicorn.run(app, host=args.host, port=args.port, ws_max_size=WS_MAX_FRAME_BYTES, log_level="info")
+
+
+if __name__ == "__main__":
+    main()

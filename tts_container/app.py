@@ -1,0 +1,123 @@
+"""The model server's Starlette app: the SageMaker container contract (DESIGN §3).
+
+Why the engine is loaded in the background: SageMaker probes ``/ping`` from the moment the container
+starts and the server must answer at once; ``/ping`` says 200 only after the model is loaded AND one
+warm-up synthesis ran (the first synthesis pays one-off costs: graph optimisation, G2P model load).
+Until then ``/ping`` answers 503 and the other routes answer ``not_ready``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route, WebSocketRoute
+from starlette.websockets import WebSocket
+
+from strands_kokoro.protocol import INVOCATIONS_PATH, PING_PATH, WS_PATH, ErrorCode, SynthesizeRequest, error_frame
+from tts_container.engines.base import Engine
+from tts_container.inference import InferencePool
+from tts_container.invocations import invocations
+from tts_container.session import Session, SessionCounters
+from tts_container.synthesis import Synthesizer
+
+logger = logging.getLogger(__name__)
+
+WARMUP_TEXT = "Hello there. The model is warm."
+# WebSocket code 1013: "try again later".
+TRY_AGAIN_LATER = 1013
+
+
+@dataclass(slots=True)
+class ServerState:
+    """What the routes share: the synthesizer once the engine is ready, and the counters."""
+
+    pool: InferencePool
+    counters: SessionCounters = field(default_factory=SessionCounters)
+    synthesizer: Synthesizer | None = None
+    load_failed: bool = False
+
+
+def create_app(load_engine: Callable[[], Engine], *, workers: int = 1) -> Starlette:
+    """Build the app; ``load_engine`` (blocking) runs on the inference pool after the server is up.
+
+    ``workers`` is the number of engine calls running at once; one is right for a single shared model
+    whose runtime already uses every core (onnxruntime intra-op threads, one GPU stream).
+    """
+    state = ServerState(pool=InferencePool(workers))
+
+    async def ping(_: Request) -> Response:
+        if state.synthesizer is None:
+            status = "failed" if state.load_failed else "loading"
+            return JSONResponse({"status": status}, status_code=503)
+        return JSONResponse({"status": "ok", "engine": state.synthesizer.engine.name})
+
+    async def stats(_: Request) -> Response:
+        """Debug counters: tests use them to see that a disconnect leaks no task or engine work."""
+        pool = state.pool.stats()
+        counters = state.counters
+        return JSONResponse(
+            {
+                "ready": state.synthesizer is not None,
+                "sessions_active": counters.active,
+                "sessions_opened": counters.opened,
+                "requests_completed": counters.requests_completed,
+                "requests_cancelled": counters.requests_cancelled,
+                "inference_queued": pool.queued,
+                "inference_running": pool.running,
+                "inference_completed": pool.completed,
+                "asyncio_tasks": len(asyncio.all_tasks()),
+            }
+        )
+
+    async def post_invocations(request: Request) -> Response:
+        return await invocations(request, state.synthesizer)
+
+    async def bidirectional_stream(websocket: WebSocket) -> None:
+        if state.synthesizer is None:
+            await websocket.accept()
+            await websocket.send_text(error_frame(ErrorCode.NOT_READY, "the model is still loading"))
+            await websocket.close(TRY_AGAIN_LATER)
+            return
+        await Session(websocket, state.synthesizer, state.counters).run()
+
+    @asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        async with asyncio.TaskGroup() as tasks:
+            loader = tasks.create_task(_load_and_warm(state, load_engine))
+            try:
+                yield
+            finally:
+                loader.cancel()
+        state.pool.shutdown()
+
+    return Starlette(
+        routes=[
+            Route(PING_PATH, ping, methods=["GET"]),
+            Route("/stats", stats, methods=["GET"]),
+            Route(INVOCATIONS_PATH, post_invocations, methods=["POST"]),
+            WebSocketRoute(WS_PATH, bidirectional_stream),
+        ],
+        lifespan=lifespan,
+    )
+
+
+async def _load_and_warm(state: ServerState, load_engine: Callable[[], Engine]) -> None:
+    try:
+        engine = await state.pool.run(load_engine)
+        synthesizer = Synthesizer(engine, state.pool)
+        n_bytes = 0
+        async for frame in synthesizer.pcm_frames(SynthesizeRequest(WARMUP_TEXT)):
+            n_bytes += len(frame)
+    except Exception:
+        logger.exception("loading the engine failed; /ping stays 503")
+        state.load_failed = True
+        return
+    logger.info("engine %s loaded and warm (%d bytes of warm-up audio)", engine.name, n_bytes)
+    state.synthesizer = synthesizer

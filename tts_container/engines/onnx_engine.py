@@ -1,0 +1,114 @@
+"""The CPU engine: Kokoro-82M's int8 ONNX export run directly on onnxruntime.
+
+Why onnxruntime directly and not ``kokoro_onnx.Kokoro``: what we need from it is ~20 lines (vocab lookup,
+style row, one ``session.run``), while the class brings its own eSpeak phonemizer (we phonemize with
+misaki, shared with the torch engine), its own sentence batching (we split phonemes ourselves to stream
+per segment), and loads voices from its own file format. Running the session ourselves also lets us set
+the thread counts and accept both exports' input names (``tokens`` in the int8 release, ``input_ids`` in
+the hub's ``onnx-community`` export).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+import numpy as np
+import onnxruntime as ort
+
+from tts_container.engines.base import Audio
+from tts_container.engines.voices import DEFAULT_VOICE, UnknownVoice, VoiceTables
+from tts_container.g2p import Phonemizer, split_phonemes
+from tts_container.weights import CachedWeights, ensure_weights
+
+
+def load_vocab(config_path: Path) -> dict[str, int]:
+    """Kokoro's phoneme → token id table, from ``config.json``."""
+    vocab = json.loads(config_path.read_text(encoding="utf-8"))["vocab"]
+    return {str(symbol): int(token) for symbol, token in vocab.items()}
+
+
+def session_options(threads: int | None) -> ort.SessionOptions:
+    """Intra-op threads = ``threads`` (default: every core); one inter-op thread (the graph is a chain)."""
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads or os.cpu_count() or 1
+    options.inter_op_num_threads = 1
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    return options
+
+
+class OnnxEngine:
+    """Kokoro on onnxruntime's CPU provider; one instance is shared by every session of the server."""
+
+    name = "onnx"
+
+    def __init__(
+        self,
+        model_path: Path,
+        vocab: Mapping[str, int],
+        voice_tables: VoiceTables,
+        *,
+        threads: int | None = None,
+        phonemizer: Phonemizer | None = None,
+    ) -> None:
+        self._session = ort.InferenceSession(
+            str(model_path), sess_options=session_options(threads), providers=["CPUExecutionProvider"]
+        )
+        dtypes = {i.name: _numpy_dtype(i.type) for i in self._session.get_inputs()}
+        self._tokens_input = "input_ids" if "input_ids" in dtypes else "tokens"
+        self._tokens_dtype = dtypes[self._tokens_input]
+        self._speed_dtype = dtypes.get("speed", np.dtype(np.float32))
+        self._vocab = dict(vocab)
+        self._voice_tables = voice_tables
+        self._phonemizer = phonemizer or Phonemizer()
+
+    @classmethod
+    def from_cache(cls, cache_dir: Path | str | None = None, *, threads: int | None = None) -> OnnxEngine:
+        """Provision the weights if needed (see :mod:`tts_container.weights`) and load them."""
+        weights: CachedWeights = ensure_weights(cache_dir, part="onnx")
+        return cls(
+            weights.onnx_model, load_vocab(weights.config), VoiceTables.load(weights.voices), threads=threads
+        )
+
+    @property
+    def voices(self) -> frozenset[str]:
+        return self._voice_tables.names
+
+    def segments(self, text: str, *, voice: str, speed: float, lang: str) -> Iterator[Audio]:
+        """Phonemize once, then synthesize and yield one segment at a time (see ``split_phonemes``)."""
+        if voice not in self._voice_tables.names:
+            raise UnknownVoice(f"unknown voice {voice!r}")
+        phonemes = self._phonemizer.phonemize(text, lang=lang, voice=voice)
+        for segment in split_phonemes(phonemes):
+            audio = self.synthesize_phonemes(segment, voice=voice, speed=speed)
+            if audio.size:
+                yield audio
+
+    def synthesize_phonemes(self, phonemes: str, *, voice: str, speed: float) -> Audio:
+        """Audio for one segment of at most 510 phonemes; symbols outside the vocab are dropped."""
+        tokens = [self._vocab[symbol] for symbol in phonemes if symbol in self._vocab]
+        if not tokens:
+            return np.zeros(0, dtype=np.float32)
+        if len(tokens) > 510:
+            raise ValueError(f"segment of {len(tokens)} tokens exceeds Kokoro's 510-token context")
+        inputs = {
+            self._tokens_input: np.array([[0, *tokens, 0]], dtype=self._tokens_dtype),
+            "style": self._voice_tables.style(voice, len(tokens)),
+            "speed": np.array([speed], dtype=self._speed_dtype),
+        }
+        (audio, *_) = self._session.run(None, inputs)
+        return np.asarray(audio, dtype=np.float32).reshape(-1)
+
+    def warm_up(self) -> None:
+        """Run G2P and the model once so the first real request pays no lazy-initialisation cost."""
+        voice = DEFAULT_VOICE if DEFAULT_VOICE in self.voices else min(self.voices)
+        for _ in self.segments("Ready.", voice=voice, speed=1.0, lang="en-us"):
+            pass
+
+
+def _numpy_dtype(onnx_type: str) -> np.dtype[np.generic]:
+    """``tensor(int64)`` → ``int64``: the input's element type, so both exports get what they declare."""
+    names = {"tensor(int64)": np.int64, "tensor(int32)": np.int32, "tensor(float)": np.float32}
+    return np.dtype(names.get(onnx_type, np.float32))

@@ -1,0 +1,82 @@
+"""Kokoro voices: names, and the style vector each synthesis call conditions on.
+
+A voice is a table of 510 style vectors (shape ``(510, 1, 256)``), one per utterance length: a segment
+of ``n`` phoneme tokens uses row ``n - 1`` (what hexgrad's ``KPipeline.infer`` does, so the onnx and the
+torch engine pick the same row for the same phonemes). The tables live in the cache's ``voices.npz``
+(see :mod:`tts_container.weights`); all 54 are read eagerly (28 MB) because a fully loaded dict is
+safe to share between worker threads, while lazy ``NpzFile`` reads from one zip handle are not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+DEFAULT_VOICE = "af_heart"
+STYLE_ROWS = 510
+STYLE_DIM = 256
+
+StyleTable = npt.NDArray[np.float32]
+
+# First letter of a voice name -> its language (hexgrad's naming: a=American English, b=British, ...).
+VOICE_LANGS: Mapping[str, str] = {
+    "a": "en-us",
+    "b": "en-gb",
+    "e": "es",
+    "f": "fr-fr",
+    "h": "hi",
+    "i": "it",
+    "j": "ja",
+    "p": "pt-br",
+    "z": "zh",
+}
+
+
+class UnknownVoice(KeyError):
+    """The requested voice is not in the cache's voice set."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "unknown voice"
+
+
+class VoiceTables:
+    """Every voice's style table, keyed by name; read-only after construction, so thread-safe."""
+
+    def __init__(self, tables: Mapping[str, StyleTable]) -> None:
+        for name, table in tables.items():
+            if table.shape != (STYLE_ROWS, 1, STYLE_DIM):
+                raise ValueError(
+                    f"voice {name}: shape {table.shape}, expected ({STYLE_ROWS}, 1, {STYLE_DIM})"
+                )
+        self._tables = dict(tables)
+        self.names = frozenset(self._tables)
+
+    @classmethod
+    def load(cls, path: Path | str) -> VoiceTables:
+        """Read a ``voices.npz`` written by the weight provisioning."""
+        with np.load(path) as npz:
+            return cls({name: np.asarray(npz[name], dtype=np.float32) for name in npz.files})
+
+    def table(self, voice: str) -> StyleTable:
+        """The whole ``(510, 1, 256)`` table (the torch engine hands it to ``KPipeline`` as a tensor)."""
+        try:
+            return self._tables[voice]
+        except KeyError:
+            raise UnknownVoice(f"unknown voice {voice!r}") from None
+
+    def style(self, voice: str, n_tokens: int) -> npt.NDArray[np.float32]:
+        """The ``(1, 256)`` style vector for a segment of ``n_tokens`` phoneme tokens."""
+        row = min(max(n_tokens - 1, 0), STYLE_ROWS - 1)
+        return self.table(voice)[row]
+
+    def english(self) -> frozenset[str]:
+        """Voices whose names mark them as American or British English."""
+        return frozenset(name for name in self.names if name[:1] in {"a", "b"})
+
+
+def voice_lang(voice: str) -> str | None:
+    """The language a voice was trained on, from its name's first letter (``None`` if unknown)."""
+    return VOICE_LANGS.get(voice[:1])

