@@ -7,15 +7,16 @@ The defaults pair with a local model server: the agent app on AgentCore's 8080, 
 from __future__ import annotations
 
 import argparse
-import os
 
-from agentcore_app.app import DEFAULT_SPEECH_ENDPOINT, SPEECH_ENDPOINT_ENV
+from agentcore_app.app import DEFAULT_SPEECH_ENDPOINT, SPEECH_ENDPOINT_ENV, create_app
 from agentcore_app.models import DEFAULT_MODEL, MODEL_ENV
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m agentcore_app", description=__doc__)
-    parser.add_argument("--host", default="127.0.0.1", help="bind address (0.0.0.0 in a container)")
+    parser.add_argument(
+        "--host", default=None, help="bind address (default: 0.0.0.0 inside a container, else 127.0.0.1)"
+    )
     parser.add_argument("--port", type=int, default=8080, help="AgentCore's contract port is 8080")
     parser.add_argument(
         "--speech-endpoint",
@@ -30,14 +31,7 @@ def main(argv: list[str] | None = None) -> None:
         f"default {DEFAULT_MODEL})",
     )
     args = parser.parse_args(argv)
-    # Settings go through the environment so `agentcore_app.app:app` (what the runtime imports) sees them too.
-    if args.speech_endpoint:
-        os.environ[SPEECH_ENDPOINT_ENV] = args.speech_endpoint
-    if args.model:
-        os.environ[MODEL_ENV] = args.model
-    from agentcore_app.app import create_app
-
-    create_app().run(port=args.port, host=args.host)
+    create_app(speech_endpoint=args.speech_endpoint, model=args.model).run(port=args.port, host=args.host)
 
 
 if __name__ == "__main__":

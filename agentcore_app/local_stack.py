@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 import uvicorn
+from starlette.types import ASGIApp
 
 if TYPE_CHECKING:
     from strands.models.model import Model
@@ -105,30 +106,32 @@ async def model_server(
 
 
 @contextlib.asynccontextmanager
+async def serve_asgi(app: ASGIApp) -> AsyncIterator[str]:
+    """Serve an ASGI app with uvicorn on this event loop, on a free port; yields its http URL."""
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    async with asyncio.TaskGroup() as group:
+        serving = group.create_task(server.serve())
+        while not server.started:
+            if serving.done():
+                raise RuntimeError(f"could not serve on port {port}")
+            await asyncio.sleep(0.05)
+        try:
+            yield f"http://127.0.0.1:{port}"
+        finally:
+            server.should_exit = True
+
+
+@contextlib.asynccontextmanager
 async def agent_app(
     speech_endpoint: str, model: str | Callable[[], Model], speech_options: dict[str, Any] | None = None
 ) -> AsyncIterator[str]:
     """Serve the AgentCore app in this process on a free port; yields its http URL."""
     from agentcore_app.app import create_app
 
-    port = free_port()
-    config = uvicorn.Config(
-        create_app(speech_endpoint=speech_endpoint, model=model, speech_options=speech_options),
-        host="127.0.0.1",
-        port=port,
-        log_level="warning",
-    )
-    server = uvicorn.Server(config)
-    async with asyncio.TaskGroup() as group:
-        serving = group.create_task(server.serve())
-        while not server.started:
-            if serving.done():
-                raise RuntimeError(f"agent app failed to start on port {port}")
-            await asyncio.sleep(0.05)
-        try:
-            yield f"http://127.0.0.1:{port}"
-        finally:
-            server.should_exit = True
+    app = create_app(speech_endpoint=speech_endpoint, model=model, speech_options=speech_options)
+    async with serve_asgi(app) as url:
+        yield url
 
 
 async def warm_up_model(model: str, prompt: str | None = None) -> None:

@@ -28,6 +28,33 @@ def speedup(batch_ms: float | None, bidi_ms: float | None) -> float | None:
     return batch_ms / bidi_ms
 
 
+def chunk_timeline(record: TurnRecord) -> list[tuple[float, float]]:
+    """(arrival ms, audio length ms) of every audio chunk, in arrival order."""
+    out = []
+    for chunk in record.of_type("audio_chunk"):
+        n_bytes = len(base64.b64decode(chunk.event["audio"]))
+        out.append(
+            (chunk.at_ms, n_bytes / 2 / int(chunk.event.get("sample_rate", record.sample_rate)) * 1000.0)
+        )
+    return out
+
+
+def stall_ms(record: TurnRecord) -> float:
+    """Silence a real-time player would have after starting at the first audio byte (DESIGN §7).
+
+    The player starts with the first chunk; a chunk that arrives after the audio queued before it has
+    finished playing leaves a gap, and the gaps add up.
+    """
+    play_end: float | None = None
+    stalled = 0.0
+    for arrival, duration in chunk_timeline(record):
+        if play_end is None:
+            play_end = arrival
+        stalled += max(0.0, arrival - play_end)
+        play_end = max(play_end, arrival) + duration
+    return stalled
+
+
 def table(records: Sequence[TurnRecord]) -> str:
     """A plain-text table: one column per mode, one row per measure."""
     summaries = [r.summary() for r in records]
@@ -37,6 +64,7 @@ def table(records: Sequence[TurnRecord]) -> str:
         ("total", [_fmt_ms(s["total_ms"]) for s in summaries]),
         ("audio", [f"{s['audio_s']:.2f} s" for s in summaries]),
         ("audio chunks", [str(s["chunks"]) for s in summaries]),
+        ("playback stall", [_fmt_ms(stall_ms(r)) for r in records]),
         ("sentences", [str(s["sentences"]) for s in summaries]),
     ]
     label_width = max(len(label) for label, _ in rows)
@@ -83,12 +111,9 @@ def write_timeline(records: Sequence[TurnRecord], path: Path) -> Path:
     for ax, record in zip(axes[:, 0], records, strict=True):
         text_times = [e.at_ms for e in record.of_type("text_delta")]
         ax.vlines(text_times, 1.6, 2.4, color="tab:blue", linewidth=0.8, label="text delta")
-        bars = []
-        for chunk in record.of_type("audio_chunk"):
-            n_bytes = len(base64.b64decode(chunk.event["audio"]))
-            duration_ms = n_bytes / 2 / int(chunk.event.get("sample_rate", record.sample_rate)) * 1000.0
-            bars.append((chunk.at_ms, duration_ms))
-        ax.broken_barh(bars, (0.6, 0.8), facecolors="tab:orange", edgecolor="black", linewidth=0.3)
+        ax.broken_barh(
+            chunk_timeline(record), (0.6, 0.8), facecolors="tab:orange", edgecolor="black", linewidth=0.3
+        )
         first_audio = record.first("audio_chunk")
         if first_audio is not None:
             ax.axvline(first_audio.at_ms, color="tab:red", linestyle="--", linewidth=1)
@@ -118,6 +143,8 @@ def results_json(records: Sequence[TurnRecord], extra: dict[str, Any]) -> dict[s
     ratio = speedup(
         by_mode.get("batch", {}).get("first_audio_ms"), by_mode.get("bidi", {}).get("first_audio_ms")
     )
+    for record in records:
+        by_mode[record.mode]["stall_ms"] = round(stall_ms(record), 1)
     return {**extra, "modes": by_mode, "bidi_first_audio_speedup": None if ratio is None else round(ratio, 2)}
 
 

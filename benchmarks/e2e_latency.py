@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import base64
 import json
 import platform
 import statistics
@@ -36,6 +35,7 @@ import httpx
 
 from agentcore_app.client import TimedEvent, TurnRecord, run_turn
 from agentcore_app.local_stack import agent_app, model_server, provision_weights, warm_up_model
+from agentcore_app.report import stall_ms
 from strands_kokoro.sessions import AudioData, SpeechRequest, SynthesisCompleted, open_session
 
 PROMPTS: tuple[str, ...] = (
@@ -47,20 +47,6 @@ PROMPTS: tuple[str, ...] = (
 )
 VARIANTS: tuple[str, ...] = ("batch", "bidi", "bidi_whole_first_sentence")
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
-
-
-def stall_ms(record: TurnRecord) -> float:
-    """Silence a real-time player would have after starting at the first audio byte (DESIGN §7)."""
-    play_end: float | None = None
-    stalled = 0.0
-    for chunk in record.of_type("audio_chunk"):
-        n_bytes = len(base64.b64decode(chunk.event["audio"]))
-        duration = n_bytes / 2 / int(chunk.event.get("sample_rate", 24_000)) * 1000.0
-        if play_end is None:
-            play_end = chunk.at_ms
-        stalled += max(0.0, chunk.at_ms - play_end)
-        play_end = max(play_end, chunk.at_ms) + duration
-    return stalled
 
 
 def first_chunk(record: TurnRecord) -> tuple[str, float] | None:

@@ -56,8 +56,8 @@ def require_docker(*, cross_arm64: bool = False) -> None:
         raise ToolingError("Docker is installed but its daemon is not reachable: start Docker and retry")
     if cross_arm64 and _run_quiet([docker, "buildx", "version"]) != 0:
         raise ToolingError(
-            "the agent image is linux/arm64 (AgentCore runs on Graviton): install Docker buildx, and on an "
-            "x86 machine register QEMU for arm64 (docker run --privileged --rm tonistiigi/binfmt --install arm64)"
+            "the agent image is linux/arm64 (AgentCore runs on Graviton): install Docker buildx, and on "
+            "an x86 machine register QEMU for arm64: docker run --privileged --rm tonistiigi/binfmt --install arm64"
         )
 
 

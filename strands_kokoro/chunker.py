@@ -61,6 +61,7 @@ _FENCE = re.compile(r"[ \t]{0,3}(`{3,}|~{3,})")
 _STRUCTURAL_LINE = re.compile(r"[ \t]{0,3}(?:[-*+•⁃][ \t]|\d{1,3}[.)][ \t]|#{1,6}[ \t]|>|\|)")
 _HEAD_MARKER = re.compile(r"\s*(?:[•⁃]\s*)?(\d{1,3}|[A-Za-z])(\.\)|\.|\))\s")
 _WORD_START = re.compile(r"(?<!\S)\S")
+_NON_SPACE = re.compile(r"\S")
 
 
 class IncrementalSentenceChunker:
@@ -122,6 +123,7 @@ class IncrementalSentenceChunker:
         self._last_space = -1
         self._words = 0
         self._words_upto = self._start
+        self._lead: int | None = None  # the chunk's first non-space character (max_chars counts from it)
 
     @property
     def _end(self) -> int:
@@ -185,7 +187,7 @@ class IncrementalSentenceChunker:
         m = self._marks.search(self._buf, self._scan - self._base)
         j = self._base + m.start() if m else self._end
         stop = j
-        limit = self._start + self._max_chars if self._max_chars is not None else None
+        limit = self._limit()
         if limit is not None and stop > limit:
             stop = limit
         self._bulk(stop)
@@ -196,6 +198,17 @@ class IncrementalSentenceChunker:
             return False
         self._examine(out, j, eof)
         return True
+
+    def _limit(self) -> int | None:
+        """Where max_chars forces a cut: max_chars past the chunk's first non-space character."""
+        if self._max_chars is None:
+            return None
+        if self._lead is None:
+            m = _NON_SPACE.search(self._buf, max(self._start, self._base) - self._base)
+            if m is None:
+                return None
+            self._lead = self._base + m.start()
+        return self._lead + self._max_chars
 
     def _bulk(self, stop: int) -> None:
         """Characters with no mark: only the last space matters (for max_chars)."""
@@ -237,7 +250,8 @@ class IncrementalSentenceChunker:
     def _take_verdict(self, out: list[str], j: int, boundary: int | None, resume: int) -> None:
         if boundary is not None:
             end = j + boundary
-            if self._max_chars is None or end - self._start <= self._max_chars:
+            limit = self._limit()
+            if limit is None or end <= limit:
                 self._emit(out, end)
                 return
         self._scan = j + resume
@@ -367,10 +381,12 @@ class IncrementalSentenceChunker:
 
     def _force_cut(self, out: list[str], limit: int) -> None:
         """max_chars: cut at the last clause mark past a third of the limit, else the last space."""
-        assert self._max_chars is not None
-        if self._last_clause > self._start + self._max_chars // 3:
+        assert self._max_chars is not None and self._lead is not None
+        if self._last_clause > self._lead + self._max_chars // 3:
             cut = self._last_clause
-        elif self._last_space > self._start:
+        elif self._buf[limit - self._base].isspace():
+            cut = limit  # the text up to the limit ends with a whole word
+        elif self._last_space > self._lead:
             cut = self._last_space
         else:
             cut = limit

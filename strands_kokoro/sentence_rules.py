@@ -185,7 +185,8 @@ def decide_terminal(w: Window, ctx: SentenceContext) -> Verdict:
             k += 1
             continue
         if c == "[" or (c == " " and w.at(k + 1) == "["):
-            w.at(k + 16)  # a citation is short: have all of it before matching
+            if w.text.find("]", k, k + 17) < 0:
+                w.at(k + 16)  # a citation is short: have all of it before matching
             if m := _CITATION.match(w.text, k):
                 k = m.end()
                 continue
@@ -263,8 +264,6 @@ def decide_terminal(w: Window, ctx: SentenceContext) -> Verdict:
         return no  # "5 lb. of flour", "e.g. the"
     if key in _TITLES:
         return no
-    if first.isupper() and w.at(k + 1) == ".":
-        return no  # inside a chain of initials: "U. A. E."
     if key in _NOUN_ACRONYMS:
         return yes if next_word().lower() in _STARTERS else no
     if key in _ERAS:
@@ -272,6 +271,8 @@ def decide_terminal(w: Window, ctx: SentenceContext) -> Verdict:
             return yes
         return no if clause_first_word(ctx) in _PREPOSITIONS else yes
     if len(token) == 1 and token.isupper():
+        if first.isupper() and w.at(k + 1) == ".":
+            return no  # inside a chain of initials: "U. A. E."
         return _initial_verdict(tokens, next_word(), yes, no)
     return yes
 

@@ -334,16 +334,11 @@ class SpeechTurn:
         self._by_id.clear()
         attempts = self.options.reconnect_attempts + 1
         if ever_connected:
-            code, message = (
-                "connection_lost",
-                f"speech connection lost and not restored after {attempts} tries",
-            )
+            code, what = "connection_lost", "the speech connection dropped and was not restored"
         else:
-            code, message = (
-                "speech_unavailable",
-                f"could not reach the speech endpoint after {attempts} tries",
-            )
-        self._emit(events.speech_error(code, f"{message} ({exc}); the text answer goes on"))
+            code, what = "speech_unavailable", "could not reach the speech endpoint"
+        detail = getattr(exc, "code", None) or str(exc)
+        self._emit(events.speech_error(code, f"{what} after {attempts} tries ({detail}); the text goes on"))
 
     async def _handle(self, event: SessionEvent) -> None:
         match event:

@@ -6,7 +6,8 @@ and should be reviewable without reading image or runtime details.
 
 from __future__ import annotations
 
-from aws_cdk import Aws, CfnOutput, Stack, aws_iam as iam
+from aws_cdk import Aws, CfnOutput, Stack
+from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from cdk.config import AgentConfig
@@ -45,7 +46,8 @@ class AgentFoundationStack(Stack):
                 conditions={
                     "StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID},
                     "ArnLike": {
-                        "aws:SourceArn": f"arn:{Aws.PARTITION}:bedrock-agentcore:{Aws.REGION}:{Aws.ACCOUNT_ID}:*"
+                        "aws:SourceArn": f"arn:{Aws.PARTITION}:bedrock-agentcore:{Aws.REGION}:"
+                        f"{Aws.ACCOUNT_ID}:*"
                     },
                 },
             ),

@@ -10,8 +10,14 @@ from __future__ import annotations
 from aws_cdk import (
     CfnOutput,
     Stack,
+)
+from aws_cdk import (
     aws_bedrockagentcore as agentcore,
+)
+from aws_cdk import (
     aws_ecr_assets as ecr_assets,
+)
+from aws_cdk import (
     aws_iam as iam,
 )
 from constructs import Construct

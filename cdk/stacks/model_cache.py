@@ -27,7 +27,11 @@ from aws_cdk import (
     Fn,
     Size,
     Stack,
+)
+from aws_cdk import (
     aws_s3 as s3,
+)
+from aws_cdk import (
     aws_s3_deployment as s3deploy,
 )
 from constructs import Construct
@@ -59,7 +63,7 @@ def read_weights_manifest(weights_dir: Path) -> dict[str, dict[str, object]]:
         path = weights_dir / name
         if not path.is_file() or not isinstance(entry, dict) or path.stat().st_size != entry.get("size"):
             raise ConfigError(f"{path} is missing or differs from its manifest entry: {fix}")
-    if not (ONNX_FILES <= files.keys() or TORCH_FILES <= files.keys()):
+    if not (files.keys() >= ONNX_FILES or files.keys() >= TORCH_FILES):
         raise ConfigError(f"weights cache {weights_dir} holds neither the onnx nor the torch files: {fix}")
     return files
 
@@ -85,7 +89,7 @@ class ModelCacheStack(Stack):
         files = read_weights_manifest(config.weights_dir)
         self.revision = weights_revision(files)
         self.key_prefix = f"{WEIGHTS_PREFIX}{self.revision}/"
-        self.has_torch_weights = TORCH_FILES <= files.keys()
+        self.has_torch_weights = files.keys() >= TORCH_FILES
         if not self.has_torch_weights and config.instance_type.startswith(("ml.g", "ml.p")):
             Annotations.of(self).add_warning_v2(
                 "kokoro:no-torch-weights",
@@ -132,8 +136,8 @@ class ModelCacheStack(Stack):
             "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
             "AWSLambdaBasicExecutionRole]": "CDK's BucketDeployment copy job only writes its own CloudWatch "
             "logs through this AWS managed policy; it has no other managed policy attached.",
-            "AwsSolutions-L1": "The copy job's runtime is chosen and upgraded by aws-cdk-lib's BucketDeployment "
-            "(it bundles the AWS CLI layer for it); it runs only during deploys and serves no traffic.",
+            "AwsSolutions-L1": "The copy job's runtime is chosen and upgraded by aws-cdk-lib's "
+            "BucketDeployment (with the AWS CLI layer it bundles); it runs only during deploys, serving no traffic.",
             "AwsSolutions-IAM5[Action::s3:GetObject*]": _COPY_JOB_ACTIONS,
             "AwsSolutions-IAM5[Action::s3:GetBucket*]": _COPY_JOB_ACTIONS,
             "AwsSolutions-IAM5[Action::s3:List*]": _COPY_JOB_ACTIONS,

@@ -6,7 +6,9 @@ what other accounts' reviewers read first, so they change rarely and apart from 
 
 from __future__ import annotations
 
-from aws_cdk import ArnFormat, CfnOutput, Duration, RemovalPolicy, Stack, aws_iam as iam, aws_s3 as s3
+from aws_cdk import ArnFormat, CfnOutput, Duration, RemovalPolicy, Stack
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from cdk.config import WEIGHTS_PREFIX, SpeechConfig

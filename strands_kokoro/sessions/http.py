@@ -13,6 +13,7 @@ import asyncio
 import json
 import time
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -30,7 +31,13 @@ from strands_kokoro.sessions.base import (
 )
 
 _CLOSE = object()
-_CANCEL = object()
+
+
+@dataclass(frozen=True, slots=True)
+class _Cancelled:
+    """Queued by ``cancel``: everything queued before it is already gone; report how much."""
+
+    dropped: int
 
 
 def invocations_url(endpoint: str) -> str:
@@ -92,9 +99,10 @@ class HttpSession:
         self._requests.put_nowait(request)
 
     async def cancel(self) -> None:
-        """Drop every queued request and stop the one in flight at its next chunk (like the WS route)."""
+        """Drop every queued request now and stop the one in flight at its next chunk (like the WS route)."""
+        dropped = self._drop_queued()
         self._cancel_in_flight = True
-        self._requests.put_nowait(_CANCEL)
+        self._requests.put_nowait(_Cancelled(dropped))
 
     async def close(self) -> None:
         if not self._closed:
@@ -102,14 +110,18 @@ class HttpSession:
             self._requests.put_nowait(_CLOSE)
 
     def _drop_queued(self) -> int:
+        kept: list[object] = []
         dropped = 0
         while not self._requests.empty():
             item = self._requests.get_nowait()
             if isinstance(item, SpeechRequest):
                 dropped += 1
             elif item is _CLOSE:
-                self._requests.put_nowait(_CLOSE)
-                break
+                kept.append(item)
+            elif isinstance(item, _Cancelled):
+                dropped += item.dropped  # an earlier cancel not yet reported: report both as one
+        for item in kept:
+            self._requests.put_nowait(item)
         return dropped
 
     async def events(self) -> AsyncIterator[SessionEvent]:
@@ -117,9 +129,9 @@ class HttpSession:
             item = await self._requests.get()
             if item is _CLOSE:
                 return
-            if item is _CANCEL:
+            if isinstance(item, _Cancelled):
                 self._cancel_in_flight = False
-                yield Cancelled(self._drop_queued())
+                yield Cancelled(item.dropped)
                 continue
             assert isinstance(item, SpeechRequest)
             async for event in self._invoke(item):

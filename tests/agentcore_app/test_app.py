@@ -171,3 +171,29 @@ def test_real_local_model_end_to_end_gets_audio(model_server: RunningServer) -> 
     assert kinds.count("audio_chunk") >= 1 and record.audio_s > 0.5
     pcm = b"".join(base64.b64decode(e.event["audio"]) for e in record.of_type("audio_chunk"))
     assert any(pcm[i] != 0 for i in range(0, len(pcm), 97))  # real speech, not silence
+
+
+def test_python_m_agentcore_app_serves_the_contract(tmp_path: Any) -> None:
+    """``python -m agentcore_app`` as the container runs it: /ping answers, /invocations streams SSE."""
+    import subprocess
+    import sys
+
+    port = free_port()
+    cmd = [sys.executable, "-m", "agentcore_app", "--port", str(port), "--speech-endpoint", dead_endpoint()]
+    process = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                ping = httpx.get(f"http://127.0.0.1:{port}/ping", timeout=1)
+                break
+            except httpx.HTTPError:
+                assert process.poll() is None and time.monotonic() < deadline, "agent app did not start"
+                time.sleep(0.2)
+        assert ping.status_code == 200 and ping.json()["status"] == "Healthy"
+        response = httpx.post(f"http://127.0.0.1:{port}/invocations", json={"mode": "bidi"}, timeout=30)
+        assert response.headers["content-type"].startswith("text/event-stream")
+        assert response.text.startswith("data: ") and '"missing_prompt"' in response.text
+    finally:
+        process.terminate()
+        process.wait(timeout=10)

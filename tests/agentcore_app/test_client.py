@@ -11,7 +11,6 @@ from typing import Any
 
 import boto3
 import httpx
-import uvicorn
 from botocore.response import StreamingBody
 from botocore.stub import ANY, Stubber
 from starlette.applications import Starlette
@@ -20,7 +19,7 @@ from starlette.responses import StreamingResponse
 from starlette.routing import Route
 
 from agentcore_app.client import run_turn
-from agentcore_app.local_stack import free_port
+from agentcore_app.local_stack import serve_asgi
 
 PCM = bytes(range(256)) * 40  # starts with 0x00 and contains 0x7b '{' and '\n' bytes
 EVENTS: list[dict[str, Any]] = [
@@ -63,16 +62,8 @@ async def _split_sse_server_turn(piece: int) -> Any:
         return StreamingResponse(body(), media_type="text/event-stream")
 
     app = Starlette(routes=[Route("/invocations", invocations, methods=["POST"])])
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    async with asyncio.TaskGroup() as group:
-        group.create_task(server.serve())
-        while not server.started:
-            await asyncio.sleep(0.02)
-        try:
-            return await run_turn(f"http://127.0.0.1:{port}", "hi", "bidi")
-        finally:
-            server.should_exit = True
+    async with serve_asgi(app) as url:
+        return await run_turn(url, "hi", "bidi")
 
 
 def test_http_events_reassembled_across_split_chunks() -> None:

@@ -19,7 +19,7 @@ from strands.models import Model
 
 # The 4-sentence answer every speech test and the bidi-vs-batch benchmark speak (about 270 characters).
 FOUR_SENTENCES = (
-    "Sea otters hold hands while they sleep so they do not drift apart. "
+    "Sea otters hold hands while they sleep, so they do not drift apart. "
     "They wrap themselves in kelp to stay anchored in the current. "
     "A dense coat of fur keeps them warm in cold water. "
     "Each otter carries a favourite rock to crack open shellfish."

@@ -19,7 +19,7 @@ import pytest
 import websockets
 from standins.sagemaker_bidi_router import SageMakerBidiRouter
 
-from strands_kokoro.protocol import SAMPLE_WIDTH_BYTES, WS_PATH, synthesis_complete, synthesis_start
+from strands_kokoro.protocol import SAMPLE_WIDTH_BYTES, synthesis_complete, synthesis_start
 from strands_kokoro.sessions.aws_credentials import BotocoreCredentialsResolver, SageMakerError
 from strands_kokoro.sessions.base import (
     AudioData,

@@ -1,0 +1,295 @@
+"""Turn an LLM's markdown into text worth speaking, as it streams.
+
+LLMs answer in markdown; a TTS model reads every ``*``, ``#`` and ``|`` it is given, or worse, tries to
+pronounce a code block. :class:`SpeechTextFilter` removes that markup while the text is still
+arriving: a markdown span split across fragments (``**bo`` + ``ld**``, ``[li`` + ``nk](url)``) is
+held back only until it can be decided, so the speech is not delayed by more than the span itself.
+
+What it does:
+
+- emphasis markers (``*``, ``**``, ``__``, ``~~``), heading hashes, bullet markers, blockquote ``>``
+  and table pipes go; a table row is read as its cells separated by commas, a separator row not at all;
+- a link ``[text](url)`` is read as its text, an image ``![alt](url)`` not at all, HTML tags and
+  ``<https://…>`` autolinks are dropped, footnote marks ``[^1]`` too;
+- inline code is read as its content; fenced code blocks are not read at all;
+- emoji are dropped, including ZWJ sequences, skin tones, flags, tags and keycaps (see
+  :func:`is_emoji_char`);
+- headings, list items and table rows end with a blank line, so the sentence chunker that runs after
+  this filter (``KokoroSpeech`` runs ``SpeechTextFilter.feed`` first, then
+  ``IncrementalSentenceChunker.feed``) starts a new chunk there even without a final period.
+
+:func:`clean_for_speech` applies the same filter to one whole piece of text (e.g. one sentence) and
+collapses whitespace.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["SpeechTextFilter", "clean_for_speech", "is_emoji_char"]
+
+# Python's unicodedata has no emoji properties, and the emoji packages carry megabytes of names we do
+# not need. This table is Unicode's Extended_Pictographic property (emoji-data.txt, Unicode 15.1)
+# folded into ranges, keeping out the few text-style symbols that are also letters-like (©, ®, ™,
+# arrows, ‼): they are spoken or harmless. Whole supplementary blocks are taken as ranges because
+# Unicode reserves their unassigned code points for future pictographs.
+_PICTOGRAPHIC = (
+    (0x231A, 0x231B), (0x2328, 0x2328), (0x23CF, 0x23CF), (0x23E9, 0x23F3), (0x23F8, 0x23FA),
+    (0x24C2, 0x24C2), (0x25AA, 0x25AB), (0x25B6, 0x25B6), (0x25C0, 0x25C0), (0x25FB, 0x25FE),
+    (0x2600, 0x27BF), (0x2934, 0x2935), (0x2B05, 0x2B07), (0x2B1B, 0x2B1C), (0x2B50, 0x2B50),
+    (0x2B55, 0x2B55), (0x3030, 0x3030), (0x303D, 0x303D), (0x3297, 0x3297), (0x3299, 0x3299),
+    (0x1F000, 0x1FAFF), (0x1FC00, 0x1FFFD),
+)  # fmt: skip
+# Emoji components: they only ever glue or modify emoji, so they go wherever they appear.
+_COMPONENTS = (
+    (0x200D, 0x200D),  # zero width joiner (👩‍💻)
+    (0x20E3, 0x20E3),  # combining enclosing keycap (1️⃣)
+    (0xFE0E, 0xFE0F),  # variation selectors: text / emoji presentation
+    (0xE0020, 0xE007F),  # tag characters (subdivision flags 🏴󠁧󠁢󠁳󠁣󠁴󠁿)
+)
+_EMOJI_CLASS = "".join(
+    f"{chr(lo)}-{chr(hi)}" if lo != hi else chr(lo) for lo, hi in (*_PICTOGRAPHIC, *_COMPONENTS)
+)
+_KEYCAP_BASE = "0123456789#*"
+
+
+def is_emoji_char(ch: str) -> bool:
+    """True for a pictographic emoji or an emoji component (ZWJ, VS16, keycap, tag, skin tone)."""
+    cp = ord(ch)
+    return any(lo <= cp <= hi for lo, hi in (*_PICTOGRAPHIC, *_COMPONENTS))
+
+
+_PLAIN = re.compile(r"[^\\`*~_\[!<\n" + re.escape(_KEYCAP_BASE) + _EMOJI_CLASS + "]+")
+_FENCE = re.compile(r"[ \t]*(`{3,}|~{3,})")
+_HEADING = re.compile(r"[ \t]*#{1,6}(?:[ \t]+|$)")
+_BULLET = re.compile(r"[ \t]*[-*+•][ \t]+(?=[^-*_ \t])")
+_RULE = re.compile(r"[ \t]*([-*_=])(?:[ \t]*\1){2,}[ \t]*")
+_ORDERED = re.compile(r"[ \t]*\d{1,9}[.)][ \t]+")
+_QUOTE = re.compile(r"[ \t]*(?:>[ \t]?)+")
+_TABLE_SEPARATOR = re.compile(r"[ \t]*\|?(?:[ \t]*:?-+:?[ \t]*\|)+(?:[ \t]*:?-+:?[ \t]*)?")
+_UNDECIDED_PREFIX = re.compile(
+    r"[ \t]*(?:`{1,2}|~{1,2}|#{1,6}|[-*+•_=][-*_= \t]*|\d{1,9}[.)]?|\|.*|>[> \t]*)?"
+)
+_TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>\n]{0,200})?/?>|<(?:https?://|mailto:)[^<>\s]{1,500}>")
+_SPACE_BEFORE_PUNCT = re.compile(r" ([.,!?;:])(?=\s|$)")
+_SPAN_LIMIT = 500  # a link, tag or bracket held back longer than this is read as plain text
+
+
+class SpeechTextFilter:
+    """Incremental markdown-to-speech filter: ``feed(fragment) -> str``, ``flush() -> str``."""
+
+    def __init__(self) -> None:
+        self._reset()
+
+    def _reset(self) -> None:
+        self._pending = ""
+        self._line_start = True
+        self._fence: str | None = None  # the opening fence while inside a fenced code block
+        self._drop_line = False  # fence lines, rules, table separators
+        self._structural = False  # heading / list item / table row: ends with a blank line
+        self._prev = ""  # last character of the current line seen (for intraword "_")
+
+    def feed(self, fragment: str) -> str:
+        """Add a fragment; return the speakable text it completed ("" while a span is undecided)."""
+        if not isinstance(fragment, str):
+            raise TypeError(f"feed() takes str, not {type(fragment).__name__}")
+        self._pending += fragment
+        return self._run(final=False)
+
+    def flush(self) -> str:
+        """End of input: return what was held back (an unfinished span is read as plain text)."""
+        out = self._run(final=True)
+        self._reset()
+        return out
+
+    # -- the state machine ------------------------------------------------------------------------
+
+    def _run(self, final: bool) -> str:
+        p = self._pending
+        out: list[str] = []
+        i = 0
+        while i < len(p):
+            if self._line_start:
+                n = self._line_prefix(p, i, final, out)
+                if n is None:
+                    break
+                i = n
+                continue
+            if self._fence is not None or self._drop_line:
+                nl = p.find("\n", i)
+                if nl < 0:
+                    i = len(p)
+                    break
+                i = nl
+                self._drop_line = False
+                if self._fence is not None:
+                    i += 1
+                    self._line_start = True
+                continue
+            n = self._inline(p, i, final, out)
+            if n is None:
+                break
+            i = n
+        self._pending = p[i:]
+        return "".join(out)
+
+    def _line_prefix(self, p: str, i: int, final: bool, out: list[str]) -> int | None:
+        """Classify a line by its first characters; return where its content starts."""
+        nl = p.find("\n", i)
+        line = p[i:] if nl < 0 else p[i:nl]
+        complete = nl >= 0 or final
+        if not complete and _UNDECIDED_PREFIX.fullmatch(line):
+            return None  # "##", "- ", "1", "|..." : wait for the rest of the prefix
+        self._line_start = False
+        self._structural = False
+        self._prev = ""
+        fence = _FENCE.match(line)
+        if self._fence is not None:
+            closing = fence and fence.group(1)[0] == self._fence[0] and len(fence.group(1)) >= len(self._fence)
+            if closing and not line[fence.end() :].strip():
+                self._fence = None
+                out.append("\n")
+            self._drop_line = True
+            return i
+        if fence:
+            self._fence = fence.group(1)
+            self._drop_line = True
+            return i
+        if _RULE.fullmatch(line) or _TABLE_SEPARATOR.fullmatch(line):
+            self._drop_line = True
+            return i
+        if line.lstrip().startswith("|"):
+            if not complete:
+                self._line_start = True
+                return None  # a table row is read cell by cell: wait for the whole row
+            cells = [clean_for_speech(cell) for cell in line.split("|")]
+            out.append(", ".join(c for c in cells if c))
+            self._structural = True
+            return i + len(line)
+        for pattern in (_HEADING, _BULLET, _ORDERED, _QUOTE):
+            m = pattern.match(line)
+            if m:
+                self._structural = pattern is not _QUOTE
+                keep = m.group(0).strip() if pattern is _ORDERED else ""
+                if keep:
+                    out.append(keep + " ")
+                return i + m.end()
+        return i
+
+    def _inline(self, p: str, i: int, final: bool, out: list[str]) -> int | None:
+        """Handle the text at p[i] inside a line; None to wait for more input."""
+        m = _PLAIN.match(p, i)
+        if m:
+            out.append(m.group(0))
+            self._prev = m.group(0)[-1]
+            return m.end()
+        c = p[i]
+        nxt = p[i + 1] if i + 1 < len(p) else ""
+        needs_next = c in "\\~_!" or c in _KEYCAP_BASE
+        if needs_next and not nxt and not final:
+            return None
+        if c == "\n":
+            out.append("\n\n" if self._structural else "\n")
+            self._line_start = True
+            return i + 1
+        if is_emoji_char(c):
+            return i + 1
+        if c in _KEYCAP_BASE:
+            if nxt in ("\ufe0f", "\u20e3"):
+                return i + 1  # the keycap's base; the components after it go as emoji
+            if c == "*":
+                return i + 1  # emphasis
+            out.append(c)
+            self._prev = c
+            return i + 1
+        if c == "\\":
+            if nxt and not nxt.isalnum() and nxt != "\n":
+                out.append(nxt)
+                self._prev = nxt
+                return i + 2
+            out.append(c)
+            return i + 1
+        if c == "`":
+            return i + 1  # inline code is read as its content
+        if c == "~":
+            if nxt == "~":
+                return i + 2
+            out.append(c)
+            return i + 1
+        if c == "_":
+            if self._prev.isalnum() and nxt.isalnum():
+                out.append(" ")  # snake_case reads as two words
+                self._prev = " "
+            return i + 1
+        if c == "!" and nxt != "[":
+            out.append(c)
+            self._prev = c
+            return i + 1
+        if c in "![":
+            return self._bracket(p, i, final, out)
+        return self._angle(p, i, final, out)
+
+    def _bracket(self, p: str, i: int, final: bool, out: list[str]) -> int | None:
+        """``[text](url)`` -> text, ``![alt](url)`` -> nothing, ``[^1]`` -> nothing, else literal."""
+        image = p[i] == "!"
+        start = i + 2 if image else i + 1
+        close = _find_closing(p, start, "[", "]")
+        if close is None:
+            return self._undecided(p, i, final, out)
+        after = close + 1
+        if after >= len(p) and not final:
+            return None
+        text = p[start:close]
+        if p.startswith("^", start) and not image:
+            return after  # footnote mark
+        if after < len(p) and p[after] in "([":
+            end = _find_closing(p, after + 1, p[after], "]" if p[after] == "[" else ")")
+            if end is None:
+                return self._undecided(p, i, final, out)
+            if not image:
+                out.append(clean_for_speech(text))
+            return end + 1
+        out.append(p[i])  # just brackets: read what is inside as usual
+        return i + 1
+
+    def _angle(self, p: str, i: int, final: bool, out: list[str]) -> int | None:
+        m = _TAG.match(p, i)
+        if m:
+            return m.end()
+        if ">" not in p[i : i + _SPAN_LIMIT] and "\n" not in p[i : i + _SPAN_LIMIT]:
+            return self._undecided(p, i, final, out)
+        out.append("<")
+        self._prev = "<"
+        return i + 1
+
+    def _undecided(self, p: str, i: int, final: bool, out: list[str]) -> int | None:
+        """A span still open: wait, unless the input ended, the line ended or it grew too long."""
+        rest = p[i : i + _SPAN_LIMIT]
+        if not final and "\n" not in rest and len(rest) < _SPAN_LIMIT:
+            return None
+        out.append(p[i])
+        self._prev = p[i]
+        return i + 1
+
+
+def _find_closing(p: str, start: int, opener: str, closer: str) -> int | None:
+    """Index of the bracket closing at ``start`` (one level of nesting), or None if not seen yet."""
+    depth = 0
+    for k in range(start, min(len(p), start + _SPAN_LIMIT)):
+        c = p[k]
+        if c == "\n":
+            return None
+        if c == opener:
+            depth += 1
+        elif c == closer:
+            if depth == 0:
+                return k
+            depth -= 1
+    return None
+
+
+def clean_for_speech(text: str) -> str:
+    """Speakable form of one whole piece of text (a sentence, a table cell): markup out, spaces collapsed."""
+    f = SpeechTextFilter()
+    spoken = " ".join((f.feed(text) + f.flush()).split())
+    return _SPACE_BEFORE_PUNCT.sub(r"\1", spoken)  # "ok 🙂." -> "ok ." -> "ok."

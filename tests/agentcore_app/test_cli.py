@@ -1,0 +1,60 @@
+"""``agent-infra``: subcommands parse, and the ones owned by other modules are delegated to them."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+from agentcore_app import cli
+
+AGENT_INFRA = str(Path(sys.executable).parent / "agent-infra")
+
+
+def test_console_script_help_lists_every_command() -> None:
+    out = subprocess.run([AGENT_INFRA, "--help"], capture_output=True, text=True, check=True).stdout
+    for command in ("demo", "serve", "deploy", "diff", "synth", "destroy"):
+        assert command in out
+
+
+def test_demo_help_shows_its_options() -> None:
+    out = subprocess.run([AGENT_INFRA, "demo", "--help"], capture_output=True, text=True, check=True).stdout
+    for option in ("--local", "--endpoint-url", "--prompt", "--json", "--out-dir"):
+        assert option in out
+
+
+def test_local_and_endpoint_url_exclude_each_other() -> None:
+    result = subprocess.run(
+        [AGENT_INFRA, "demo", "--local", "--endpoint-url", "http://x:1"], capture_output=True, text=True
+    )
+    assert result.returncode == 2 and "not allowed with" in result.stderr
+
+
+def test_no_command_is_a_usage_error() -> None:
+    result = subprocess.run([AGENT_INFRA], capture_output=True, text=True)
+    assert result.returncode == 2 and "COMMAND" in result.stderr
+
+
+@pytest.mark.parametrize("command", ["deploy", "diff", "synth", "destroy"])
+def test_cdk_commands_are_delegated_with_fake_cdk_module(
+    monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    calls: list[list[str]] = []
+    fake_cli = types.ModuleType("cdk.cli")
+    fake_cli.agent_infra = lambda argv: calls.append(list(argv)) or 0  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "cdk", types.ModuleType("cdk"))
+    monkeypatch.setitem(sys.modules, "cdk.cli", fake_cli)
+    assert cli.main([command, "--profile", "dev"]) == 0
+    assert calls == [[command, "--profile", "dev"]]
+
+
+def test_serve_is_delegated_with_fake_serve_module(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[list[str]] = []
+    fake_serve = types.ModuleType("agentcore_app.serve")
+    fake_serve.main = lambda argv: calls.append(list(argv)) or 3  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "agentcore_app.serve", fake_serve)
+    assert cli.main(["serve", "--local", "--port", "9000"]) == 3
+    assert calls == [["--local", "--port", "9000"]]

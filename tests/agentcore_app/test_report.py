@@ -1,0 +1,63 @@
+"""The demo's numbers: stall accounting (DESIGN §7), the table, the ratio line, WAV and PNG output."""
+
+from __future__ import annotations
+
+import base64
+import wave
+from pathlib import Path
+
+import pytest
+
+from agentcore_app.client import TimedEvent, TurnRecord
+from agentcore_app.report import speedup_line, stall_ms, table, write_timeline, write_wav
+
+
+def _chunk(at_ms: float, audio_ms: float, seq: int = 0) -> TimedEvent:
+    pcm = b"\x01\x00" * int(24 * audio_ms)  # 24 samples per ms at 24 kHz
+    audio = base64.b64encode(pcm).decode()
+    return TimedEvent(
+        at_ms, {"type": "audio_chunk", "seq": seq, "sentence": 0, "audio": audio, "sample_rate": 24000}
+    )
+
+
+def _record(mode: str, chunks: list[tuple[float, float]], first_text: float = 50.0) -> TurnRecord:
+    record = TurnRecord(mode=mode)
+    record.add(TimedEvent(0.0, {"type": "agent_start", "mode": mode}))
+    record.add(TimedEvent(first_text, {"type": "text_delta", "seq": 0, "text": "Hi. "}))
+    for seq, (at, length) in enumerate(chunks):
+        record.add(_chunk(at, length, seq))
+    record.add(TimedEvent(chunks[-1][0] + 1 if chunks else 100.0, {"type": "agent_end", "mode": mode}))
+    return record
+
+
+@pytest.mark.parametrize(
+    ("chunks", "stall"),
+    [
+        ([(100, 500), (300, 500), (700, 500)], 0.0),  # every chunk arrives while the previous still plays
+        ([(100, 200), (500, 200)], 200.0),  # player runs dry at 300, next audio at 500
+        ([(100, 100), (150, 100), (400, 100)], 100.0),  # queue ends at 300, next at 400
+        ([(100, 1000)], 0.0),
+    ],
+)
+def test_stall_counts_only_silence_after_first_audio(chunks: list[tuple[float, float]], stall: float) -> None:
+    assert stall_ms(_record("bidi", chunks)) == pytest.approx(stall, abs=0.1)
+
+
+def test_table_and_ratio_line() -> None:
+    bidi = _record("bidi", [(400, 900), (1100, 900)])
+    batch = _record("batch", [(2000, 1800)])
+    text = table([bidi, batch])
+    assert "time to first audio" in text and "400 ms" in text and "2,000 ms" in text
+    assert "playback stall" in text
+    assert speedup_line([bidi, batch]) == "bidi first audio is 5.0× sooner than batch"
+    silent = TurnRecord(mode="batch")
+    assert "no ratio" in speedup_line([bidi, silent])
+
+
+def test_wav_and_timeline_are_written(tmp_path: Path) -> None:
+    bidi = _record("bidi", [(400, 900), (1100, 900)])
+    batch = _record("batch", [(2000, 1800)])
+    with wave.open(str(write_wav(bidi, tmp_path / "b.wav"))) as wav:
+        assert wav.getframerate() == 24000 and wav.getnframes() == 24 * 1800
+    png = write_timeline([bidi, batch], tmp_path / "t.png")
+    assert png.read_bytes()[:4] == b"\x89PNG"

@@ -1,0 +1,259 @@
+"""KokoroSpeech end to end: a REAL Strands Agent (scripted streaming model) and the REAL model server.
+
+The model is a test double (``ScriptedStreamingModel``: known words at 40 tokens/s); the agent loop,
+middleware, hooks, tool executor, WebSocket, server and Kokoro engine are all real. Every turn also
+checks that it left no asyncio task behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import re
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from conftest import RunningServer, free_port, start_model_server, stop_model_server
+from speech_doubles import FOUR_SENTENCES, ScriptedCall, ScriptedStreamingModel, ToolCall, tokens
+from strands import Agent, tool
+
+from strands_kokoro import KokoroSpeech
+from strands_kokoro.events import Event
+
+pytestmark = pytest.mark.anyio
+
+AGENT_END_FIELDS = {"type", "request_id", "mode", "first_text_ms", "first_audio_ms", "total_ms", "audio_ms", "chunks"}
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@dataclass
+class Turn:
+    """Every event of one turn with its arrival time (``time.perf_counter()``)."""
+
+    events: list[Event] = field(default_factory=list)
+    times: list[float] = field(default_factory=list)
+
+    def of(self, kind: str) -> list[Event]:
+        return [e for e in self.events if e["type"] == kind]
+
+    def first(self, kind: str) -> int:
+        return next(i for i, e in enumerate(self.events) if e["type"] == kind)
+
+    def last(self, kind: str) -> int:
+        return max(i for i, e in enumerate(self.events) if e["type"] == kind)
+
+    def text(self) -> str:
+        return "".join(e["text"] for e in self.of("text_delta"))
+
+    def audio_by_sentence(self) -> dict[int, bytes]:
+        audio: dict[int, bytes] = {}
+        for e in self.of("audio_chunk"):
+            audio[e["sentence"]] = audio.get(e["sentence"], b"") + base64.b64decode(e["audio"])
+        return audio
+
+
+def _ours(task: asyncio.Task[Any]) -> bool:
+    """Tasks a turn may never leave behind (the test's own proxy tasks are not the turn's)."""
+    return "CuttingProxy" not in getattr(task.get_coro(), "__qualname__", "")
+
+
+async def run_turn(stream: AsyncIterator[Event], on_event: Callable[[Event], None] | None = None) -> Turn:
+    before = asyncio.all_tasks()
+    turn = Turn()
+    async with asyncio.timeout(240):
+        async for event in stream:
+            json.dumps(event)  # DESIGN §4: every event is JSON-serialisable
+            turn.events.append(event)
+            turn.times.append(time.perf_counter())
+            if on_event is not None:
+                on_event(event)
+    await asyncio.sleep(0)
+    leftover = [t for t in asyncio.all_tasks() - before if not t.done() and _ours(t)]
+    assert not leftover, f"tasks left after the turn: {leftover}"
+    assert turn.events[0]["type"] == "agent_start" and turn.events[-1]["type"] == "agent_end"
+    assert set(turn.events[-1]) == AGENT_END_FIELDS
+    return turn
+
+
+def make_agent(speech: KokoroSpeech, calls: list[ScriptedCall], tools: list[Any] | None = None, **model_options: Any) -> tuple[Agent, ScriptedStreamingModel]:
+    model = ScriptedStreamingModel(calls, **model_options)
+    return Agent(model=model, hooks=[speech], tools=tools or [], callback_handler=None), model
+
+
+def words(text: str) -> list[str]:
+    return re.findall(r"[\w']+", text.lower())
+
+
+def assert_sentences_in_order(turn: Turn) -> None:
+    completes = turn.of("sentence_complete")
+    assert [c["sentence"] for c in completes] == list(range(len(completes)))
+    heard = [e["sentence"] for e in turn.of("audio_chunk")]
+    assert heard == sorted(heard), "audio of a later sentence arrived before an earlier one's"
+    for c in completes:
+        audio_idx = [i for i, e in enumerate(turn.events) if e["type"] == "audio_chunk" and e["sentence"] == c["sentence"]]
+        assert audio_idx and max(audio_idx) < turn.events.index(c)
+        assert c["audio_ms"] > 0 and c["first_audio_ms"] is not None
+
+
+# ---------------------------------------------------------------------------------------- bidi / batch
+
+
+async def test_bidi_speaks_while_the_model_is_still_writing(model_server: RunningServer) -> None:
+    first_audio = asyncio.Event()
+    speech = KokoroSpeech(endpoint=model_server.ws_url)
+    agent, model = make_agent(speech, [ScriptedCall(FOUR_SENTENCES)], hold_before_last=first_audio)
+
+    def on_event(event: Event) -> None:
+        if event["type"] == "audio_chunk":
+            first_audio.set()
+
+    turn = await run_turn(speech.stream(agent, "Tell me about otters."), on_event)
+
+    # The model holds its last token until audio arrives (bounded): in bidi it never has to wait long.
+    assert model.finished_at is not None
+    assert turn.times[turn.first("audio_chunk")] < model.finished_at
+    assert turn.first("audio_chunk") < turn.last("text_delta")
+    assert turn.text() == FOUR_SENTENCES
+    assert [e["seq"] for e in turn.of("text_delta")] == list(range(len(tokens(FOUR_SENTENCES))))
+    assert_sentences_in_order(turn)
+    completes = turn.of("sentence_complete")
+    assert len(completes) >= 4
+    assert words(" ".join(c["text"] for c in completes)) == words(FOUR_SENTENCES)  # all said, once
+    audio = turn.audio_by_sentence()
+    assert all(len(pcm) % 2 == 0 and pcm for pcm in audio.values())
+    end = turn.events[-1]
+    assert end["mode"] == "bidi" and end["chunks"] == len(turn.of("audio_chunk"))
+    assert end["first_text_ms"] < end["first_audio_ms"] < end["total_ms"]
+    assert abs(end["audio_ms"] - sum(c["audio_ms"] for c in completes)) < 1.0
+    assert [e["seq"] for e in turn.of("audio_chunk")] == list(range(end["chunks"]))
+    assert not turn.of("speech_error") and not turn.of("error")
+    assert speech.last_result is not None and str(speech.last_result).strip() == FOUR_SENTENCES
+
+
+async def test_batch_speaks_nothing_before_the_answer_is_complete(model_server: RunningServer) -> None:
+    speech = KokoroSpeech(endpoint=model_server.ws_url, mode="batch")
+    agent, _ = make_agent(speech, [ScriptedCall(FOUR_SENTENCES)])
+    # The user drives stream_async; KokoroSpeech only turns it into events.
+    turn = await run_turn(speech.events(agent.stream_async("Tell me about otters.")))
+    assert turn.of("audio_chunk")
+    assert turn.first("audio_chunk") > turn.last("text_delta")
+    [complete] = turn.of("sentence_complete")
+    assert words(complete["text"]) == words(FOUR_SENTENCES)
+    assert turn.events[-1]["mode"] == "batch"
+    assert turn.events[-1]["first_audio_ms"] > turn.events[-1]["first_text_ms"]
+
+
+async def test_text_before_a_tool_call_is_spoken_before_the_tool_returns(model_server: RunningServer) -> None:
+    heard_first_sentence = asyncio.Event()
+    tool_saw_audio: list[bool] = []
+
+    @tool
+    async def look_up_weather(city: str) -> str:
+        """Look up the weather (waits until the text before it was heard, at most 60 s)."""
+        try:
+            await asyncio.wait_for(heard_first_sentence.wait(), 60)
+        except TimeoutError:
+            pass
+        tool_saw_audio.append(heard_first_sentence.is_set())
+        return f"sunny in {city}"
+
+    before_tool = "Let me check the weather for you."
+    after_tool = "It is sunny and warm in Seattle today. Enjoy the sunshine."
+    speech = KokoroSpeech(endpoint=model_server.ws_url)
+    agent, _ = make_agent(
+        speech,
+        [ScriptedCall(before_tool, ToolCall("look_up_weather", {"city": "Seattle"})), ScriptedCall(after_tool)],
+        tools=[look_up_weather],
+    )
+
+    spoken: list[str] = []
+
+    def on_event(event: Event) -> None:
+        if event["type"] == "sentence_complete":
+            spoken.extend(words(event["text"]))
+            if spoken == words(before_tool):
+                heard_first_sentence.set()
+
+    turn = await run_turn(speech.stream(agent, "Weather in Seattle?"), on_event)
+    assert tool_saw_audio == [True]
+    # Everything written before the tool call was spoken (and completed) before any later text appeared.
+    n_before = len(tokens(before_tool))
+    first_after = next(i for i, e in enumerate(turn.events) if e["type"] == "text_delta" and e["seq"] >= n_before)
+    spoken_before = [e["text"] for e in turn.events[:first_after] if e["type"] == "sentence_complete"]
+    assert words(" ".join(spoken_before)) == words(before_tool)
+    assert words(" ".join(c["text"] for c in turn.of("sentence_complete"))) == words(before_tool + " " + after_tool)
+    assert_sentences_in_order(turn)
+
+
+# ------------------------------------------------------------------------------------------- failures
+
+
+async def test_endpoint_down_at_start_text_goes_on() -> None:
+    speech = KokoroSpeech(endpoint=f"ws://127.0.0.1:{free_port()}", reconnect_backoff_s=0.05)
+    agent, _ = make_agent(speech, [ScriptedCall(FOUR_SENTENCES)])
+    turn = await run_turn(speech.stream(agent, "Tell me about otters."))
+    assert turn.text() == FOUR_SENTENCES
+    [error] = turn.of("speech_error")
+    assert error["code"] == "speech_unavailable" and "text goes on" in error["message"]
+    assert not turn.of("audio_chunk") and not turn.of("error")
+    assert turn.events[-1]["first_audio_ms"] is None
+
+
+@pytest.fixture(scope="module")
+def doomed_server() -> Iterator[RunningServer]:
+    """A second real server, this test's to kill."""
+    server = start_model_server()
+    try:
+        yield server
+    finally:
+        if server.process.poll() is None:
+            stop_model_server(server)
+
+
+async def test_server_killed_mid_turn_text_goes_on(doomed_server: RunningServer) -> None:
+    speech = KokoroSpeech(endpoint=doomed_server.ws_url, reconnect_backoff_s=0.05)
+    agent, _ = make_agent(speech, [ScriptedCall(FOUR_SENTENCES)], tokens_per_s=20)
+
+    def on_event(event: Event) -> None:
+        if event["type"] == "audio_chunk" and doomed_server.process.poll() is None:
+            doomed_server.process.kill()
+
+    turn = await run_turn(speech.stream(agent, "Tell me about otters."), on_event)
+    assert turn.text() == FOUR_SENTENCES
+    [error] = turn.of("speech_error")
+    assert error["code"] == "connection_lost"
+    assert turn.of("audio_chunk") and not turn.of("error")
+    assert turn.first("speech_error") < len(turn.events) - 1  # reported inside the turn, then agent_end
+    # The audio stopped at the drop; no sentence after it was completed.
+    assert all(turn.events.index(c) < turn.first("speech_error") for c in turn.of("sentence_complete"))
+
+
+async def test_interrupt_mid_sentence_stops_audio_and_text_goes_on(model_server: RunningServer) -> None:
+    interrupted = asyncio.Event()
+    speech = KokoroSpeech(endpoint=model_server.ws_url)
+    agent, _ = make_agent(speech, [ScriptedCall(FOUR_SENTENCES)], hold_before_last=interrupted)
+
+    def on_event(event: Event) -> None:
+        if event["type"] == "audio_chunk" and not interrupted.is_set():
+            speech.interrupt()
+            interrupted.set()
+
+    turn = await run_turn(speech.stream(agent, "Tell me about otters."), on_event)
+    assert turn.text() == FOUR_SENTENCES
+    [stop] = turn.of("speech_interrupted")
+    at = turn.events.index(stop)
+    assert turn.first("audio_chunk") < at
+    assert not [e for e in turn.events[at:] if e["type"] in ("audio_chunk", "sentence_complete")]
+    assert [e for e in turn.events[at:] if e["type"] == "text_delta"]  # the model kept writing
+    # The last sentence was still being written at the interrupt: it (at least) was never spoken.
+    spoken = words(" ".join(c["text"] for c in turn.of("sentence_complete")))
+    assert spoken == words(FOUR_SENTENCES)[: len(spoken)] and len(spoken) < len(words(FOUR_SENTENCES))
+    assert not turn.of("speech_error")
