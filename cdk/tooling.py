@@ -57,7 +57,8 @@ def require_docker(*, cross_arm64: bool = False) -> None:
     if cross_arm64 and _run_quiet([docker, "buildx", "version"]) != 0:
         raise ToolingError(
             "the agent image is linux/arm64 (AgentCore runs on Graviton): install Docker buildx, and on "
-            "an x86 machine register QEMU for arm64: docker run --privileged --rm tonistiigi/binfmt --install arm64"
+            "an x86 machine register QEMU for arm64: "
+            "docker run --privileged --rm tonistiigi/binfmt --install arm64"
         )
 
 

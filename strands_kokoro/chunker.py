@@ -328,11 +328,11 @@ class IncrementalSentenceChunker:
             line_end = len(w.text)
         line = w.text[:line_end]
         stripped = line.strip(" \t")
-        if len(line) - len(line.lstrip(" \t")) <= 3 and stripped and set(stripped) == {self._fence[0]}:
-            if len(stripped) >= len(self._fence):
-                self._fence = None
-                self._emit(out, n + 1 + line_end)
-                return True
+        indent = len(line) - len(line.lstrip(" \t"))
+        if indent <= 3 and set(stripped) == {self._fence[0]} and len(stripped) >= len(self._fence):
+            self._fence = None
+            self._emit(out, n + 1 + line_end)
+            return True
         self._scan = n + 1
         return True
 

@@ -30,40 +30,43 @@ CLOSERS = frozenset("\"'”’»)]}」』）】〉》›`*_")
 OPENERS = frozenset("\"'“‘«([{「『（【〈《‹`*_¿¡")
 QUOTES = frozenset("\"'“”‘`")
 
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
 # Prepositive abbreviations: followed by a name or a number, never the end of a sentence.
-_TITLES = frozenset(
+_TITLES = _words(
     "mr mrs ms dr prof st mt gen gov sen rep rev hon capt lt col sgt cmdr adm pres supt messrs mme "
-    "mlle fr vol vols fig figs eq e.g i.e vs cf approx viz".split()
+    "mlle fr vol vols fig figs eq e.g i.e vs cf approx viz"
 )
 # Abbreviations a number follows ("Jan. 5", "p. 55", "5 ft. 6 in."): before a digit, no end.
-_BEFORE_NUMBER = frozenset(
-    """jan feb mar apr jun jul aug sep sept oct nov dec no nos n° nº p pp vol ch fig sec art ed v ver
+_BEFORE_NUMBER = _words("""
+    jan feb mar apr jun jul aug sep sept oct nov dec no nos n° nº p pp vol ch fig sec art ed v ver
     op ca c ref eq tel ext ft in lb lbs oz mi yd sq fl km kg cm mm m g pt qt gal hr hrs min mo yr yrs
-    st page b.c a.d b.c.e c.e""".split()
-)
+    st page b.c a.d b.c.e c.e""")
 # Acronyms used as nouns' modifiers ("U.S. Government"): a sentence ends after them only before a
 # word that typically opens a sentence ("U.S. How about you?").
-_NOUN_ACRONYMS = frozenset("u.s u.k u.n u.s.a e.u".split())
-_TIMES = frozenset("a.m p.m".split())
-_ERAS = frozenset("b.c a.d b.c.e c.e".split())
+_NOUN_ACRONYMS = _words("u.s u.k u.n u.s.a e.u")
+_TIMES = _words("a.m p.m")
+_ERAS = _words("b.c a.d b.c.e c.e")
 # Words that open a clause as a time/place adverbial: "At 5 a.m. Mr. Smith went ..." does not end.
-_PREPOSITIONS = frozenset("at on in by around about before after until till from since during".split())
+_PREPOSITIONS = _words("at on in by around about before after until till from since during")
 # Words that typically start an English sentence; used where an abbreviation makes a period ambiguous.
-_STARTERS = frozenset(
-    """i you he she it we they the a an this that these those my your his her its our their some many
+_STARTERS = _words("""
+    i you he she it we they the a an this that these those my your his her its our their some many
     most all each every what when where why how who which whose but and or so yet however then there
     here also now still thus therefore meanwhile if although though because since while after before
     as at in on for from to with by of is are was were do does did can could will would should may
-    might must have has had let please yes not once next finally first today tomorrow yesterday""".split()
-)
+    might must have has had let please yes not once next finally first today tomorrow yesterday""")
 # Words that start with an apostrophe, not a quotation: 'Tis, 'em, and tokenised contractions ('s, 're).
-_ELISIONS = frozenset("tis twas em cause til n bout round s re ll ve d m t".split())
+_ELISIONS = _words("tis twas em cause til n bout round s re ll ve d m t")
 _LIST_MARKER = re.compile(r"(?:[•⁃‣◦▪]\s*)?(?:\d{1,3}|[A-Za-z])")
 _CITATION = re.compile(r" ?\[\d[\d,–\- ]{0,12}\]")
 _WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*")
 
 
-class NeedMore(Exception):  # noqa: N818 - a control-flow signal, not an error
+class NeedMore(Exception):
     """The window ends before the rule can decide and more input may still arrive."""
 
 

@@ -145,8 +145,9 @@ class SpeechTextFilter:
         self._prev = ""
         fence = _FENCE.match(line)
         if self._fence is not None:
-            closing = fence and fence.group(1)[0] == self._fence[0] and len(fence.group(1)) >= len(self._fence)
-            if closing and not line[fence.end() :].strip():
+            marker = fence.group(1) if fence else ""
+            closing = marker[:1] == self._fence[0] and len(marker) >= len(self._fence)
+            if fence and closing and not line[fence.end() :].strip():
                 self._fence = None
                 out.append("\n")
             self._drop_line = True

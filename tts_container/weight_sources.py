@@ -207,32 +207,39 @@ class HubSource:
 
     def fetch(self, names: frozenset[str], staging: Path) -> None:
         from huggingface_hub import constants, hf_hub_download
+        from huggingface_hub.errors import LocalEntryNotFoundError
 
-        if not constants.HF_HUB_OFFLINE:
-            self._probe(constants.ENDPOINT)
+        probed = False
 
         def download(repo: str, revision: str, filename: str) -> Path:
-            return Path(hf_hub_download(repo, filename, revision=revision, local_dir=staging / repo))
+            """From the local hub cache when it has the file, else over the network (probed once)."""
+            nonlocal probed
+            try:
+                return Path(hf_hub_download(repo, filename, revision=revision, local_files_only=True))
+            except LocalEntryNotFoundError:
+                if constants.HF_HUB_OFFLINE:
+                    raise
+            if not probed:
+                self._probe(constants.ENDPOINT)
+                probed = True
+            return Path(hf_hub_download(repo, filename, revision=revision))
 
+        pins = {CONFIG_FILE: CONFIG_SHA256, TORCH_FILE: TORCH_SHA256}
         for name in sorted(names):
-            if name == CONFIG_FILE:
-                path = download(HUB_MODEL_REPO, HUB_MODEL_REVISION, CONFIG_FILE)
-                check_sha256(path, CONFIG_SHA256, f"hub {CONFIG_FILE}")
-            elif name == TORCH_FILE:
-                path = download(HUB_MODEL_REPO, HUB_MODEL_REVISION, TORCH_FILE)
-                check_sha256(path, TORCH_SHA256, f"hub {TORCH_FILE}")
-            elif name == ONNX_FILE:  # its pin is the revision: a dynamic-int8 export of the same model
-                path = download(HUB_ONNX_REPO, HUB_ONNX_REVISION, "onnx/model_quantized.onnx")
+            if name in (CONFIG_FILE, TORCH_FILE):
+                shutil.copyfile(download(HUB_MODEL_REPO, HUB_MODEL_REVISION, name), staging / name)
+                check_sha256(staging / name, pins[name], f"hub {HUB_MODEL_REPO}/{name}")
+            elif name == ONNX_FILE:  # pinned by the revision: a dynamic-int8 export of the same model
+                onnx = download(HUB_ONNX_REPO, HUB_ONNX_REVISION, "onnx/model_quantized.onnx")
+                shutil.copyfile(onnx, staging / name)
             elif name == VOICES_FILE:
                 tables = {
                     voice: download(HUB_ONNX_REPO, HUB_ONNX_REVISION, f"voices/{voice}.bin").read_bytes()
                     for voice in KOKORO_V1_VOICES
                 }
                 write_voices_npz(tables, staging / VOICES_FILE)
-                continue
             else:
                 raise SourceUnavailable(f"the hub source does not know {name}")
-            os.replace(path, staging / name)
 
     @staticmethod
     def _probe(endpoint: str) -> None:

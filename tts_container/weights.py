@@ -226,3 +226,10 @@ def _install(root: Path, staging: Path, names: frozenset[str], label: str) -> No
     tmp = staging / MANIFEST_FILE
     tmp.write_text(json.dumps({"version": 1, "files": manifest}, indent=2, sort_keys=True), encoding="utf-8")
     os.replace(tmp, root / MANIFEST_FILE)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The ``kokoro-weights`` console script (argparse front end: :mod:`tts_container.weights_cli`)."""
+    from tts_container.weights_cli import main as cli_main
+
+    return cli_main(argv)

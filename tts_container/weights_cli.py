@@ -71,7 +71,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``kokoro-weights`` console script."""
+    """The ``kokoro-weights`` command line (the console script enters through ``weights.main``)."""
     args = _parser().parse_args(argv)
     cache_dir: Path = args.cache_dir or default_cache_dir()
     if args.command == "path":

@@ -137,7 +137,8 @@ class ModelCacheStack(Stack):
             "AWSLambdaBasicExecutionRole]": "CDK's BucketDeployment copy job only writes its own CloudWatch "
             "logs through this AWS managed policy; it has no other managed policy attached.",
             "AwsSolutions-L1": "The copy job's runtime is chosen and upgraded by aws-cdk-lib's "
-            "BucketDeployment (with the AWS CLI layer it bundles); it runs only during deploys, serving no traffic.",
+            "BucketDeployment (with the AWS CLI layer it bundles); it runs only during deploys and "
+            "serves no traffic.",
             "AwsSolutions-IAM5[Action::s3:GetObject*]": _COPY_JOB_ACTIONS,
             "AwsSolutions-IAM5[Action::s3:GetBucket*]": _COPY_JOB_ACTIONS,
             "AwsSolutions-IAM5[Action::s3:List*]": _COPY_JOB_ACTIONS,

@@ -32,7 +32,6 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qs
 
 from aws_sdk_sagemaker_runtime_http2.client import AsyncSageMakerRuntimeHTTP2Client
 from aws_sdk_sagemaker_runtime_http2.config import AsyncSageMakerRuntimeHTTP2Config
@@ -80,18 +79,6 @@ BIDI_PORT = 8443
 
 def bidi_endpoint_uri(region: str) -> str:
     return f"https://runtime.sagemaker.{region}.amazonaws.com:{BIDI_PORT}"
-
-
-def parse_endpoint(endpoint: str) -> tuple[str, dict[str, str]]:
-    """``sagemaker:name?region=us-east-1`` (or ``sagemaker-batch:...``) → ``("name", {"region": ...})``."""
-    scheme, separator, rest = endpoint.partition(":")
-    if not separator:
-        rest = scheme
-    name, _, query = rest.partition("?")
-    options = {key: values[-1] for key, values in parse_qs(query).items()}
-    if not name:
-        raise ValueError(f"no endpoint name in {endpoint!r}; expected sagemaker:<endpoint-name>[?region=...]")
-    return name, options
 
 
 def crt_http2_transport() -> HTTPClient:

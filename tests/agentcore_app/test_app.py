@@ -66,7 +66,7 @@ def test_event_order_both_modes_with_real_model_server(model_server: RunningServ
     records = asyncio.run(
         _turns(
             model_server.ws_url,
-            lambda: ScriptedModel(token_delay_s=0.05),
+            lambda: ScriptedModel(token_delay_s=0.35),  # ~10 s of writing: room for audio
             [{"prompt": "otters?", "mode": "bidi"}, {"prompt": "otters?", "mode": "batch"}],
         )
     )

@@ -55,7 +55,9 @@ def completed(*request_ids: str) -> Callable[[list[SessionEvent]], bool]:
 
     def check(collected: list[SessionEvent]) -> bool:
         ended = {
-            e.request_id for e in collected if isinstance(e, SynthesisCompleted | ServerError) and e.request_id
+            e.request_id
+            for e in collected
+            if isinstance(e, SynthesisCompleted | ServerError) and e.request_id
         }
         return set(request_ids) <= ended
 
@@ -173,7 +175,9 @@ class SessionContract:
                 rest = [event async for event in events]
         assert not any(isinstance(e, AudioData) for e in rest)
 
-    async def test_unreachable_endpoint_raises_session_closed(self, dead_session_factory: SessionFactory) -> None:
+    async def test_unreachable_endpoint_raises_session_closed(
+        self, dead_session_factory: SessionFactory
+    ) -> None:
         with anyio.fail_after(WAIT_S), pytest.raises(SessionClosedError):
             async with dead_session_factory() as session:
                 events = session.events()

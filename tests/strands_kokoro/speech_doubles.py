@@ -8,14 +8,20 @@ set token rate, which is what lets the tests state when the model finished writi
 from __future__ import annotations
 
 import asyncio
+import base64
+import contextlib
 import json
 import re
 import time
-from collections.abc import AsyncGenerator, AsyncIterable
+from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from strands import Agent
 from strands.models import Model
+
+from strands_kokoro import KokoroSpeech
+from strands_kokoro.events import Event
 
 # The 4-sentence answer every speech test and the bidi-vs-batch benchmark speak (about 270 characters).
 FOUR_SENTENCES = (
@@ -82,7 +88,9 @@ class ScriptedStreamingModel(Model):
     def structured_output(self, *args: Any, **kwargs: Any) -> AsyncGenerator[dict[str, Any], None]:
         raise NotImplementedError("the scripted model has no structured output")
 
-    async def stream(self, messages: Any, tool_specs: Any = None, system_prompt: Any = None, **kwargs: Any) -> AsyncIterable[Any]:  # type: ignore[override]
+    async def stream(
+        self, messages: Any, tool_specs: Any = None, system_prompt: Any = None, **kwargs: Any
+    ) -> AsyncIterable[Any]:  # type: ignore[override]
         call = self.calls[min(self.call_index, len(self.calls) - 1)]
         last_call = self.call_index >= len(self.calls) - 1
         self.call_index += 1
@@ -94,15 +102,17 @@ class ScriptedStreamingModel(Model):
         for i, piece in enumerate(pieces):
             await asyncio.sleep(1.0 / self.tokens_per_s)
             if last_call and i == len(pieces) - 1 and self.hold_before_last is not None:
-                try:
+                with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self.hold_before_last.wait(), self.hold_timeout_s)
-                except TimeoutError:
-                    pass
             yield {"contentBlockDelta": {"delta": {"text": piece}}}
         yield {"contentBlockStop": {}}
         if call.tool is not None:
             tool_use_id = f"tool-{self.call_index}"
-            yield {"contentBlockStart": {"start": {"toolUse": {"toolUseId": tool_use_id, "name": call.tool.name}}}}
+            yield {
+                "contentBlockStart": {
+                    "start": {"toolUse": {"toolUseId": tool_use_id, "name": call.tool.name}}
+                }
+            }
             yield {"contentBlockDelta": {"delta": {"toolUse": {"input": json.dumps(call.tool.input)}}}}
             yield {"contentBlockStop": {}}
             stop = "tool_use"
@@ -111,5 +121,83 @@ class ScriptedStreamingModel(Model):
             if last_call:
                 self.finished_at = time.perf_counter()
         yield {"messageStop": {"stopReason": stop}}
-        yield {"metadata": {"usage": {"inputTokens": 1, "outputTokens": len(pieces), "totalTokens": 1 + len(pieces)},
-                            "metrics": {"latencyMs": 0}}}
+        yield {
+            "metadata": {
+                "usage": {"inputTokens": 1, "outputTokens": len(pieces), "totalTokens": 1 + len(pieces)},
+                "metrics": {"latencyMs": 0},
+            }
+        }
+
+
+# ------------------------------------------------------------------------------ running a turn
+
+AGENT_END_FIELDS = {
+    "type",
+    "request_id",
+    "mode",
+    "first_text_ms",
+    "first_audio_ms",
+    "total_ms",
+    "audio_ms",
+    "chunks",
+}
+
+
+@dataclass
+class Turn:
+    """Every event of one turn with its arrival time (``time.perf_counter()``)."""
+
+    events: list[Event] = field(default_factory=list)
+    times: list[float] = field(default_factory=list)
+
+    def of(self, kind: str) -> list[Event]:
+        return [e for e in self.events if e["type"] == kind]
+
+    def first(self, kind: str) -> int:
+        return next(i for i, e in enumerate(self.events) if e["type"] == kind)
+
+    def last(self, kind: str) -> int:
+        return max(i for i, e in enumerate(self.events) if e["type"] == kind)
+
+    def text(self) -> str:
+        return "".join(e["text"] for e in self.of("text_delta"))
+
+    def audio_by_sentence(self) -> dict[int, bytes]:
+        audio: dict[int, bytes] = {}
+        for e in self.of("audio_chunk"):
+            audio[e["sentence"]] = audio.get(e["sentence"], b"") + base64.b64decode(e["audio"])
+        return audio
+
+
+def _ours(task: asyncio.Task[Any]) -> bool:
+    """Tasks a turn may never leave behind (the test's own proxy tasks are not the turn's)."""
+    return "CuttingProxy" not in getattr(task.get_coro(), "__qualname__", "")
+
+
+async def run_turn(stream: AsyncIterator[Event], on_event: Callable[[Event], None] | None = None) -> Turn:
+    before = asyncio.all_tasks()
+    turn = Turn()
+    async with asyncio.timeout(240):
+        async for event in stream:
+            json.dumps(event)  # DESIGN §4: every event is JSON-serialisable
+            turn.events.append(event)
+            turn.times.append(time.perf_counter())
+            if on_event is not None:
+                on_event(event)
+    await asyncio.sleep(0)
+    leftover = [t for t in asyncio.all_tasks() - before if not t.done() and _ours(t)]
+    assert not leftover, f"tasks left after the turn: {leftover}"
+    assert turn.events[0]["type"] == "agent_start" and turn.events[-1]["type"] == "agent_end"
+    assert set(turn.events[-1]) == AGENT_END_FIELDS
+    return turn
+
+
+def make_agent(
+    speech: KokoroSpeech, calls: list[ScriptedCall], tools: list[Any] | None = None, **model_options: Any
+) -> tuple[Agent, ScriptedStreamingModel]:
+    model = ScriptedStreamingModel(calls, **model_options)
+    return Agent(model=model, hooks=[speech], tools=tools or [], callback_handler=None), model
+
+
+def words(text: str) -> list[str]:
+    return re.findall(r"[\w']+", text.lower())

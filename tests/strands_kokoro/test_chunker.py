@@ -15,7 +15,7 @@ from strands_kokoro.chunker import WINDOW, IncrementalSentenceChunker
 
 
 def run(pieces: list[str], **options: int) -> list[str]:
-    chunker = IncrementalSentenceChunker(**options)  # type: ignore[arg-type]
+    chunker = IncrementalSentenceChunker(**options)
     out: list[str] = []
     for piece in pieces:
         out.extend(chunker.feed(piece))
@@ -52,7 +52,10 @@ RULES = [
     ("Hello?! Is that you?", ["Hello?!", "Is that you?"]),
     ("I never meant that.... She left the store.", ["I never meant that....", "She left the store."]),
     ("Wait… Then it rang.", ["Wait…", "Then it rang."]),
-    ('She turned to him, "This is great." She held it.', ['She turned to him, "This is great."', "She held it."]),
+    (
+        'She turned to him, "This is great." She held it.',
+        ['She turned to him, "This is great."', "She held it."],
+    ),
     ("(He had left.) We stayed.", ["(He had left.)", "We stayed."]),
     ("It was a gas. [1] It burns.", ["It was a gas. [1]", "It burns."]),
     ("First paragraph without a period\n\nSecond one", ["First paragraph without a period", "Second one"]),
@@ -60,9 +63,15 @@ RULES = [
     ("「こんにちは。」次です。", ["「こんにちは。」", "次です。"]),
     # not sentence ends
     ("Dr. Watson met Mr. Holmes and Mrs. Hudson.", ["Dr. Watson met Mr. Holmes and Mrs. Hudson."]),
-    ("Prof. Smith lives on St. James St. near Mt. Fuji.", ["Prof. Smith lives on St. James St. near Mt. Fuji."]),
+    (
+        "Prof. Smith lives on St. James St. near Mt. Fuji.",
+        ["Prof. Smith lives on St. James St. near Mt. Fuji."],
+    ),
     ("Pitt, Briggs & Co. at noon. Fine.", ["Pitt, Briggs & Co. at noon.", "Fine."]),
-    ("Fruit, e.g. apples, i.e. red ones, etc. are fine.", ["Fruit, e.g. apples, i.e. red ones, etc. are fine."]),
+    (
+        "Fruit, e.g. apples, i.e. red ones, etc. are fine.",
+        ["Fruit, e.g. apples, i.e. red ones, etc. are fine."],
+    ),
     ("We met at 5 a.m. and left at 6 p.m. on time.", ["We met at 5 a.m. and left at 6 p.m. on time."]),
     ("See No. 5 and p. 55 please.", ["See No. 5 and p. 55 please."]),
     ("J. R. R. Tolkien wrote it. He was English.", ["J. R. R. Tolkien wrote it.", "He was English."]),
@@ -71,20 +80,30 @@ RULES = [
     ("I live in the U.S. How about you?", ["I live in the U.S.", "How about you?"]),
     ("She studied at M.I.T. last year.", ["She studied at M.I.T. last year."]),
     ("It costs $100.00 or 3.5 percent.", ["It costs $100.00 or 3.5 percent."]),
-    ("Install version 2.4.1 from 10.0.0.1 at 10:30 today.", ["Install version 2.4.1 from 10.0.0.1 at 10:30 today."]),
-    ("Open https://example.com/a.html now. Then mail jane.doe@example.com.", [
-        "Open https://example.com/a.html now.",
-        "Then mail jane.doe@example.com.",
-    ]),
+    (
+        "Install version 2.4.1 from 10.0.0.1 at 10:30 today.",
+        ["Install version 2.4.1 from 10.0.0.1 at 10:30 today."],
+    ),
+    (
+        "Open https://example.com/a.html now. Then mail jane.doe@example.com.",
+        [
+            "Open https://example.com/a.html now.",
+            "Then mail jane.doe@example.com.",
+        ],
+    ),
     ("Edit config.yaml and main.py first.", ["Edit config.yaml and main.py first."]),
     ("1. The first item 2. The second item", ["1. The first item", "2. The second item"]),
     ("1) The first item 2) The second item", ["1) The first item", "2) The second item"]),
     ("a. The first item b. The second item", ["a. The first item", "b. The second item"]),
     ("• 9. The first item • 10. The second item", ["• 9. The first item", "• 10. The second item"]),
-    ("She works at Yahoo! in the accounting department.", ["She works at Yahoo! in the accounting department."]),
-    ("I wasn’t really ... well, what I mean...see . . . I didn’t mean it.", [
-        "I wasn’t really ... well, what I mean...see . . . I didn’t mean it."
-    ]),
+    (
+        "She works at Yahoo! in the accounting department.",
+        ["She works at Yahoo! in the accounting department."],
+    ),
+    (
+        "I wasn’t really ... well, what I mean...see . . . I didn’t mean it.",
+        ["I wasn’t really ... well, what I mean...see . . . I didn’t mean it."],
+    ),
     ('"How many? I don\'t know." Then silence.', ['"How many? I don\'t know."', "Then silence."]),
     ("That is JFK Jr.'s book.", ["That is JFK Jr.'s book."]),
     # markdown structure, for text that did not go through SpeechTextFilter
@@ -196,7 +215,9 @@ pathological = st.one_of(
     st.integers(1, 400).map(lambda n: "!" * n + " Next. Done"),  # a run longer than the window
     st.integers(1, 400).map(lambda n: "Hello." + " " * n + "World. Again"),
 )
-options = st.sampled_from([{}, {"first_chunk_words": 3}, {"max_chars": 30}, {"first_chunk_words": 1, "max_chars": 12}])
+options = st.sampled_from(
+    [{}, {"first_chunk_words": 3}, {"max_chars": 30}, {"first_chunk_words": 1, "max_chars": 12}]
+)
 
 
 def squash(text: str) -> str:

@@ -17,9 +17,12 @@ import botocore.credentials
 import botocore.session
 import pytest
 import websockets
+from conftest import RunningServer, free_port
+from session_contract import SessionContract, SessionFactory
 from standins.sagemaker_bidi_router import SageMakerBidiRouter
 
 from strands_kokoro.protocol import SAMPLE_WIDTH_BYTES, synthesis_complete, synthesis_start
+from strands_kokoro.sessions import open_session
 from strands_kokoro.sessions.aws_credentials import BotocoreCredentialsResolver, SageMakerError
 from strands_kokoro.sessions.base import (
     AudioData,
@@ -31,7 +34,7 @@ from strands_kokoro.sessions.base import (
     SynthesisCompleted,
     SynthesisStarted,
 )
-from strands_kokoro.sessions.sagemaker import SageMakerBidiSession, parse_endpoint
+from strands_kokoro.sessions.sagemaker import SageMakerBidiSession
 
 pytestmark = pytest.mark.anyio
 
@@ -60,6 +63,24 @@ def open_bidi(router: SageMakerBidiRouter, **options: Any) -> SageMakerBidiSessi
         transport=router,
         **options,
     )
+
+
+class TestSageMakerBidiSessionContract(SessionContract):
+    """The suite every session passes, here through the real SDK, the router stand-in and the real server."""
+
+    @pytest.fixture
+    async def router(self, model_server: RunningServer) -> AsyncIterator[SageMakerBidiRouter]:
+        async with SageMakerBidiRouter(model_server.ws_url) as router:
+            yield router
+
+    @pytest.fixture
+    def session_factory(self, router: SageMakerBidiRouter) -> SessionFactory:
+        return lambda: open_bidi(router)
+
+    @pytest.fixture
+    async def dead_session_factory(self) -> AsyncIterator[SessionFactory]:
+        async with SageMakerBidiRouter(f"ws://127.0.0.1:{free_port()}") as router:
+            yield lambda: open_bidi(router)
 
 
 async def collect_until(
@@ -254,11 +275,10 @@ async def test_pcm_beginning_with_a_brace_is_audio_not_control() -> None:
 # ------------------------------------------------------------------------- endpoint strings, credentials
 
 
-def test_parse_endpoint_reads_name_and_region() -> None:
-    assert parse_endpoint("sagemaker:kokoro-tts?region=eu-west-1") == ("kokoro-tts", {"region": "eu-west-1"})
-    assert parse_endpoint("sagemaker-batch:kokoro-tts") == ("kokoro-tts", {})
-    with pytest.raises(ValueError, match="no endpoint name"):
-        parse_endpoint("sagemaker:?region=eu-west-1")
+def test_open_session_picks_the_bidi_session_from_the_endpoint_string() -> None:
+    session = open_session("sagemaker:kokoro-tts?region=eu-west-1", drain_timeout_s=5.0)
+    assert isinstance(session, SageMakerBidiSession)
+    assert (session.endpoint_name, session.region) == ("kokoro-tts", "eu-west-1")
 
 
 class ScriptedCredentialSource:

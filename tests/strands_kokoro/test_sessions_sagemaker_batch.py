@@ -13,9 +13,12 @@ from typing import Any
 import botocore.session
 import httpx
 import pytest
+from conftest import free_port
+from session_contract import SessionContract, SessionFactory
 from standins.sagemaker_response_stream import SageMakerResponseStreamServer
 
 from strands_kokoro.protocol import SAMPLE_WIDTH_BYTES
+from strands_kokoro.sessions import open_session
 from strands_kokoro.sessions.aws_credentials import SageMakerError
 from strands_kokoro.sessions.base import (
     AudioData,
@@ -62,6 +65,19 @@ def open_batch(endpoint_url: str, **options: Any) -> SageMakerBatchSession:
         botocore_session=dummy_botocore_session(),
         **options,
     )
+
+
+@pytest.mark.parametrize("fmt", ["sse", "pcm"])
+class TestSageMakerBatchSessionContract(SessionContract):
+    """The suite every session passes, here through real boto3, the stand-in and the real server."""
+
+    @pytest.fixture
+    def session_factory(self, standin: SageMakerResponseStreamServer, fmt: Any) -> SessionFactory:
+        return lambda: open_batch(standin.url, format=fmt)
+
+    @pytest.fixture
+    def dead_session_factory(self, fmt: Any) -> SessionFactory:
+        return lambda: open_batch(f"http://127.0.0.1:{free_port()}", format=fmt)
 
 
 async def collect_until(
@@ -121,7 +137,7 @@ async def test_payload_parts_split_at_every_offset_give_the_same_audio(
     standin: SageMakerResponseStreamServer, fmt: Any
 ) -> None:
     """One-byte parts: every offset of the real response is a part boundary (mid event, mid sample)."""
-    request = SpeechRequest("split", "Hi there.", sample_rate=8_000)
+    request = SpeechRequest("split", "Hi.", sample_rate=8_000)
     async with open_batch(standin.url, format=fmt) as session:
         whole = await collect_until(_one(session, request), completed(1))
         standin.part_size = 1
@@ -226,7 +242,7 @@ async def test_endpoint_down_is_a_coded_session_error() -> None:
 
 async def test_close_lets_the_consumer_finish_what_was_sent(standin: SageMakerResponseStreamServer) -> None:
     session = open_batch(standin.url)
-    await session.__aenter__()
+    await session.__aenter__()  # closed by session.close() below
     seen: list[SessionEvent] = []
 
     async def consume() -> None:
@@ -240,3 +256,9 @@ async def test_close_lets_the_consumer_finish_what_was_sent(standin: SageMakerRe
         await session.close()  # the consumer ends after both requests
     assert_whole_request(seen, "a")
     assert_whole_request(seen, "b")
+
+
+def test_open_session_picks_the_batch_session_from_the_endpoint_string() -> None:
+    session = open_session("sagemaker-batch:kokoro-tts?region=eu-west-1&format=pcm")
+    assert isinstance(session, SageMakerBatchSession)
+    assert (session.endpoint_name, session.region, session.format) == ("kokoro-tts", "eu-west-1", "pcm")

@@ -10,7 +10,13 @@ from session_contract import SessionContract, SessionFactory
 
 from strands_kokoro.protocol import synthesis_complete, synthesis_start
 from strands_kokoro.sessions import EndpointError, open_session
-from strands_kokoro.sessions.base import AudioData, Cancelled, ServerError, SynthesisCompleted, SynthesisStarted
+from strands_kokoro.sessions.base import (
+    AudioData,
+    Cancelled,
+    ServerError,
+    SynthesisCompleted,
+    SynthesisStarted,
+)
 from strands_kokoro.sessions.frames import FrameDecoder
 from strands_kokoro.sessions.http import HttpSession
 from strands_kokoro.sessions.ws import WebSocketSession, websocket_url
@@ -60,7 +66,9 @@ def test_audio_outside_a_request_and_unknown_frames_are_dropped() -> None:
 def test_error_and_cancelled_frames() -> None:
     decoder = FrameDecoder()
     decoder.decode(synthesis_start("r1", 24_000))
-    error = decoder.decode(json.dumps({"type": "error", "request_id": "r1", "code": "engine_failed", "message": "x"}))
+    error = decoder.decode(
+        json.dumps({"type": "error", "request_id": "r1", "code": "engine_failed", "message": "x"})
+    )
     assert error == ServerError("r1", "engine_failed", "x")
     assert decoder.decode(b"\x00\x00") is None  # the failed request's audio is over
     assert decoder.decode(json.dumps({"type": "cancelled", "dropped": 2})) == Cancelled(2)
@@ -71,11 +79,16 @@ def test_error_and_cancelled_frames() -> None:
 
 def test_open_session_picks_the_transport_by_scheme() -> None:
     ws = open_session("ws://127.0.0.1:8080")
-    assert isinstance(ws, WebSocketSession) and ws.url == "ws://127.0.0.1:8080/invocations-bidirectional-stream"
+    assert (
+        isinstance(ws, WebSocketSession) and ws.url == "ws://127.0.0.1:8080/invocations-bidirectional-stream"
+    )
     assert isinstance(open_session("wss://example.com/"), WebSocketSession)
     http = open_session("http://127.0.0.1:8080")
     assert isinstance(http, HttpSession) and http.url == "http://127.0.0.1:8080/invocations"
-    assert websocket_url("ws://h:1/invocations-bidirectional-stream") == "ws://h:1/invocations-bidirectional-stream"
+    assert (
+        websocket_url("ws://h:1/invocations-bidirectional-stream")
+        == "ws://h:1/invocations-bidirectional-stream"
+    )
 
 
 @pytest.mark.parametrize("endpoint", ["ftp://host", "127.0.0.1:8080", "", "sagemakr:x"])

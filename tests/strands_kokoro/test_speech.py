@@ -8,88 +8,23 @@ checks that it left no asyncio task behind.
 from __future__ import annotations
 
 import asyncio
-import base64
-import json
-import re
-import time
-from collections.abc import AsyncIterator, Callable, Iterator
-from dataclasses import dataclass, field
-from typing import Any
+import contextlib
+from collections.abc import Iterator
 
 import pytest
 from conftest import RunningServer, free_port, start_model_server, stop_model_server
-from speech_doubles import FOUR_SENTENCES, ScriptedCall, ScriptedStreamingModel, ToolCall, tokens
-from strands import Agent, tool
+from speech_doubles import FOUR_SENTENCES, ScriptedCall, ToolCall, Turn, make_agent, run_turn, tokens, words
+from strands import tool
 
 from strands_kokoro import KokoroSpeech
 from strands_kokoro.events import Event
 
 pytestmark = pytest.mark.anyio
 
-AGENT_END_FIELDS = {"type", "request_id", "mode", "first_text_ms", "first_audio_ms", "total_ms", "audio_ms", "chunks"}
-
 
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-@dataclass
-class Turn:
-    """Every event of one turn with its arrival time (``time.perf_counter()``)."""
-
-    events: list[Event] = field(default_factory=list)
-    times: list[float] = field(default_factory=list)
-
-    def of(self, kind: str) -> list[Event]:
-        return [e for e in self.events if e["type"] == kind]
-
-    def first(self, kind: str) -> int:
-        return next(i for i, e in enumerate(self.events) if e["type"] == kind)
-
-    def last(self, kind: str) -> int:
-        return max(i for i, e in enumerate(self.events) if e["type"] == kind)
-
-    def text(self) -> str:
-        return "".join(e["text"] for e in self.of("text_delta"))
-
-    def audio_by_sentence(self) -> dict[int, bytes]:
-        audio: dict[int, bytes] = {}
-        for e in self.of("audio_chunk"):
-            audio[e["sentence"]] = audio.get(e["sentence"], b"") + base64.b64decode(e["audio"])
-        return audio
-
-
-def _ours(task: asyncio.Task[Any]) -> bool:
-    """Tasks a turn may never leave behind (the test's own proxy tasks are not the turn's)."""
-    return "CuttingProxy" not in getattr(task.get_coro(), "__qualname__", "")
-
-
-async def run_turn(stream: AsyncIterator[Event], on_event: Callable[[Event], None] | None = None) -> Turn:
-    before = asyncio.all_tasks()
-    turn = Turn()
-    async with asyncio.timeout(240):
-        async for event in stream:
-            json.dumps(event)  # DESIGN §4: every event is JSON-serialisable
-            turn.events.append(event)
-            turn.times.append(time.perf_counter())
-            if on_event is not None:
-                on_event(event)
-    await asyncio.sleep(0)
-    leftover = [t for t in asyncio.all_tasks() - before if not t.done() and _ours(t)]
-    assert not leftover, f"tasks left after the turn: {leftover}"
-    assert turn.events[0]["type"] == "agent_start" and turn.events[-1]["type"] == "agent_end"
-    assert set(turn.events[-1]) == AGENT_END_FIELDS
-    return turn
-
-
-def make_agent(speech: KokoroSpeech, calls: list[ScriptedCall], tools: list[Any] | None = None, **model_options: Any) -> tuple[Agent, ScriptedStreamingModel]:
-    model = ScriptedStreamingModel(calls, **model_options)
-    return Agent(model=model, hooks=[speech], tools=tools or [], callback_handler=None), model
-
-
-def words(text: str) -> list[str]:
-    return re.findall(r"[\w']+", text.lower())
 
 
 def assert_sentences_in_order(turn: Turn) -> None:
@@ -98,7 +33,11 @@ def assert_sentences_in_order(turn: Turn) -> None:
     heard = [e["sentence"] for e in turn.of("audio_chunk")]
     assert heard == sorted(heard), "audio of a later sentence arrived before an earlier one's"
     for c in completes:
-        audio_idx = [i for i, e in enumerate(turn.events) if e["type"] == "audio_chunk" and e["sentence"] == c["sentence"]]
+        audio_idx = [
+            i
+            for i, e in enumerate(turn.events)
+            if e["type"] == "audio_chunk" and e["sentence"] == c["sentence"]
+        ]
         assert audio_idx and max(audio_idx) < turn.events.index(c)
         assert c["audio_ms"] > 0 and c["first_audio_ms"] is not None
 
@@ -158,10 +97,8 @@ async def test_text_before_a_tool_call_is_spoken_before_the_tool_returns(model_s
     @tool
     async def look_up_weather(city: str) -> str:
         """Look up the weather (waits until the text before it was heard, at most 60 s)."""
-        try:
+        with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(heard_first_sentence.wait(), 60)
-        except TimeoutError:
-            pass
         tool_saw_audio.append(heard_first_sentence.is_set())
         return f"sunny in {city}"
 
@@ -170,7 +107,10 @@ async def test_text_before_a_tool_call_is_spoken_before_the_tool_returns(model_s
     speech = KokoroSpeech(endpoint=model_server.ws_url)
     agent, _ = make_agent(
         speech,
-        [ScriptedCall(before_tool, ToolCall("look_up_weather", {"city": "Seattle"})), ScriptedCall(after_tool)],
+        [
+            ScriptedCall(before_tool, ToolCall("look_up_weather", {"city": "Seattle"})),
+            ScriptedCall(after_tool),
+        ],
         tools=[look_up_weather],
     )
 
@@ -186,10 +126,14 @@ async def test_text_before_a_tool_call_is_spoken_before_the_tool_returns(model_s
     assert tool_saw_audio == [True]
     # Everything written before the tool call was spoken (and completed) before any later text appeared.
     n_before = len(tokens(before_tool))
-    first_after = next(i for i, e in enumerate(turn.events) if e["type"] == "text_delta" and e["seq"] >= n_before)
+    first_after = next(
+        i for i, e in enumerate(turn.events) if e["type"] == "text_delta" and e["seq"] >= n_before
+    )
     spoken_before = [e["text"] for e in turn.events[:first_after] if e["type"] == "sentence_complete"]
     assert words(" ".join(spoken_before)) == words(before_tool)
-    assert words(" ".join(c["text"] for c in turn.of("sentence_complete"))) == words(before_tool + " " + after_tool)
+    assert words(" ".join(c["text"] for c in turn.of("sentence_complete"))) == words(
+        before_tool + " " + after_tool
+    )
     assert_sentences_in_order(turn)
 
 

@@ -101,7 +101,9 @@ def test_onnx_speech_round_trips_through_whisper() -> None:
     errors = total = 0
     report = []
     for voice, sentence in SENTENCES:
-        audio = soxr.resample(synthesize(engine, sentence, voice=voice), NATIVE_SAMPLE_RATE, WHISPER_SAMPLE_RATE)
+        audio = soxr.resample(
+            synthesize(engine, sentence, voice=voice), NATIVE_SAMPLE_RATE, WHISPER_SAMPLE_RATE
+        )
         segments, _ = asr.transcribe(audio.astype(np.float32), language="en", beam_size=5, vad_filter=False)
         heard = " ".join(segment.text for segment in segments)
         distance = edit_distance(words(sentence), words(heard))

@@ -34,7 +34,9 @@ def test_english_g2p_never_downloads_a_spacy_model(monkeypatch: pytest.MonkeyPat
     assert phonemes == "həlˈO ðˈɛɹ."
 
 
-def test_installed_pipeline_g2p_sets_what_misakis_own_constructor_sets(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_installed_pipeline_g2p_sets_what_misakis_own_constructor_sets(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Guards the subclass against a misaki upgrade that adds state to ``G2P.__init__``."""
     import spacy
     from misaki import en

@@ -38,7 +38,7 @@ def resolve_engine_name(name: str) -> Literal["onnx", "torch"]:
 
 
 def load_engine(
-    name: str = "auto", threads: int | None = None, cache_dir: Path | str | None = None
+    name: EngineName = "auto", threads: int | None = None, cache_dir: Path | str | None = None
 ) -> Engine:
     """Provision weights into ``cache_dir`` if needed and return a loaded engine.
 

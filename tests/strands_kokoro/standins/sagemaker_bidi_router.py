@@ -24,7 +24,6 @@ import json
 import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from types import TracebackType
 from typing import Any
 
 import websockets
@@ -60,8 +59,8 @@ class StandInRequestRejected(Exception):
 class SageMakerBidiRouter:
     """Use as ``async with SageMakerBidiRouter(ws_url) as router:`` and pass ``transport=router``.
 
-    One router serves any number of sessions; their bridges run in the router's task group, so none
-    outlives the ``async with`` block.
+    One router serves any number of sessions. A session's bridge tasks end when its stream does;
+    leaving the ``async with`` block (or ``aclose``) stops any left, so none outlives the test.
     """
 
     SUPPORTS_DUPLEX_STREAMING = True
@@ -74,37 +73,43 @@ class SageMakerBidiRouter:
         self.region = region
         self.break_after = break_after
         self.log = RouterLog()
-        self._task_group: asyncio.TaskGroup | None = None
         self._bridges: set[asyncio.Task[None]] = set()
+        self._failures: list[BaseException] = []
 
     def __deepcopy__(self, memo: dict[int, Any]) -> SageMakerBidiRouter:
+        """The SDK deep-copies its config; every copy must reach this same router."""
         return self
 
     async def __aenter__(self) -> SageMakerBidiRouter:
-        self._task_group = asyncio.TaskGroup()
-        await self._task_group.__aenter__()
         return self
 
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        assert self._task_group is not None
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Stop every bridge still running; re-raise what a bridge failed with (a rejected event)."""
         for task in self._bridges:
             task.cancel()
-        await self._task_group.__aexit__(exc_type, exc, tb)
+        await asyncio.gather(*self._bridges, return_exceptions=True)
+        if self._failures:
+            raise self._failures[0]
 
     async def send(self, request: Any, *, request_config: Any = None) -> HTTPResponse:
         """Accept one signed bidi request and bridge it to the model server's WebSocket."""
-        assert self._task_group is not None, "use the router as `async with`"
         self._check(request)
         websocket = await websockets.connect(self.model_ws_url, max_size=None)
         parts: asyncio.Queue[bytes | None] = asyncio.Queue()
         for bridge in (self._forward_input(request.body, websocket), self._forward_output(websocket, parts)):
-            task = self._task_group.create_task(bridge)
+            task = asyncio.create_task(bridge)
             self._bridges.add(task)
-            task.add_done_callback(self._bridges.discard)
+            task.add_done_callback(self._bridge_done)
         fields = Fields([Field(name="content-type", values=["application/vnd.amazon.eventstream"])])
         return HTTPResponse(status=200, fields=fields, body=_drain(parts))
+
+    def _bridge_done(self, task: asyncio.Task[None]) -> None:
+        self._bridges.discard(task)
+        if not task.cancelled() and (exc := task.exception()) is not None:
+            self._failures.append(exc)
 
     def _check(self, request: Any) -> None:
         path = request.destination.path or ""

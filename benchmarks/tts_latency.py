@@ -1,0 +1,239 @@
+"""Isolated TTS latency and throughput of the model server, over its real WebSocket.
+
+Reproduces the seed's measurement (DESIGN §1): time to first audio byte for a 267-character,
+4-sentence text sent whole vs its first sentence alone, 5 trials each, medians and their ratio. The
+seed's container synthesized the whole text before sending (329.3 ms vs 156.7 ms on a GPU, 2.1x);
+ours streams per segment, so the goal is the whole text within 10% of the first sentence.
+Also: real-time factor and first-audio latency per engine, audio seconds produced per wall second
+with 1, 2 and 4 concurrent sessions, and /ping latency while synthesis runs (SageMaker wants < 250 ms).
+
+    uv run --all-extras python benchmarks/tts_latency.py                  # starts an onnx server
+    uv run --all-extras python benchmarks/tts_latency.py --engine onnx --engine torch
+    uv run --all-extras python benchmarks/tts_latency.py --url ws://127.0.0.1:8080   # a running server
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+from websockets.asyncio.client import connect
+
+from strands_kokoro.protocol import WS_PATH, control_frame, synthesize_message
+
+TEXT = (
+    "Streaming text to speech lets a voice agent start talking before it has finished thinking. "
+    "Each sentence goes to the model the moment it is written. "
+    "The listener hears the first words while the rest is still being generated. "
+    "That is why the first one matters so much."
+)
+FIRST_SENTENCE = TEXT.split(". ")[0] + "."
+SEED_GPU_MS = {"whole": 329.3, "first_sentence": 156.7}
+RESULTS = Path(__file__).parent / "results" / "tts_latency.json"
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One request over a fresh session: client-side first audio byte and end, server's audio_ms."""
+
+    first_audio_ms: float
+    total_ms: float
+    audio_ms: float
+
+
+async def synthesize_once(ws_url: str, text: str, voice: str = "af_heart") -> Trial:
+    """Connect, send one ``synthesize``, read to ``synthesis_complete``; time from the send."""
+    async with connect(f"{ws_url}{WS_PATH}", max_size=None) as ws:
+        started = time.perf_counter()
+        await ws.send(synthesize_message(text, voice=voice).encode())
+        first: float | None = None
+        while True:
+            payload = await ws.recv()
+            frame = control_frame(payload)
+            if frame is None:
+                first = first if first is not None else time.perf_counter()
+                continue
+            if frame["type"] == "error":
+                raise RuntimeError(f"server error: {frame}")
+            if frame["type"] == "synthesis_complete":
+                end = time.perf_counter()
+                await ws.send(b'{"type": "close"}')
+                assert first is not None, "no audio before synthesis_complete"
+                return Trial((first - started) * 1000, (end - started) * 1000, float(frame["audio_ms"]))
+
+
+async def session_throughput(ws_url: str, sessions: int, sentences: list[str]) -> dict[str, float]:
+    """``sessions`` concurrent sessions, each sending every sentence at once (pipelined)."""
+
+    async def one(index: int) -> float:
+        async with connect(f"{ws_url}{WS_PATH}", max_size=None) as ws:
+            for sentence in sentences:
+                await ws.send(synthesize_message(sentence, request_id=f"{index}-{sentence[:8]}").encode())
+            audio = 0.0
+            done = 0
+            while done < len(sentences):
+                frame = control_frame(await ws.recv())
+                if frame is not None and frame["type"] == "synthesis_complete":
+                    audio += float(frame["audio_ms"])
+                    done += 1
+                elif frame is not None and frame["type"] == "error":
+                    raise RuntimeError(f"server error: {frame}")
+            await ws.send(b'{"type": "close"}')
+            return audio / 1000
+
+    started = time.perf_counter()
+    async with asyncio.TaskGroup() as tasks:
+        runs = [tasks.create_task(one(i)) for i in range(sessions)]
+    wall = time.perf_counter() - started
+    audio_s = sum(run.result() for run in runs)
+    return {"sessions": sessions, "audio_s": audio_s, "wall_s": wall, "audio_s_per_s": audio_s / wall}
+
+
+async def ping_during_synthesis(ws_url: str, http_url: str, probes: int = 20) -> dict[str, float]:
+    """/ping latency while 2 sessions keep the engine busy."""
+    async with httpx.AsyncClient(timeout=10) as client, asyncio.TaskGroup() as tasks:
+        load = [tasks.create_task(synthesize_once(ws_url, TEXT)) for _ in range(2)]
+        await asyncio.sleep(0.3)
+        latencies: list[float] = []
+        for _ in range(probes):
+            started = time.perf_counter()
+            response = await client.get(f"{http_url}/ping")
+            latencies.append((time.perf_counter() - started) * 1000)
+            assert response.status_code == 200
+            await asyncio.sleep(0.1)
+            if all(task.done() for task in load):
+                break
+    return {"probes": len(latencies), "median_ms": statistics.median(latencies), "max_ms": max(latencies)}
+
+
+async def measure(ws_url: str, http_url: str, trials: int) -> dict[str, Any]:
+    await synthesize_once(ws_url, FIRST_SENTENCE)  # one more warm-up on top of the server's own
+    whole: list[Trial] = []
+    first: list[Trial] = []
+    for _ in range(trials):  # interleaved, so drift in machine load hits both alike
+        whole.append(await synthesize_once(ws_url, TEXT))
+        first.append(await synthesize_once(ws_url, FIRST_SENTENCE))
+    whole_ms = statistics.median(t.first_audio_ms for t in whole)
+    first_ms = statistics.median(t.first_audio_ms for t in first)
+    sentences = [s if s.endswith(".") else s + "." for s in TEXT.split(". ")]
+    throughput = [await session_throughput(ws_url, n, sentences) for n in (1, 2, 4)]
+    return {
+        "ttfa_whole_ms": whole_ms,
+        "ttfa_first_sentence_ms": first_ms,
+        "ttfa_ratio_whole_over_first": whole_ms / first_ms,
+        "rtf_whole": statistics.median(t.total_ms / t.audio_ms for t in whole),
+        "rtf_first_sentence": statistics.median(t.total_ms / t.audio_ms for t in first),
+        "trials_whole": [asdict(t) for t in whole],
+        "trials_first_sentence": [asdict(t) for t in first],
+        "throughput": throughput,
+        "ping_during_synthesis": await ping_during_synthesis(ws_url, http_url),
+    }
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def model_server(engine: str, threads: int | None) -> Iterator[tuple[str, str]]:
+    """Start ``python -m tts_container`` and wait until /ping says 200 (model loaded and warm)."""
+    port = _free_port()
+    cmd = [sys.executable, "-m", "tts_container", "--port", str(port), "--engine", engine]
+    if threads:
+        cmd += ["--threads", str(threads)]
+    process = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 900
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                raise RuntimeError(f"the {engine} server exited with {process.returncode}")
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/ping", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.5)
+        else:
+            raise RuntimeError(f"the {engine} server did not become ready")
+        yield f"ws://127.0.0.1:{port}", f"http://127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def print_table(results: dict[str, Any]) -> None:
+    print(f"\ntext: {len(TEXT)} chars, 4 sentences; first sentence: {len(FIRST_SENTENCE)} chars")
+    header = f"{'engine':8} {'TTFA whole':>11} {'TTFA 1st':>9} {'ratio':>6} {'RTF whole':>9} {'RTF 1st':>8}"
+    header += f" {'1 sess':>7} {'2 sess':>7} {'4 sess':>7} {'ping p50/max':>13}"
+    print(header)
+    print("-" * len(header))
+    for engine, r in results["engines"].items():
+        if "error" in r:
+            print(f"{engine:8} unavailable: {r['error']}")
+            continue
+        rates = {t["sessions"]: t["audio_s_per_s"] for t in r["throughput"]}
+        ping = r["ping_during_synthesis"]
+        print(
+            f"{engine:8} {r['ttfa_whole_ms']:9.1f}ms {r['ttfa_first_sentence_ms']:7.1f}ms"
+            f" {r['ttfa_ratio_whole_over_first']:6.2f} {r['rtf_whole']:9.2f} {r['rtf_first_sentence']:8.2f}"
+            f" {rates[1]:7.2f} {rates[2]:7.2f} {rates[4]:7.2f} {ping['median_ms']:6.1f}/{ping['max_ms']:.0f}ms"
+        )
+    print("(sess columns: audio seconds per wall second; goal: ratio <= 1.10; seed on GPU: 329.3/156.7 = 2.10)")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--engine", action="append", choices=("onnx", "torch"), help="default: onnx")
+    parser.add_argument("--url", help="measure a running server (ws://host:port) instead of starting one")
+    parser.add_argument("--threads", type=int, help="engine threads for servers this script starts")
+    parser.add_argument("--trials", type=int, default=5)
+    parser.add_argument("--output", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+    assert len(TEXT) == 267, len(TEXT)
+
+    engines: dict[str, Any] = {}
+    if args.url:
+        http_url = args.url.replace("ws://", "http://").replace("wss://", "https://")
+        engines["server"] = asyncio.run(measure(args.url, http_url, args.trials))
+    for engine in args.engine or ([] if args.url else ["onnx"]):
+        try:
+            with model_server(engine, args.threads) as (ws_url, http_url):
+                engines[engine] = asyncio.run(measure(ws_url, http_url, args.trials))
+        except (RuntimeError, OSError) as exc:
+            engines[engine] = {"error": str(exc)}
+    results = {
+        "text_chars": len(TEXT),
+        "first_sentence_chars": len(FIRST_SENTENCE),
+        "trials": args.trials,
+        "seed_gpu_ms": SEED_GPU_MS,
+        "machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "load_avg": os.getloadavg()},
+        "engines": engines,
+    }
+    print_table(results)
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    print(f"wrote {args.output}")
+
+
+if __name__ == "__main__":
+    main()
