@@ -44,7 +44,15 @@ def __getattr__(name: str) -> Any:
     module_name = _EXPORTS.get(name)
     if module_name is None:
         raise AttributeError(f"module 'strands_kokoro' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module_name), name)
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        if name == "KokoroSpeech":
+            raise ImportError(
+                f"KokoroSpeech needs Strands: install the 'agent' extra (strands-kokoro[agent]); {exc}"
+            ) from exc
+        raise
+    value = getattr(module, name)
     globals()[name] = value  # later lookups skip __getattr__
     return value
 

@@ -288,7 +288,7 @@ class IncrementalSentenceChunker:
 
     def _examine_newline(self, out: list[str], j: int, w: Window) -> None:
         k = 1
-        while w.at(k) in (" ", "\t"):
+        while w.at(k) in (" ", "\t", "\r"):
             k += 1
         if w.at(k) == "\n":
             self._emit(out, j)  # a blank line ends a paragraph

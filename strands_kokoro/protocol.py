@@ -104,7 +104,8 @@ def decode_text(payload: bytes | str) -> str:
     else:
         if len(payload) > MAX_MESSAGE_BYTES:
             raise ProtocolError(
-                ErrorCode.MESSAGE_TOO_LARGE, f"message is {len(payload)} bytes; the limit is {MAX_MESSAGE_BYTES}"
+                ErrorCode.MESSAGE_TOO_LARGE,
+                f"message is {len(payload)} bytes; the limit is {MAX_MESSAGE_BYTES}",
             )
         try:
             text = payload.decode("utf-8")
@@ -143,7 +144,9 @@ def _speed(obj: dict[str, Any], request_id: str | None) -> float:
         raise ProtocolError(ErrorCode.BAD_SPEED, "'speed' must be a number", request_id)
     if not MIN_SPEED <= value <= MAX_SPEED:
         raise ProtocolError(
-            ErrorCode.BAD_SPEED, f"'speed' must be between {MIN_SPEED} and {MAX_SPEED}, got {value}", request_id
+            ErrorCode.BAD_SPEED,
+            f"'speed' must be between {MIN_SPEED} and {MAX_SPEED}, got {value}",
+            request_id,
         )
     return float(value)
 
@@ -170,7 +173,9 @@ def _text(obj: dict[str, Any], request_id: str | None) -> str:
         raise ProtocolError(ErrorCode.MISSING_TEXT, "'text' is empty", request_id)
     if len(text) > MAX_TEXT_CHARS:
         raise ProtocolError(
-            ErrorCode.TEXT_TOO_LONG, f"'text' has {len(text)} characters; the limit is {MAX_TEXT_CHARS}", request_id
+            ErrorCode.TEXT_TOO_LONG,
+            f"'text' has {len(text)} characters; the limit is {MAX_TEXT_CHARS}",
+            request_id,
         )
     return text
 

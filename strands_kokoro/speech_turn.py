@@ -302,8 +302,14 @@ class SpeechTurn:
                 async with self._open_session() as session:
                     await self._attach(session)
                     ever_connected = True
-                    async for event in session.events():
-                        await self._handle(event)
+                    events = session.events()
+                    try:
+                        async for event in events:
+                            await self._handle(event)
+                    finally:
+                        # Close the iterator here, not in a GC finalizer task that outlives the turn.
+                        if (aclose := getattr(events, "aclose", None)) is not None:
+                            await aclose()
                 return
             except SessionClosedError as exc:
                 async with self._send_lock:

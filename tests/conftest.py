@@ -39,7 +39,17 @@ class RunningServer:
 def start_model_server(*extra_args: str, ready_timeout_s: float = 600.0) -> RunningServer:
     """Start ``python -m tts_container`` (onnx engine, real weights) and wait for GET /ping == 200."""
     port = free_port()
-    cmd = [sys.executable, "-m", "tts_container", "--host", "127.0.0.1", "--port", str(port), "--engine", "onnx"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "tts_container",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--engine",
+        "onnx",
+    ]
     process = subprocess.Popen([*cmd, *extra_args], env={**os.environ, "PYTHONUNBUFFERED": "1"})
     deadline = time.monotonic() + ready_timeout_s
     while time.monotonic() < deadline:

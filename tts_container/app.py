@@ -20,7 +20,14 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
-from strands_kokoro.protocol import INVOCATIONS_PATH, PING_PATH, WS_PATH, ErrorCode, SynthesizeRequest, error_frame
+from strands_kokoro.protocol import (
+    INVOCATIONS_PATH,
+    PING_PATH,
+    WS_PATH,
+    ErrorCode,
+    SynthesizeRequest,
+    error_frame,
+)
 from tts_container.engines.base import Engine
 from tts_container.inference import InferencePool
 from tts_container.invocations import invocations

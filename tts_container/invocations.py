@@ -46,13 +46,17 @@ _UNKNOWN_SIZE = 0xFFFFFFFF
 
 
 def error_response(code: ErrorCode, message: str, request_id: str | None = None) -> JSONResponse:
-    return JSONResponse(json.loads(error_frame(code, message, request_id)), status_code=_STATUS.get(code, 400))
+    return JSONResponse(
+        json.loads(error_frame(code, message, request_id)), status_code=_STATUS.get(code, 400)
+    )
 
 
 async def invocations(request: Request, synthesizer: Synthesizer | None) -> Response:
     """Validate the body, then stream the audio in the requested format."""
     if synthesizer is None:
-        return error_response(ErrorCode.NOT_READY, "the model is still loading; retry after /ping answers 200")
+        return error_response(
+            ErrorCode.NOT_READY, "the model is still loading; retry after /ping answers 200"
+        )
     body = await _read_body(request)
     try:
         invocation = parse_invocation_request(body)
@@ -60,7 +64,9 @@ async def invocations(request: Request, synthesizer: Synthesizer | None) -> Resp
         return error_response(exc.code, exc.message, exc.request_id)
     synth = invocation.synthesize
     if synth.voice not in synthesizer.engine.voices:
-        return error_response(ErrorCode.UNKNOWN_VOICE, f"unknown voice {synth.voice[:64]!r}", synth.request_id)
+        return error_response(
+            ErrorCode.UNKNOWN_VOICE, f"unknown voice {synth.voice[:64]!r}", synth.request_id
+        )
     synth = replace(synth, request_id=synth.request_id or uuid.uuid4().hex)
     headers = {"X-Request-Id": str(synth.request_id), "X-Sample-Rate": str(synth.sample_rate)}
     if invocation.format == "wav":

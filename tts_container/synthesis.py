@@ -8,7 +8,7 @@ a disconnect) stops the engine at the next segment boundary. ``aclose()`` (use
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, Iterator
 from dataclasses import dataclass
 
 from strands_kokoro.protocol import SynthesizeRequest
@@ -24,12 +24,14 @@ class Synthesizer:
     engine: Engine
     pool: InferencePool
 
-    async def pcm_frames(self, request: SynthesizeRequest) -> AsyncIterator[bytes]:
+    async def pcm_frames(self, request: SynthesizeRequest) -> AsyncGenerator[bytes]:
         """Yield s16le PCM frames at ``request.sample_rate``; raises what the engine raises."""
         # Even starting the iterator goes through the pool: an engine may phonemize eagerly.
         segments = await self.pool.run(
             lambda: iter(
-                self.engine.segments(request.text, voice=request.voice, speed=request.speed, lang=request.lang)
+                self.engine.segments(
+                    request.text, voice=request.voice, speed=request.speed, lang=request.lang
+                )
             )
         )
         joiner = SegmentJoiner(request.sample_rate)

@@ -59,6 +59,7 @@ RULES = [
     ("(He had left.) We stayed.", ["(He had left.)", "We stayed."]),
     ("It was a gas. [1] It burns.", ["It was a gas. [1]", "It burns."]),
     ("First paragraph without a period\n\nSecond one", ["First paragraph without a period", "Second one"]),
+    ("Windows line ends\r\n\r\nstill break", ["Windows line ends", "still break"]),
     ("你好。我很好！你呢？", ["你好。", "我很好！", "你呢？"]),
     ("「こんにちは。」次です。", ["「こんにちは。」", "次です。"]),
     # not sentence ends

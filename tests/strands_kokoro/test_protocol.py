@@ -21,7 +21,9 @@ def test_synthesize_from_text_and_binary_frames_is_the_same() -> None:
     msg = {"type": "synthesize", "text": "Hello.", "request_id": "r1", "voice": "bf_emma", "speed": 1.2}
     as_text = protocol.parse_client_message(json.dumps(msg))
     as_bytes = protocol.parse_client_message(json.dumps(msg).encode())
-    assert as_text == as_bytes == SynthesizeRequest(text="Hello.", request_id="r1", voice="bf_emma", speed=1.2)
+    assert (
+        as_text == as_bytes == SynthesizeRequest(text="Hello.", request_id="r1", voice="bf_emma", speed=1.2)
+    )
 
 
 def test_text_without_type_is_synthesize_like_the_aws_sample() -> None:

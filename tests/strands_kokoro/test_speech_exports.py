@@ -49,8 +49,10 @@ def test_import_and_chunk_without_extras() -> None:
         sentences = chunker.feed("Hello there. How are you")
         session = open_session("ws://127.0.0.1:9")
         loaded = sorted(m for m in ("strands", "torch", "onnxruntime", "boto3") if m in sys.modules)
-        print(json.dumps({"sentences": sentences, "rest": chunker.flush(), "clean": clean_for_speech("**Hi**"),
-                          "session": type(session).__name__, "loaded": loaded}))
+        print(json.dumps({
+            "sentences": sentences, "rest": chunker.flush(), "clean": clean_for_speech("**Hi**"),
+            "session": type(session).__name__, "loaded": loaded,
+        }))
         """
     )
     assert result.returncode == 0, result.stderr

@@ -25,7 +25,9 @@ from tts_container.__main__ import WS_MAX_FRAME_BYTES
 @asynccontextmanager
 async def running_app(app: Starlette, *, wait_ready: bool = True) -> AsyncIterator[str]:
     """Serve ``app`` on 127.0.0.1 (a free port); yield ``host:port``; stop it on exit."""
-    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", ws_max_size=WS_MAX_FRAME_BYTES)
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=0, log_level="warning", ws_max_size=WS_MAX_FRAME_BYTES
+    )
     server = uvicorn.Server(config)
     async with asyncio.TaskGroup() as tasks:
         serving = tasks.create_task(server.serve())
@@ -33,7 +35,7 @@ async def running_app(app: Starlette, *, wait_ready: bool = True) -> AsyncIterat
             if serving.done():
                 raise RuntimeError("uvicorn did not start")
             await asyncio.sleep(0.01)
-        address = "127.0.0.1:{}".format(server.servers[0].sockets[0].getsockname()[1])
+        address = f"127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}"
         if wait_ready:
             await wait_for_ping(address)
         try:
@@ -43,10 +45,11 @@ async def running_app(app: Starlette, *, wait_ready: bool = True) -> AsyncIterat
 
 
 async def wait_for_ping(address: str, timeout_s: float = 30.0) -> None:
-    async with httpx.AsyncClient() as client:
-        async with asyncio.timeout(timeout_s):
-            while (await client.get(f"http://{address}/ping")).status_code != 200:
-                await asyncio.sleep(0.02)
+    async with httpx.AsyncClient() as client, asyncio.timeout(timeout_s):
+        while True:
+            if (await client.get(f"http://{address}/ping")).status_code == 200:
+                return
+            await asyncio.sleep(0.02)
 
 
 async def stats(address: str) -> dict[str, Any]:
@@ -56,12 +59,16 @@ async def stats(address: str) -> dict[str, Any]:
         return dict(response.json())
 
 
-async def wait_for_stats(address: str, ok: Callable[[dict[str, Any]], bool], timeout_s: float = 30.0) -> dict[str, Any]:
+async def wait_for_stats(
+    address: str, ok: Callable[[dict[str, Any]], bool], timeout_s: float = 30.0
+) -> dict[str, Any]:
     """Poll /stats until ``ok`` holds (the server settles asynchronously after a disconnect)."""
     async with asyncio.timeout(timeout_s):
-        while not ok(current := await stats(address)):
+        while True:
+            current = await stats(address)
+            if ok(current):
+                return current
             await asyncio.sleep(0.05)
-    return current
 
 
 @dataclass

@@ -26,7 +26,9 @@ RATE = 24_000
 def _padded_tone(lead_s: float, body_s: float, tail_s: float) -> np.ndarray:
     t = np.arange(round(body_s * RATE)) / RATE
     body = (0.5 * np.sin(2 * np.pi * 200 * t)).astype(np.float32)
-    return np.concatenate([np.zeros(round(lead_s * RATE), np.float32), body, np.zeros(round(tail_s * RATE), np.float32)])
+    return np.concatenate(
+        [np.zeros(round(lead_s * RATE), np.float32), body, np.zeros(round(tail_s * RATE), np.float32)]
+    )
 
 
 def test_trim_shortens_long_silences_and_keeps_short_ones() -> None:

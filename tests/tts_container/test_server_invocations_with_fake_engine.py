@@ -33,7 +33,9 @@ async def test_pcm_streams_raw_s16le_with_fake_engine() -> None:
         response = await client.post(f"http://{address}/invocations", json={"text": TEXT, "voice": "bf_emma"})
     assert response.status_code == 200
     assert response.headers["x-audio-format"] == "pcm_s16le" and response.headers["x-sample-rate"] == "24000"
-    assert audio_ms(len(response.content), 24_000) == pytest.approx(2 * 15 + 0.3 + 0.4 + 2 * 250 + 300 + 400, abs=3)
+    assert audio_ms(len(response.content), 24_000) == pytest.approx(
+        2 * 15 + 0.3 + 0.4 + 2 * 250 + 300 + 400, abs=3
+    )
     assert dominant_hz(response.content, 24_000) == pytest.approx(TONE_HZ["bf_emma"], abs=3)
 
 
@@ -52,12 +54,14 @@ async def test_wav_has_streaming_header_with_fake_engine() -> None:
 
 
 async def test_sse_events_carry_base64_audio_with_fake_engine() -> None:
-    async with running_app(create_app(ToneEngine)) as address, httpx.AsyncClient() as client:
-        async with aconnect_sse(
-            client, "POST", f"http://{address}/invocations", json={"text": TEXT, "format": "sse", "request_id": "s1"}
-        ) as source:
-            assert source.response.headers["content-type"].startswith("text/event-stream")
-            events = [event.json() async for event in source.aiter_sse()]
+    request = {"text": TEXT, "format": "sse", "request_id": "s1"}
+    async with (
+        running_app(create_app(ToneEngine)) as address,
+        httpx.AsyncClient() as client,
+        aconnect_sse(client, "POST", f"http://{address}/invocations", json=request) as source,
+    ):
+        assert source.response.headers["content-type"].startswith("text/event-stream")
+        events = [event.json() async for event in source.aiter_sse()]
     kinds = [event["type"] for event in events]
     assert kinds[0] == "synthesis_start" and kinds[-1] == "synthesis_complete"
     assert set(kinds[1:-1]) == {"audio"}
@@ -86,17 +90,23 @@ async def test_sse_events_carry_base64_audio_with_fake_engine() -> None:
 async def test_bad_bodies_get_coded_errors_with_fake_engine(body: bytes, status: int, code: str) -> None:
     async with running_app(create_app(ToneEngine)) as address, httpx.AsyncClient() as client:
         response = await client.post(f"http://{address}/invocations", content=body)
-        assert (response.status_code, response.json()["code"], response.json()["type"]) == (status, code, "error")
+        assert (response.status_code, response.json()["code"], response.json()["type"]) == (
+            status,
+            code,
+            "error",
+        )
         ok = await client.post(f"http://{address}/invocations", json={"text": "Still fine."})
         assert ok.status_code == 200 and ok.content
 
 
 async def test_sse_reports_engine_failure_as_coded_event_with_fake_engine() -> None:
-    async with running_app(create_app(ToneEngine)) as address, httpx.AsyncClient() as client:
-        async with aconnect_sse(
-            client, "POST", f"http://{address}/invocations", json={"text": "Good. Then FAIL.", "format": "sse"}
-        ) as source:
-            events = [event.json() async for event in source.aiter_sse()]
+    request = {"text": "Good. Then FAIL.", "format": "sse"}
+    async with (
+        running_app(create_app(ToneEngine)) as address,
+        httpx.AsyncClient() as client,
+        aconnect_sse(client, "POST", f"http://{address}/invocations", json=request) as source,
+    ):
+        events = [event.json() async for event in source.aiter_sse()]
     assert events[-1]["type"] == "error" and events[-1]["code"] == "engine_failed"
     assert "secret" not in events[-1]["message"]
     assert any(event["type"] == "audio" for event in events)  # the first sentence was spoken

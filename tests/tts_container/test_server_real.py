@@ -115,7 +115,9 @@ async def test_every_error_code_is_answered_and_the_session_goes_on(model_server
 
 
 async def test_cancel_stops_a_long_request_and_the_session_goes_on(model_server: object) -> None:
-    text = " ".join(f"This is sentence number {n} of a long answer." for n in ("one", "two", "three", "four", "five"))
+    text = " ".join(
+        f"This is sentence number {n} of a long answer." for n in ("one", "two", "three", "four", "five")
+    )
     async with connect(ws_url(model_server)) as ws:
         await ws.send(dumps(text=text, request_id="long"))
         await ws.send(dumps(text="A queued sentence.", request_id="queued"))
@@ -160,7 +162,13 @@ async def _session(url: str, index: int) -> list[Response]:
     voice = VOICES[index]
     async with connect(url) as ws:
         for k in range(3):
-            await ws.send(dumps(text=f"Session {index + 1} says sentence {k + 1}.", voice=voice, request_id=f"s{index}-{k}"))
+            await ws.send(
+                dumps(
+                    text=f"Session {index + 1} says sentence {k + 1}.",
+                    voice=voice,
+                    request_id=f"s{index}-{k}",
+                )
+            )
         responses = [await read_response(ws, timeout_s=240) for _ in range(3)]
         await ws.send(CLOSE_MESSAGE)
     return responses

@@ -28,41 +28,38 @@ def anyio_backend() -> str:
 
 
 async def test_two_requests_in_order_then_close_with_fake_engine() -> None:
-    async with running_app(create_app(ToneEngine)) as address:
-        async with connect(f"ws://{address}{WS_PATH}") as ws:
-            await ws.send(dumps(type="synthesize", text="One two three.", request_id="a"))
-            await ws.send(dumps(text="Four five six seven.", request_id="b", voice="am_michael"))
-            first, second = await read_response(ws), await read_response(ws)
-            assert first.end is not None and second.end is not None
-            assert (first.end["request_id"], second.end["request_id"]) == ("a", "b")
-            for response, voice in ((first, "af_heart"), (second, "am_michael")):
-                assert response.end is not None and response.start is not None
-                assert response.start["sample_rate"] == 24_000
-                assert response.end["chunks"] == len(response.audio)
-                assert response.end["audio_ms"] == pytest.approx(audio_ms(len(response.pcm), 24_000), abs=0.01)
-                assert dominant_hz(response.pcm, 24_000) == pytest.approx(TONE_HZ[voice], abs=3)
-            await ws.send(CLOSE_MESSAGE)
-            await ws.wait_closed()
-            assert ws.close_code == 1000
+    async with running_app(create_app(ToneEngine)) as address, connect(f"ws://{address}{WS_PATH}") as ws:
+        await ws.send(dumps(type="synthesize", text="One two three.", request_id="a"))
+        await ws.send(dumps(text="Four five six seven.", request_id="b", voice="am_michael"))
+        first, second = await read_response(ws), await read_response(ws)
+        assert first.end is not None and second.end is not None
+        assert (first.end["request_id"], second.end["request_id"]) == ("a", "b")
+        for response, voice in ((first, "af_heart"), (second, "am_michael")):
+            assert response.end is not None and response.start is not None
+            assert response.start["sample_rate"] == 24_000
+            assert response.end["chunks"] == len(response.audio)
+            assert response.end["audio_ms"] == pytest.approx(audio_ms(len(response.pcm), 24_000), abs=0.01)
+            assert dominant_hz(response.pcm, 24_000) == pytest.approx(TONE_HZ[voice], abs=3)
+        await ws.send(CLOSE_MESSAGE)
+        await ws.wait_closed()
+        assert ws.close_code == 1000
 
 
 async def test_close_finishes_queued_requests_first_with_fake_engine() -> None:
-    async with running_app(create_app(ToneEngine)) as address:
-        async with connect(f"ws://{address}{WS_PATH}") as ws:
-            await ws.send(dumps(text="One."))
-            await ws.send(dumps(text="Two."))
-            await ws.send(CLOSE_MESSAGE)
-            ends = [(await read_response(ws)).end for _ in range(2)]
-            assert all(end is not None and end["type"] == "synthesis_complete" for end in ends)
-            await ws.wait_closed()
-            assert ws.close_code == 1000
+    async with running_app(create_app(ToneEngine)) as address, connect(f"ws://{address}{WS_PATH}") as ws:
+        await ws.send(dumps(text="One."))
+        await ws.send(dumps(text="Two."))
+        await ws.send(CLOSE_MESSAGE)
+        ends = [(await read_response(ws)).end for _ in range(2)]
+        assert all(end is not None and end["type"] == "synthesis_complete" for end in ends)
+        await ws.wait_closed()
+        assert ws.close_code == 1000
 
 
 async def test_silences_are_shortened_and_edges_faded_with_fake_engine() -> None:
-    async with running_app(create_app(ToneEngine)) as address:
-        async with connect(f"ws://{address}{WS_PATH}") as ws:
-            await ws.send(dumps(text="One two three four five."))  # 0.5 s of tone, 0.5 s of silence
-            response = await read_response(ws)
+    async with running_app(create_app(ToneEngine)) as address, connect(f"ws://{address}{WS_PATH}") as ws:
+        await ws.send(dumps(text="One two three four five."))  # 0.5 s of tone, 0.5 s of silence
+        response = await read_response(ws)
     assert response.end is not None
     # 15 ms lead + 500 ms tone + 250 ms tail instead of 100 + 500 + 400.
     assert response.end["audio_ms"] == pytest.approx(765, abs=2)
@@ -70,10 +67,9 @@ async def test_silences_are_shortened_and_edges_faded_with_fake_engine() -> None
 
 
 async def test_resampled_rate_with_fake_engine() -> None:
-    async with running_app(create_app(ToneEngine)) as address:
-        async with connect(f"ws://{address}{WS_PATH}") as ws:
-            await ws.send(dumps(text="One two three. Four five six.", sample_rate=16_000))
-            response = await read_response(ws)
+    async with running_app(create_app(ToneEngine)) as address, connect(f"ws://{address}{WS_PATH}") as ws:
+        await ws.send(dumps(text="One two three. Four five six.", sample_rate=16_000))
+        response = await read_response(ws)
     assert response.start is not None and response.start["sample_rate"] == 16_000
     assert response.end is not None
     assert response.end["audio_ms"] == pytest.approx(2 * 565, abs=5)
@@ -81,16 +77,15 @@ async def test_resampled_rate_with_fake_engine() -> None:
 
 
 async def test_engine_failure_is_coded_and_session_goes_on_with_fake_engine() -> None:
-    async with running_app(create_app(ToneEngine)) as address:
-        async with connect(f"ws://{address}{WS_PATH}") as ws:
-            await ws.send(dumps(text="This will FAIL.", request_id="bad"))
-            failed = await read_response(ws)
-            assert failed.end is not None
-            assert failed.end["code"] == "engine_failed" and failed.end["request_id"] == "bad"
-            assert "secret" not in failed.end["message"]
-            await ws.send(dumps(text="Fine now.", request_id="good"))
-            good = await read_response(ws)
-            assert good.end is not None and good.end["type"] == "synthesis_complete" and good.pcm
+    async with running_app(create_app(ToneEngine)) as address, connect(f"ws://{address}{WS_PATH}") as ws:
+        await ws.send(dumps(text="This will FAIL.", request_id="bad"))
+        failed = await read_response(ws)
+        assert failed.end is not None
+        assert failed.end["code"] == "engine_failed" and failed.end["request_id"] == "bad"
+        assert "secret" not in failed.end["message"]
+        await ws.send(dumps(text="Fine now.", request_id="good"))
+        good = await read_response(ws)
+        assert good.end is not None and good.end["type"] == "synthesis_complete" and good.pcm
 
 
 async def test_cancel_drops_queued_and_stops_in_flight_with_fake_engine() -> None:
@@ -119,23 +114,25 @@ async def test_cancel_drops_queued_and_stops_in_flight_with_fake_engine() -> Non
 
 
 async def test_flood_past_queue_limit_is_overloaded_with_fake_engine() -> None:
-    async with running_app(create_app(lambda: ToneEngine(delay_s=0.05))) as address:
-        async with connect(f"ws://{address}{WS_PATH}") as ws:
-            for i in range(45):
-                await ws.send(dumps(text="Hi.", request_id=f"r{i}"))
-            overloaded: list[str] = []
-            completed: list[str] = []
-            while len(overloaded) + len(completed) < 45:
-                frame = await read_frame(ws)
-                if isinstance(frame, dict) and frame["type"] == "error":
-                    assert frame["code"] == "overloaded"
-                    overloaded.append(frame["request_id"])
-                elif isinstance(frame, dict) and frame["type"] == "synthesis_complete":
-                    completed.append(frame["request_id"])
-            assert overloaded, "45 requests at once must pass the 32-request queue limit"
-            assert completed == sorted(completed, key=lambda rid: int(rid[1:]))
-            await ws.send(dumps(text="Still here."))
-            assert (await read_response(ws)).end is not None
+    async with (
+        running_app(create_app(lambda: ToneEngine(delay_s=0.05))) as address,
+        connect(f"ws://{address}{WS_PATH}") as ws,
+    ):
+        for i in range(45):
+            await ws.send(dumps(text="Hi.", request_id=f"r{i}"))
+        overloaded: list[str] = []
+        completed: list[str] = []
+        while len(overloaded) + len(completed) < 45:
+            frame = await read_frame(ws)
+            if isinstance(frame, dict) and frame["type"] == "error":
+                assert frame["code"] == "overloaded"
+                overloaded.append(frame["request_id"])
+            elif isinstance(frame, dict) and frame["type"] == "synthesis_complete":
+                completed.append(frame["request_id"])
+        assert overloaded, "45 requests at once must pass the 32-request queue limit"
+        assert completed == sorted(completed, key=lambda rid: int(rid[1:]))
+        await ws.send(dumps(text="Still here."))
+        assert (await read_response(ws)).end is not None
 
 
 async def test_next_request_is_synthesized_while_previous_audio_waits_with_fake_engine() -> None:
@@ -147,7 +144,9 @@ async def test_next_request_is_synthesized_while_previous_audio_waits_with_fake_
             await ws.send(dumps(text="First request."))
             await ws.send(dumps(text="Second request."))
             async with asyncio.timeout(10):
-                while [t for t, _ in engine.calls[warm_calls:]] != ["First request.", "Second request."]:
+                while True:
+                    if [t for t, _ in engine.calls[warm_calls:]] == ["First request.", "Second request."]:
+                        break
                     await asyncio.sleep(0.01)
             first, second = await read_response(ws), await read_response(ws)
             assert first.end is not None and second.end is not None
@@ -156,17 +155,20 @@ async def test_next_request_is_synthesized_while_previous_audio_waits_with_fake_
 async def test_sessions_take_turns_segment_by_segment_with_fake_engine() -> None:
     """Fairness: a short request of session B is not stuck behind session A's long text."""
     engine = ToneEngine(delay_s=0.1)
-    async with running_app(create_app(lambda: engine)) as address:
-        async with connect(f"ws://{address}{WS_PATH}") as a, connect(f"ws://{address}{WS_PATH}") as b:
-            await a.send(dumps(text=" ".join(f"Long part {i}." for i in range(15))))
-            start = await read_frame(a)  # synthesis_start: A is being synthesized
-            assert isinstance(start, dict)
-            await b.send(dumps(text="Short."))
-            short = await read_response(b)
-            assert short.end is not None
-            long_done = await read_response(a, start=start)
-            assert long_done.end is not None
-            assert short.end["elapsed_ms"] < long_done.end["elapsed_ms"] / 2
+    async with (
+        running_app(create_app(lambda: engine)) as address,
+        connect(f"ws://{address}{WS_PATH}") as a,
+        connect(f"ws://{address}{WS_PATH}") as b,
+    ):
+        await a.send(dumps(text=" ".join(f"Long part {i}." for i in range(15))))
+        start = await read_frame(a)  # synthesis_start: A is being synthesized
+        assert isinstance(start, dict)
+        await b.send(dumps(text="Short."))
+        short = await read_response(b)
+        assert short.end is not None
+        long_done = await read_response(a, start=start)
+        assert long_done.end is not None
+        assert short.end["elapsed_ms"] < long_done.end["elapsed_ms"] / 2
 
 
 async def test_disconnect_mid_synthesis_leaks_nothing_with_fake_engine() -> None:
@@ -181,7 +183,9 @@ async def test_disconnect_mid_synthesis_leaks_nothing_with_fake_engine() -> None
         ws.transport.abort()  # vanish without a close handshake
         settled = await wait_for_stats(
             address,
-            lambda s: s["sessions_active"] == 0 and s["inference_running"] == 0 and s["inference_queued"] == 0,
+            lambda s: (
+                s["sessions_active"] == 0 and s["inference_running"] == 0 and s["inference_queued"] == 0
+            ),
         )
         assert settled["asyncio_tasks"] <= baseline["asyncio_tasks"] + 1  # + the /stats request itself
         calls = len(engine.calls)

@@ -74,9 +74,9 @@ def check_checkpoint_complete(model: torch.nn.Module, model_path: Path) -> None:
     """Raise :class:`CheckpointMismatch` unless the checkpoint's keys are exactly the model's.
 
     Shapes need no check here: ``load_state_dict`` raises on a shape mismatch even when not strict.
-    ``mmap`` keeps this second read of the file nearly free (the pages are already cached).
+    The second read of the file costs about a second at start-up, once.
     """
-    checkpoint = torch.load(model_path, map_location="cpu", weights_only=True, mmap=True)
+    checkpoint = torch.load(model_path, map_location="cpu", weights_only=True)
     problems = []
     for component in COMPONENTS:
         expected = set(getattr(model, component).state_dict())

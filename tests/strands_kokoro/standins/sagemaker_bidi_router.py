@@ -97,7 +97,7 @@ class SageMakerBidiRouter:
     async def send(self, request: Any, *, request_config: Any = None) -> HTTPResponse:
         """Accept one signed bidi request and bridge it to the model server's WebSocket."""
         self._check(request)
-        websocket = await websockets.connect(self.model_ws_url, max_size=None)
+        websocket = await websockets.connect(self.model_ws_url, max_size=None, close_timeout=2)
         parts: asyncio.Queue[bytes | None] = asyncio.Queue()
         for bridge in (self._forward_input(request.body, websocket), self._forward_output(websocket, parts)):
             task = asyncio.create_task(bridge)

@@ -1,0 +1,169 @@
+"""First audio, bidi vs batch: the same agent, the same answer, the same server, measured in one run.
+
+A real Strands ``Agent`` whose model streams the tests' 4-sentence answer (``ScriptedStreamingModel`` from
+``tests/strands_kokoro/speech_doubles.py``, one word per token) at ``--tokens-per-s``; KokoroSpeech speaks
+it over the REAL model server in ``bidi`` mode (sentence by sentence while the model writes) and in
+``batch`` mode (one synthesis after the whole answer). Turns alternate bidi/batch so drift on a shared
+machine hits both alike; the table reports medians and the batch/bidi ratio of time to first audio.
+
+Also reported (DESIGN §7): the bidi floor = time for the model to write the first chunk + the engine's
+time to first audio for that chunk alone (measured on a warm session in the same run).
+
+    uv run --all-extras python benchmarks/speech_bidi_vs_batch.py                # starts its own server
+    uv run --all-extras python benchmarks/speech_bidi_vs_batch.py --endpoint ws://127.0.0.1:8080
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import platform
+import re
+import statistics
+import sys
+import time
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "strands_kokoro")]  # the shared test doubles
+
+from conftest import start_model_server, stop_model_server  # noqa: E402
+from speech_doubles import FOUR_SENTENCES, ScriptedCall, ScriptedStreamingModel  # noqa: E402
+from strands import Agent  # noqa: E402
+
+from strands_kokoro import KokoroSpeech, open_session  # noqa: E402
+from strands_kokoro.sessions.base import AudioData, SpeechRequest, SynthesisCompleted  # noqa: E402
+
+RESULTS = ROOT / "benchmarks" / "results" / "speech_bidi_vs_batch.json"
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[\w']+", text.lower())
+
+
+async def one_turn(endpoint: str, mode: str, tokens_per_s: float) -> dict[str, Any]:
+    speech = KokoroSpeech(endpoint=endpoint, mode=mode)  # type: ignore[arg-type]
+    model = ScriptedStreamingModel([ScriptedCall(FOUR_SENTENCES)], tokens_per_s=tokens_per_s)
+    agent = Agent(model=model, hooks=[speech], callback_handler=None)
+    start = time.perf_counter()
+    written: list[tuple[int, float]] = []  # (words written so far, ms) per text delta
+    text, first_chunk, first_chunk_written_ms, last_text_ms = "", None, None, None
+    end: dict[str, Any] = {}
+    async for event in speech.stream(agent, "Tell me about sea otters."):
+        now_ms = (time.perf_counter() - start) * 1000
+        if event["type"] == "text_delta":
+            text += event["text"]
+            last_text_ms = now_ms
+            written.append((len(_words(text)), now_ms))
+        elif event["type"] == "sentence_complete" and first_chunk is None:
+            first_chunk = event["text"]
+        elif event["type"] == "agent_end":
+            end = event
+    if first_chunk is not None:
+        # When had the model written the first chunk's last word?
+        n_words = len(_words(first_chunk))
+        first_chunk_written_ms = round(next(ms for n, ms in written if n >= n_words), 1)
+    return {
+        "mode": mode,
+        "first_text_ms": end.get("first_text_ms"),
+        "first_audio_ms": end.get("first_audio_ms"),
+        "text_done_ms": None if last_text_ms is None else round(last_text_ms, 1),
+        "total_ms": end.get("total_ms"),
+        "audio_ms": end.get("audio_ms"),
+        "first_chunk": first_chunk,
+        "first_chunk_written_ms": first_chunk_written_ms,
+    }
+
+
+async def engine_first_audio_ms(endpoint: str, text: str, trials: int) -> float:
+    """Time to first audio for ``text`` alone on a warm session (the engine part of the bidi floor)."""
+    times: list[float] = []
+    async with open_session(endpoint) as session:
+        events = session.events()
+        for i in range(trials + 1):  # the first one warms the session
+            started = time.perf_counter()
+            await session.send(SpeechRequest(f"floor-{i}", text, voice="af_heart", speed=1.0))
+            first = None
+            while not isinstance(event := await anext(events), SynthesisCompleted):
+                if isinstance(event, AudioData) and first is None:
+                    first = (time.perf_counter() - started) * 1000
+            if i and first is not None:
+                times.append(first)
+        await session.close()
+    return statistics.median(times)
+
+
+def _median(rows: list[dict[str, Any]], key: str) -> float:
+    return round(statistics.median(r[key] for r in rows if r[key] is not None), 1)
+
+
+async def run(endpoint: str, trials: int, tokens_per_s: float) -> dict[str, Any]:
+    await one_turn(endpoint, "bidi", tokens_per_s)  # warm-up: model load, caches, first connection
+    rows: list[dict[str, Any]] = []
+    for trial in range(trials):
+        for mode in ("bidi", "batch"):
+            row = await one_turn(endpoint, mode, tokens_per_s)
+            rows.append({"trial": trial, **row})
+            print(f"  trial {trial} {mode:5s} first audio {row['first_audio_ms']:>8} ms", flush=True)
+    bidi = [r for r in rows if r["mode"] == "bidi"]
+    batch = [r for r in rows if r["mode"] == "batch"]
+    first_chunk = next(r["first_chunk"] for r in bidi if r["first_chunk"])
+    engine_ms = await engine_first_audio_ms(endpoint, first_chunk, trials)
+    written_ms = next(r["first_chunk_written_ms"] for r in bidi if r["first_chunk_written_ms"] is not None)
+    summary = {
+        "bidi_first_audio_ms": _median(bidi, "first_audio_ms"),
+        "batch_first_audio_ms": _median(batch, "first_audio_ms"),
+        "text_done_ms": _median(rows, "text_done_ms"),
+        "bidi_floor_ms": round(written_ms + engine_ms, 1),
+        "floor_parts": {
+            "first_chunk": first_chunk,
+            "written_ms": written_ms,
+            "engine_first_audio_ms": round(engine_ms, 1),
+        },
+    }
+    summary["ratio_batch_over_bidi"] = round(
+        summary["batch_first_audio_ms"] / summary["bidi_first_audio_ms"], 2
+    )
+    return {"summary": summary, "rows": rows}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--endpoint", help="a running server (ws://...); default: start one on a free port")
+    parser.add_argument("--trials", type=int, default=3)
+    parser.add_argument("--tokens-per-s", type=float, default=40.0)
+    args = parser.parse_args()
+    with ExitStack() as stack:
+        endpoint = args.endpoint
+        if endpoint is None:
+            server = start_model_server()
+            stack.callback(stop_model_server, server)
+            endpoint = server.ws_url
+        result = asyncio.run(run(endpoint, args.trials, args.tokens_per_s))
+    s = result["summary"]
+    print(
+        f"\n4-sentence answer ({len(FOUR_SENTENCES)} chars) at {args.tokens_per_s:g} tokens/s, "
+        f"{args.trials} trials each"
+    )
+    print(f"{'':28s}{'median ms':>12s}")
+    print(f"{'model finished writing':28s}{s['text_done_ms']:>12}")
+    print(f"{'first audio, batch':28s}{s['batch_first_audio_ms']:>12}")
+    print(f"{'first audio, bidi':28s}{s['bidi_first_audio_ms']:>12}")
+    print(f"{'bidi floor (write + synth)':28s}{s['bidi_floor_ms']:>12}")
+    print(f"ratio batch/bidi: {s['ratio_batch_over_bidi']}x sooner in bidi")
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    meta = {
+        "tokens_per_s": args.tokens_per_s,
+        "trials": args.trials,
+        "machine": platform.platform(),
+        "endpoint": "local server (onnx engine, CPU)" if args.endpoint is None else args.endpoint,
+    }
+    RESULTS.write_text(json.dumps({**meta, **result}, indent=2) + "\n")
+    print(f"wrote {RESULTS.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
