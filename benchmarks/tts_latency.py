@@ -124,14 +124,18 @@ async def measure(ws_url: str, http_url: str, trials: int) -> dict[str, Any]:
     await synthesize_once(ws_url, FIRST_SENTENCE)  # one more warm-up on top of the server's own
     whole: list[Trial] = []
     first: list[Trial] = []
-    for _ in range(trials):  # interleaved, so drift in machine load hits both alike
+    for trial in range(trials):  # interleaved, so drift in machine load hits both alike
         whole.append(await synthesize_once(ws_url, TEXT))
         first.append(await synthesize_once(ws_url, FIRST_SENTENCE))
+        progress(f"trial {trial + 1}: whole {whole[-1]}, first sentence {first[-1]}")
     whole_ms = statistics.median(t.first_audio_ms for t in whole)
     first_ms = statistics.median(t.first_audio_ms for t in first)
     # Two sentences per session keep the run short on a loaded CPU; still pipelined within a session.
     sentences = [s if s.endswith(".") else s + "." for s in TEXT.split(". ")][:2]
-    throughput = [await session_throughput(ws_url, n, sentences) for n in (1, 2, 4)]
+    throughput = []
+    for sessions in (1, 2, 4):
+        throughput.append(await session_throughput(ws_url, sessions, sentences))
+        progress(f"throughput: {throughput[-1]}")
     return {
         "ttfa_whole_ms": whole_ms,
         "ttfa_first_sentence_ms": first_ms,
@@ -143,6 +147,10 @@ async def measure(ws_url: str, http_url: str, trials: int) -> dict[str, Any]:
         "throughput": throughput,
         "ping_during_synthesis": await ping_during_synthesis(ws_url, http_url),
     }
+
+
+def progress(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
 
 
 def _free_port() -> int:

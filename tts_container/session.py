@@ -228,7 +228,10 @@ class Session:
         while True:
             item = await self._outbox.get()
             if item is _END:
-                await self._ws.close(1000)
+                try:
+                    await self._ws.close(1000)
+                except (WebSocketDisconnect, OSError, RuntimeError) as exc:
+                    raise _ClientGone from exc
                 return
             if isinstance(item, _Control):
                 if item.epoch is None or item.epoch == self._epoch:

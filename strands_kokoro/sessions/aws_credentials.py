@@ -10,6 +10,7 @@ refreshes them.
 from __future__ import annotations
 
 import asyncio
+import functools
 from typing import TYPE_CHECKING, Any, Self
 
 from strands_kokoro.sessions.base import SessionClosedError
@@ -39,8 +40,13 @@ class SageMakerError(SessionClosedError):
         self.aws_code = aws_code
 
 
+@functools.cache
 def default_botocore_session() -> botocore.session.Session:
-    """A fresh botocore session (env vars, shared config/credentials files, SSO, IMDS, ...)."""
+    """The process-wide botocore session (env vars, config files, SSO, IMDS, ...), like boto3's default.
+
+    Shared so a reconnect does not walk the credential chain again (IMDS probes take seconds off EC2)
+    and every session refreshes the same credentials object (botocore guards its refresh with a lock).
+    """
     import botocore.session
 
     return botocore.session.get_session()

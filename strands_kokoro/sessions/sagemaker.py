@@ -122,7 +122,7 @@ class SageMakerBidiSession:
     """:class:`~strands_kokoro.sessions.base.SpeechSession` over SageMaker's bidirectional stream.
 
     ``transport`` and ``credentials_resolver`` exist for tests and unusual deployments: the default is the
-    CRT HTTP/2 client and botocore's credential chain (``botocore_session``, or a fresh default one).
+    CRT HTTP/2 client and botocore's credential chain (``botocore_session``, else the process-wide one).
     """
 
     def __init__(

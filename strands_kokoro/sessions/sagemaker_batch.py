@@ -29,6 +29,7 @@ import base64
 import binascii
 import contextlib
 import json
+import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
@@ -54,6 +55,7 @@ if TYPE_CHECKING:
     import botocore.session
 
 _END = object()
+_CLIENT_CREATION_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,9 +160,10 @@ class SageMakerBatchSession:
         session = self._botocore_session or default_botocore_session()
         self.region = resolve_region(self.region, session)
         config = Config(read_timeout=self._read_timeout_s, retries={"mode": "standard", "max_attempts": 3})
-        return boto3.session.Session(botocore_session=session).client(
-            "sagemaker-runtime", region_name=self.region, endpoint_url=self._endpoint_url, config=config
-        )
+        with _CLIENT_CREATION_LOCK:  # botocore sessions are not thread-safe while they build clients
+            return boto3.session.Session(botocore_session=session).client(
+                "sagemaker-runtime", region_name=self.region, endpoint_url=self._endpoint_url, config=config
+            )
 
     async def send(self, request: SpeechRequest) -> None:
         """Queue one text; the :meth:`events` consumer invokes the endpoint for it in turn."""

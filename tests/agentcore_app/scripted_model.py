@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import threading
 from collections.abc import AsyncGenerator, AsyncIterable
 from typing import Any
 
@@ -24,9 +25,20 @@ FOUR_SENTENCES = (
 class ScriptedModel(Model):
     """Streams ``answer`` word by word, ``token_delay_s`` apart."""
 
-    def __init__(self, answer: str = FOUR_SENTENCES, token_delay_s: float = 0.02) -> None:
+    def __init__(
+        self,
+        answer: str = FOUR_SENTENCES,
+        token_delay_s: float = 0.02,
+        *,
+        hold_last_token_until: threading.Event | None = None,
+        hold_timeout_s: float = 120.0,
+    ) -> None:
         self.answer = answer
         self.token_delay_s = token_delay_s
+        # Holding the last token until the test says so makes "audio arrived before the model finished"
+        # a fact the test can check on any machine, however slow its synthesis is under load.
+        self.hold_last_token_until = hold_last_token_until
+        self.hold_timeout_s = hold_timeout_s
         self.tokens_sent = 0
         self.finished = False
         self.stopped_early = False
@@ -47,8 +59,11 @@ class ScriptedModel(Model):
         try:
             yield {"messageStart": {"role": "assistant"}}
             yield {"contentBlockStart": {"start": {}}}
-            for token in self.tokens:
+            tokens = self.tokens
+            for index, token in enumerate(tokens):
                 await asyncio.sleep(self.token_delay_s)
+                if index == len(tokens) - 1 and self.hold_last_token_until is not None:
+                    await asyncio.to_thread(self.hold_last_token_until.wait, self.hold_timeout_s)
                 self.tokens_sent += 1
                 yield {"contentBlockDelta": {"delta": {"text": token}}}
             yield {"contentBlockStop": {}}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import threading
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -18,7 +19,7 @@ from httpx_sse import aconnect_sse
 from scripted_model import FOUR_SENTENCES, ScriptedModel
 from strands.models.model import Model
 
-from agentcore_app.client import TurnRecord, run_turn
+from agentcore_app.client import TurnRecord, invoke_http, payload_for, run_turn
 from agentcore_app.local_stack import agent_app, free_port
 
 if TYPE_CHECKING:
@@ -62,15 +63,25 @@ def types(record: TurnRecord) -> list[str]:
     return [e.event["type"] for e in record.events]
 
 
+async def _bidi_then_batch(speech_endpoint: str) -> tuple[TurnRecord, TurnRecord, bool]:
+    """A bidi turn whose model holds its last token until the client has heard audio, then a batch turn."""
+    first_audio_heard = threading.Event()
+    held = ScriptedModel(token_delay_s=0.05, hold_last_token_until=first_audio_heard)
+    async with agent_app(speech_endpoint, lambda: held) as url, httpx.AsyncClient(timeout=300) as http:
+        bidi = TurnRecord(mode="bidi")
+        async for timed in invoke_http(http, url, payload_for("otters?", "bidi")):
+            bidi.add(timed)
+            if timed.event["type"] == "audio_chunk":
+                first_audio_heard.set()
+    async with agent_app(speech_endpoint, lambda: ScriptedModel(token_delay_s=0.05)) as url:
+        batch = await run_turn(url, "otters?", "batch")
+    return bidi, batch, held.finished
+
+
 def test_event_order_both_modes_with_real_model_server(model_server: RunningServer) -> None:
-    records = asyncio.run(
-        _turns(
-            model_server.ws_url,
-            lambda: ScriptedModel(token_delay_s=0.35),  # ~10 s of writing: room for audio
-            [{"prompt": "otters?", "mode": "bidi"}, {"prompt": "otters?", "mode": "batch"}],
-        )
-    )
-    for record, mode in zip(records, ("bidi", "batch"), strict=True):
+    bidi, batch, bidi_model_finished = asyncio.run(_bidi_then_batch(model_server.ws_url))
+    assert bidi_model_finished
+    for record, mode in ((bidi, "bidi"), (batch, "batch")):
         kinds = types(record)
         assert kinds[0] == "agent_start" and record.events[0].event["mode"] == mode
         assert kinds[-1] == "agent_end" and record.events[-1].event["mode"] == mode
@@ -84,9 +95,10 @@ def test_event_order_both_modes_with_real_model_server(model_server: RunningServ
         assert end["chunks"] == kinds.count("audio_chunk")
         seqs = [e.event["seq"] for e in record.of_type("audio_chunk")]
         assert seqs == sorted(seqs)
-    bidi_kinds, batch_kinds = types(records[0]), types(records[1])
+    bidi_kinds, batch_kinds = types(bidi), types(batch)
     last_text = max(i for i, k in enumerate(bidi_kinds) if k == "text_delta")
-    # bidi: audio of an early sentence arrives while the model is still writing.
+    # bidi: audio of an early sentence reached the client while the model was still writing (the model
+    # held its last token until then; had no audio come, it would have gone on after 120 s and failed here).
     assert bidi_kinds.index("audio_chunk") < last_text
     assert bidi_kinds.count("sentence_complete") >= 4
     # batch: nothing is spoken before the whole answer is written.

@@ -93,6 +93,7 @@ def test_edit_distance_counts_each_kind_of_error() -> None:
     assert words("Hello, World! It's me.") == ["hello", "world", "it's", "me"]
 
 
+@pytest.mark.timeout(900)  # two real models on a shared 2-core machine; the suite default is 300 s
 def test_onnx_speech_round_trips_through_whisper() -> None:
     from faster_whisper import WhisperModel
 

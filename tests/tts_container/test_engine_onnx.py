@@ -50,12 +50,18 @@ def test_each_sentence_is_its_own_segment(engine: OnnxEngine) -> None:
     assert all(rms(segment) > 0.02 for segment in segments)
 
 
-def test_over_long_input_streams_in_segments_the_model_accepts(engine: OnnxEngine) -> None:
-    text = "This clause keeps going, and it goes on and on, without a full stop, " * 10 + "until now."
+def test_over_long_sentence_streams_in_segments_the_model_accepts(engine: OnnxEngine) -> None:
+    """A single sentence past 510 phonemes is cut at clauses; the first segment comes before the rest.
+
+    Only the first segment is synthesized (the generator is closed after it): how the phonemes are cut
+    is covered in test_g2p.py, and synthesizing all of it would only make the test slower.
+    """
+    text = "This clause keeps going, and it goes on and on, without a full stop, " * 8 + "until now."
     iterator = engine.segments(text, voice="af_heart", speed=1.2, lang="en-us")
-    first = next(iterator)  # a generator: the first segment exists before the rest are synthesized
-    rest = list(iterator)
-    assert first.size > 0 and len(rest) >= 1
+    first = next(iterator)
+    iterator.close()
+    assert 0 < first.size / NATIVE_SAMPLE_RATE < 60
+    assert rms(first) > 0.02
 
 
 def test_speed_changes_duration(engine: OnnxEngine) -> None:

@@ -15,6 +15,7 @@ the phonemes our shared G2P produced, and its shape and dtype are what productio
 
 from __future__ import annotations
 
+import asyncio
 import importlib.metadata
 import json
 import math
@@ -27,6 +28,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import start_model_server, stop_model_server
+from server_harness import dumps, read_response
+from websockets.asyncio.client import connect
+
+from strands_kokoro.protocol import WS_PATH, audio_ms
 
 pytest.importorskip("kokoro", reason="the torch extra (kokoro, Python < 3.13) is not installed")
 
@@ -110,7 +116,7 @@ def random_kmodel(config_path: Path, empty_checkpoint: Path) -> KModel:
     head = model.predictor.duration_proj.linear_layer
     with torch.no_grad():
         head.weight.zero_()
-        head.bias.fill_(math.log(1 / (KOKORO_82M_CONFIG["max_dur"] - 1)))  # sigmoid = 1/max_dur
+        head.bias.fill_(math.log(1 / (head.out_features - 1)))  # sigmoid = 1/max_dur, summed: 1 frame
     return model
 
 
@@ -361,3 +367,30 @@ def test_import_load_and_synthesis_need_no_network(torch_cache: Path) -> None:
     assert result.returncode == 0, result.stderr[-3000:]
     report = json.loads(result.stdout.strip().splitlines()[-1])
     assert report == {"attempts": [], "segments": 1, "guard_works": True}
+
+
+async def speak_and_refuse_over_ws(url: str) -> None:
+    async with connect(url) as ws:
+        await ws.send(dumps(type="synthesize", text="Hello from the torch engine.", request_id="one"))
+        spoken = await read_response(ws)
+        await ws.send(dumps(type="synthesize", text="Hi.", voice="zz_nobody", request_id="two"))
+        refused = await read_response(ws)
+        await ws.send(dumps(type="synthesize", text="Still here.", request_id="three"))
+        after = await read_response(ws)
+    for response in (spoken, after):
+        assert response.end is not None and response.end["type"] == "synthesis_complete", response.end
+        assert len(response.pcm) > 0 and len(response.pcm) % 2 == 0
+        assert response.end["audio_ms"] == pytest.approx(audio_ms(len(response.pcm), 24_000), abs=0.01)
+    assert refused.end is not None and refused.end["code"] == "unknown_voice", refused.end
+
+
+@pytest.mark.slow
+def test_real_server_speaks_with_the_torch_engine(torch_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``python -m tts_container --engine torch`` over a real socket, loading the test's cache."""
+    monkeypatch.setenv("STRANDS_KOKORO_CACHE", str(torch_cache))
+    # start_model_server passes --engine onnx first; argparse keeps the last value given.
+    server = start_model_server("--engine", "torch", "--threads", "1", ready_timeout_s=270)
+    try:
+        asyncio.run(speak_and_refuse_over_ws(f"{server.ws_url}{WS_PATH}"))
+    finally:
+        stop_model_server(server)

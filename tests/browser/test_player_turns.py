@@ -1,0 +1,109 @@
+"""A full turn in each mode, in Chromium, against the real local stack.
+
+Real model server (the ``model_server`` fixture), real agent app over real HTTP, the page's own controls.
+The LLM is ``ScriptedModel`` (a test double with a known answer) so the text can be compared exactly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from conftest import ARTIFACTS, agent_app_with_page, browser_page, speak
+from scripted_model import FOUR_SENTENCES, ScriptedModel
+
+if TYPE_CHECKING:
+    from playwright.async_api import Page
+
+    from tests.conftest import RunningServer
+
+pytestmark = pytest.mark.browser
+
+TURN_TIMEOUT_MS = 180_000
+CONTIGUITY_S = 0.001
+
+
+async def finish_turn(page: Page, turn_number: int) -> dict[str, Any]:
+    """Wait until turn ``turn_number`` has streamed and played out; return its snapshot."""
+    await page.wait_for_function(
+        "n => { const t = window.__player.turns()[n - 1]; return t && t.state !== 'streaming' "
+        "&& t.state !== 'playing'; }",
+        arg=turn_number,
+        timeout=TURN_TIMEOUT_MS,
+    )
+    turns: list[dict[str, Any]] = await page.evaluate("window.__player.turns()")
+    return turns[turn_number - 1]
+
+
+def assert_gapless(turn: dict[str, Any]) -> None:
+    """Each buffer starts where the previous ended; a gap only where the queue had really run dry.
+
+    An underrun (the previous buffer had already finished when the next chunk arrived) is a stall of the
+    stream, not of the player: the player must then start the new buffer fresh, never overlap it.
+    """
+    scheduled = turn["scheduled"]
+    for before, after in zip(scheduled, scheduled[1:], strict=False):
+        end = before["start"] + before["duration"]
+        assert after["start"] - end > -CONTIGUITY_S, f"overlap: {before} then {after}"
+        if after["start"] - end > CONTIGUITY_S:
+            assert after["underrun"] and after["scheduledAt"] >= end, f"gap without underrun: {before} {after}"
+
+
+def assert_full_turn(turn: dict[str, Any], mode: str) -> None:
+    assert turn["state"] == "done", turn["errors"]
+    assert turn["mode"] == mode and turn["end"]["mode"] == mode
+    assert turn["errors"] == []
+    assert turn["text"] == FOUR_SENTENCES
+    assert turn["chunks"] == turn["end"]["chunks"] >= 1
+    assert len(turn["scheduled"]) == turn["chunks"]
+    scheduled_s = sum(s["duration"] for s in turn["scheduled"])
+    assert scheduled_s * 1000 == pytest.approx(turn["end"]["audio_ms"], rel=0.01)
+    assert scheduled_s > 3.0  # four spoken sentences, not a click
+    assert_gapless(turn)
+    assert 0 < turn["firstTextMs"] < turn["totalMs"]
+    assert 0 < turn["firstAudioMs"] < turn["totalMs"]
+
+
+async def _both_modes(speech_endpoint: str, chromium: Path, profile: Path) -> list[dict[str, Any]]:
+    async with (
+        agent_app_with_page(speech_endpoint, lambda: ScriptedModel(token_delay_s=0.02)) as url,
+        browser_page(chromium, profile) as page,
+    ):
+        await page.goto(url + "/player/")
+        turns = []
+        for number, mode in enumerate(("bidi", "batch"), start=1):
+            await speak(page, "Tell me about otters.", mode)
+            turn = await finish_turn(page, number)
+            turns.append(turn)
+            row = page.locator(f"#turns tr[data-turn='{turn['id']}'] td")
+            cells = await row.all_inner_texts()
+            assert cells[1] == mode and cells[4] == f"{round(turn['firstAudioMs'])} ms"
+            assert cells[5] == f"{turn['audioSeconds']:.2f} s"
+            assert await page.inner_text("#answer") == FOUR_SENTENCES
+        ratio = await page.evaluate("window.__player.ratio()")
+        assert ratio["ratio"] == pytest.approx(turns[1]["firstAudioMs"] / turns[0]["firstAudioMs"])
+        assert (await page.inner_text("#ratio")).startswith("bidi first audio is ")
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        await page.screenshot(path=str(ARTIFACTS / "turn.png"), full_page=True)
+        return turns
+
+
+def test_a_full_turn_in_each_mode_plays_gaplessly(
+    model_server: RunningServer, chromium: Path, tmp_path: Path
+) -> None:
+    bidi, batch = asyncio.run(_both_modes(model_server.ws_url, chromium, tmp_path / "profile"))
+    assert_full_turn(bidi, "bidi")
+    assert_full_turn(batch, "batch")
+    # batch speaks only after the whole answer was written; bidi starts while it is still being written.
+    assert batch["firstAudioMs"] > batch["end"]["first_text_ms"]
+    print(f"\nbidi: {summary(bidi)}\nbatch: {summary(batch)}")
+
+
+def summary(turn: dict[str, Any]) -> str:
+    return (
+        f"first text {turn['firstTextMs']:.0f} ms, first audio {turn['firstAudioMs']:.0f} ms, "
+        f"audio {turn['audioSeconds']:.2f} s, chunks {turn['chunks']}, total {turn['totalMs']:.0f} ms, "
+        f"underruns {sum(s['underrun'] for s in turn['scheduled'])}"
+    )
