@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
+import os
 import socket
 import subprocess
 import sys
@@ -130,6 +132,7 @@ async def agent_app(
     from agentcore_app.app import create_app
 
     app = create_app(speech_endpoint=speech_endpoint, model=model, speech_options=speech_options)
+    app.logger.setLevel(logging.WARNING)  # the SDK logs every request at INFO: noise in a demo's output
     async with serve_asgi(app) as url:
         yield url
 
@@ -153,13 +156,27 @@ async def warm_up_model(model: str, prompt: str | None = None) -> None:
             pass
 
 
+def tts_threads(model: str) -> int:
+    """Engine threads: every core the embedded LLM does not use (all of them for a remote LLM)."""
+    from agentcore_app.local_llm import default_threads
+
+    cores = os.cpu_count() or 1
+    return max(1, cores - default_threads()) if model == "local" else cores
+
+
 @contextlib.asynccontextmanager
 async def local_stack(
     log_dir: Path, *, model: str = "local", engine: str = "onnx", threads: int | None = None
 ) -> AsyncIterator[LocalStack]:
-    """Weights, model server and agent app, all torn down when the block ends."""
+    """Weights, model server and agent app, all torn down when the block ends.
+
+    The cores are split between the engine and the embedded LLM (``tts_threads``), because both run on
+    this machine and oversubscribed inference threads spin against each other.
+    """
     await asyncio.to_thread(provision_weights)
-    async with model_server(log_dir / "model_server.log", engine=engine, threads=threads) as server_url:
+    async with model_server(
+        log_dir / "model_server.log", engine=engine, threads=threads or tts_threads(model)
+    ) as server_url:
         speech_endpoint = server_url.replace("http://", "ws://", 1)
         await warm_up_model(model)
         async with agent_app(speech_endpoint, model) as agent_url:

@@ -117,7 +117,9 @@ async def serve(args: argparse.Namespace) -> None:
 
     async with _speech_endpoint(args) as speech_endpoint:
         await warm_up_model(args.model)
-        app = with_page(create_app(speech_endpoint=speech_endpoint, model=args.model), cors_origins=args.cors_origin)
+        app = with_page(
+            create_app(speech_endpoint=speech_endpoint, model=args.model), cors_origins=args.cors_origin
+        )
         port = args.port or free_port()
         server = uvicorn.Server(uvicorn.Config(app, host=args.host, port=port, log_level="warning"))
         async with asyncio.TaskGroup() as group:

@@ -34,7 +34,7 @@ from typing import Any
 import httpx
 
 from agentcore_app.client import TimedEvent, TurnRecord, run_turn
-from agentcore_app.local_stack import agent_app, model_server, provision_weights, warm_up_model
+from agentcore_app.local_stack import agent_app, model_server, provision_weights, tts_threads, warm_up_model
 from agentcore_app.report import stall_ms
 from strands_kokoro.sessions import AudioData, SpeechRequest, SynthesisCompleted, open_session
 
@@ -100,7 +100,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     trials: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
         async with (
-            model_server(Path(tmp) / "model_server.log", threads=args.tts_threads) as server_url,
+            model_server(
+                Path(tmp) / "model_server.log", threads=args.tts_threads or tts_threads(args.model)
+            ) as server_url,
             httpx.AsyncClient(timeout=300) as http,
         ):
             speech = server_url.replace("http://", "ws://", 1)

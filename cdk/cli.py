@@ -31,6 +31,7 @@ from cdk.config import (
     SpeechConfig,
     speech_config,
 )
+from cdk.stacks.model_cache import read_weights_manifest
 from cdk.tooling import (
     ToolingError,
     cdk_command,
@@ -127,9 +128,12 @@ def _run_speech(args: argparse.Namespace, context: dict[str, str]) -> int:
     cdk = cdk_command()
     require_credentials(args.profile, args.region)
     status = cloudformation_status(args.profile, args.region)
+    config = speech_config(context.get)
     if args.action == "deploy":
         require_docker()
-        _fill_weights(speech_config(context.get))
+        _fill_weights(config)
+    else:  # diff and destroy synthesize the app too, which reads the cache's manifest
+        read_weights_manifest(config.weights_dir)
     if args.action == "destroy":
         require_absent(
             status,

@@ -21,6 +21,7 @@ producing English-sounding gibberish.
 
 from __future__ import annotations
 
+import math
 import re
 import threading
 from collections.abc import Callable
@@ -137,27 +138,34 @@ def split_phonemes(phonemes: str, limit: int = MAX_SEGMENT_TOKENS) -> list[str]:
 
     A sentence per segment lets the first audio leave after the first sentence; a sentence longer than
     ``limit`` is cut at clause punctuation, then between words, and only a single over-long "word" is cut
-    mid-way. Punctuation stays with its segment, so the model still renders the pause it implies.
+    mid-way. Pieces are packed towards an even share of the sentence (not greedily up to ``limit``), so
+    the first segment of a long sentence is about half as long, and arrives about twice as soon.
+    Punctuation stays with its segment, so the model still renders the pause it implies.
     """
     segments: list[str] = []
     for sentence in _SENTENCE_END.split(phonemes.strip()):
         if len(sentence) <= limit:
             segments.append(sentence)
             continue
-        for clause in _pack(_CLAUSE_END.split(sentence), limit):
+        for clause in _pack(_CLAUSE_END.split(sentence), _even_share(sentence, limit), limit):
             if len(clause) <= limit:
                 segments.append(clause)
                 continue
-            for words in _pack(_SPACE.split(clause), limit):
+            for words in _pack(_SPACE.split(clause), _even_share(clause, limit), limit):
                 segments.extend(words[i : i + limit] for i in range(0, len(words), limit))
     return [segment for segment in segments if segment.strip()]
 
 
-def _pack(pieces: list[str], limit: int) -> list[str]:
-    """Greedily join consecutive pieces with spaces while the result fits in ``limit``."""
+def _even_share(text: str, limit: int) -> int:
+    """The segment length that cuts ``text`` into the fewest pieces of at most ``limit``, evenly."""
+    return math.ceil(len(text) / math.ceil(len(text) / limit))
+
+
+def _pack(pieces: list[str], target: int, limit: int) -> list[str]:
+    """Join consecutive pieces with spaces until a segment reaches ``target``, never past ``limit``."""
     packed: list[str] = []
     for piece in pieces:
-        if packed and len(packed[-1]) + 1 + len(piece) <= limit:
+        if packed and len(packed[-1]) < target and len(packed[-1]) + 1 + len(piece) <= limit:
             packed[-1] = f"{packed[-1]} {piece}"
         else:
             packed.append(piece)

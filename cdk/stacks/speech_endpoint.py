@@ -133,22 +133,32 @@ class SpeechEndpointStack(Stack):
         sees sessions pile up and reacts in seconds. Scale-in waits longer than scale-out so a pause
         between conversations does not drop an instance (and its warm model) too early.
         """
-        target = appscaling.ScalableTarget(
+        # L1 on purpose: the L2 ScalableTarget creates an IAM role with no permissions, while SageMaker
+        # variants scale through Application Auto Scaling's service-linked role when RoleARN is omitted.
+        target = appscaling.CfnScalableTarget(
             self,
             "ScalableTarget",
-            service_namespace=appscaling.ServiceNamespace.SAGEMAKER,
+            service_namespace="sagemaker",
             resource_id=f"endpoint/{config.endpoint_name}/variant/{VARIANT_NAME}",
             scalable_dimension="sagemaker:variant:DesiredInstanceCount",
             min_capacity=config.instance_count,
             max_capacity=config.max_instance_count,
         )
-        target.node.add_dependency(endpoint)
-        target.scale_to_track_metric(
-            "ConcurrentRequestsPerModel",
-            target_value=config.target_concurrency,
-            predefined_metric=appscaling.PredefinedMetric.SAGEMAKER_VARIANT_CONCURRENT_REQUESTS_PER_MODEL_HIGH_RESOLUTION,
-            scale_out_cooldown=Duration.seconds(config.scale_out_cooldown_s),
-            scale_in_cooldown=Duration.seconds(config.scale_in_cooldown_s),
+        target.add_dependency(endpoint)
+        appscaling.CfnScalingPolicy(
+            self,
+            "ConcurrencyScaling",
+            policy_name=f"{config.endpoint_name}-concurrent-requests-per-model",
+            policy_type="TargetTrackingScaling",
+            scaling_target_id=target.ref,
+            target_tracking_scaling_policy_configuration=appscaling.CfnScalingPolicy.TargetTrackingScalingPolicyConfigurationProperty(
+                target_value=config.target_concurrency,
+                predefined_metric_specification=appscaling.CfnScalingPolicy.PredefinedMetricSpecificationProperty(
+                    predefined_metric_type="SageMakerVariantConcurrentRequestsPerModelHighResolution"
+                ),
+                scale_out_cooldown=config.scale_out_cooldown_s,
+                scale_in_cooldown=config.scale_in_cooldown_s,
+            ),
         )
 
     def _alarm(self, config: SpeechConfig) -> None:

@@ -49,6 +49,10 @@ from aws_sdk_sagemaker_runtime_http2.models import (
 )
 from smithy_core.exceptions import SmithyIdentityError
 
+# Imported eagerly: awscrt comes with the SDK's `awscrt` extra, and a missing one must fail when the
+# factory imports this module (a coded `missing_dependency`), not at the first reconnect.
+from smithy_http.aio.crt import AWSCRTHTTPClient, AWSCRTHTTPClientConfig
+
 from strands_kokoro.protocol import CANCEL_MESSAGE, CLOSE_MESSAGE, synthesize_message
 from strands_kokoro.sessions.aws_credentials import (
     BotocoreCredentialsResolver,
@@ -83,8 +87,6 @@ def bidi_endpoint_uri(region: str) -> str:
 
 def crt_http2_transport() -> HTTPClient:
     """The CRT client, forced to HTTP/2: the only transport in the SDK that streams both ways."""
-    from smithy_http.aio.crt import AWSCRTHTTPClient, AWSCRTHTTPClientConfig
-
     return AWSCRTHTTPClient(client_config=AWSCRTHTTPClientConfig(force_http_2=True))
 
 

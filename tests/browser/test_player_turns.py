@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from conftest import ARTIFACTS, agent_app_with_page, browser_page, speak
+from browser_harness import ARTIFACTS, agent_app_with_page, browser_page, speak
 from scripted_model import FOUR_SENTENCES, ScriptedModel
 
 if TYPE_CHECKING:

@@ -18,6 +18,7 @@ the way ``KokoroSpeech``'s receiver does, and every wait is bounded so a broken 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
+from typing import ClassVar
 
 import anyio
 import pytest
@@ -71,7 +72,8 @@ def audio_of(collected: list[SessionEvent], request_id: str) -> bytes:
 class SessionContract:
     """Inherit into a ``Test...`` class and provide ``session_factory`` / ``dead_session_factory``."""
 
-    pytestmark = pytest.mark.anyio
+    # A shared 2-core CI box synthesizes slowly; the first test also waits for the server to load.
+    pytestmark: ClassVar[list[pytest.MarkDecorator]] = [pytest.mark.anyio, pytest.mark.timeout(900)]
 
     @pytest.fixture
     def anyio_backend(self) -> str:

@@ -19,7 +19,8 @@ from strands import tool
 from strands_kokoro import KokoroSpeech
 from strands_kokoro.events import Event
 
-pytestmark = pytest.mark.anyio
+# A shared 2-core CI box synthesizes slowly; the first test also waits for the server to load.
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(900)]
 
 
 @pytest.fixture
@@ -201,3 +202,16 @@ async def test_interrupt_mid_sentence_stops_audio_and_text_goes_on(model_server:
     spoken = words(" ".join(c["text"] for c in turn.of("sentence_complete")))
     assert spoken == words(FOUR_SENTENCES)[: len(spoken)] and len(spoken) < len(words(FOUR_SENTENCES))
     assert not turn.of("speech_error")
+
+
+async def test_a_consumer_that_stops_early_leaves_no_task_behind() -> None:
+    speech = KokoroSpeech(endpoint=f"ws://127.0.0.1:{free_port()}", reconnect_backoff_s=0.05)
+    agent, _ = make_agent(speech, [ScriptedCall(FOUR_SENTENCES)])
+    before = asyncio.all_tasks()
+    async with contextlib.aclosing(speech.stream(agent, "Tell me about otters.")) as stream:
+        async for event in stream:
+            if event["type"] == "text_delta":
+                break
+    await asyncio.sleep(0)
+    assert not [t for t in asyncio.all_tasks() - before if not t.done()]
+    assert not speech._active  # the turn is over, so interrupt() has nothing to stop

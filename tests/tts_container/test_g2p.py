@@ -111,6 +111,8 @@ def test_real_long_text_fits_the_model(phonemizer: Phonemizer) -> None:
     assert len(segments) > 1
     assert all(len(segment) <= MAX_SEGMENT_TOKENS for segment in segments)
     assert all(segment.endswith(",") or segment.endswith(".") for segment in segments)
+    lengths = [len(segment) for segment in segments]
+    assert max(lengths) - min(lengths) < MAX_SEGMENT_TOKENS // 4  # even shares: the first is not the longest
 
 
 phoneme_text = st.lists(

@@ -1,0 +1,74 @@
+"""What the browser tests share: Debian's Chromium under Playwright, and the agent app with the page.
+
+Why Debian's Chromium and not Playwright's own browser: Playwright's browser download cannot work on
+these machines (CI installs ``chromium`` with apt). A fresh profile per test keeps runs independent.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from agentcore_app.app import create_app
+from agentcore_app.local_stack import serve_asgi
+from agentcore_app.serve import with_page
+
+if TYPE_CHECKING:
+    from playwright.async_api import Page
+    from strands.models.model import Model
+
+# ScriptedModel (the test double with a known answer) lives with the agent app's tests; share it.
+sys.path.insert(0, str(Path(__file__).parents[1] / "agentcore_app"))
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+    "--autoplay-policy=no-user-gesture-required",
+]
+ARTIFACTS = Path(__file__).parents[2] / "artifacts" / "browser"
+
+
+@asynccontextmanager
+async def browser_page(chromium: Path, profile_dir: Path) -> AsyncIterator[Page]:
+    """A page in a fresh Chromium profile; any uncaught page error fails the test when the block ends."""
+    from playwright.async_api import async_playwright
+
+    errors: list[str] = []
+    async with async_playwright() as playwright:
+        context = await playwright.chromium.launch_persistent_context(
+            str(profile_dir), executable_path=str(chromium), headless=True, args=CHROMIUM_ARGS
+        )
+        try:
+            page = context.pages[0] if context.pages else await context.new_page()
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
+            yield page
+        finally:
+            await context.close()
+    assert not errors, f"the page logged errors: {errors}"
+
+
+@asynccontextmanager
+async def agent_app_with_page(speech_endpoint: str, new_model: Callable[[], Model]) -> AsyncIterator[str]:
+    """The real agent app (as ``agent-infra serve`` wraps it) on a free port; yields its base URL."""
+    app = with_page(create_app(speech_endpoint=speech_endpoint, model=new_model))
+    async with serve_asgi(app) as url:
+        yield url
+
+
+async def speak(page: Page, prompt: str, mode: str, voice: str = "af_heart") -> None:
+    """Ask through the page's own controls, as a user would."""
+    await page.fill("#prompt", prompt)
+    await page.check(f"input[name=mode][value={mode}]")
+    await page.select_option("#voice", voice)
+    await page.click("#send")
