@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import importlib.util
 import sys
 import time
 from collections.abc import AsyncIterator
@@ -103,8 +104,23 @@ def report(args: argparse.Namespace, records: list[TurnRecord]) -> dict[str, Any
     return results
 
 
+def missing_extras(args: argparse.Namespace) -> list[str]:
+    """Modules the chosen demo needs but cannot import, so it stops before minutes of work, not after."""
+    needed = ["matplotlib"]
+    if not args.endpoint_url:
+        needed += ["onnxruntime", "uvicorn"] + (["xllamacpp"] if args.model == "local" else [])
+    return [name for name in needed if importlib.util.find_spec(name) is None]
+
+
 def main(args: argparse.Namespace) -> int:
     """Exit status 0 only when both modes produced audio: a demo that stayed silent has failed."""
+    if missing := missing_extras(args):
+        print(
+            f"agent-infra demo needs {', '.join(missing)}: install the 'demo' extra "
+            "(uv sync --extra demo, or pip install 'strands-kokoro[demo]')",
+            file=sys.stderr,
+        )
+        return 2
     records = asyncio.run(collect(args))
     report(args, records)
     return 0 if all(r.first("audio_chunk") is not None for r in records) else 1

@@ -127,7 +127,6 @@ def _run_speech(args: argparse.Namespace, context: dict[str, str]) -> int:
         return synth(context, args.output)
     cdk = cdk_command()
     require_credentials(args.profile, args.region)
-    status = cloudformation_status(args.profile, args.region)
     config = speech_config(context.get)
     if args.action == "deploy":
         require_docker()
@@ -136,7 +135,7 @@ def _run_speech(args: argparse.Namespace, context: dict[str, str]) -> int:
         read_weights_manifest(config.weights_dir)
     if args.action == "destroy":
         require_absent(
-            status,
+            cloudformation_status(args.profile, args.region),
             AGENT_STACKS,
             blocking="the speech endpoint",
             fix="destroy the agent first: agent-infra destroy --bedrock-model-id <id>",

@@ -29,7 +29,7 @@ from aws_cdk import (
 from constructs import Construct
 
 from cdk.config import CONTAINER_MODEL_DIR, REPO_ROOT, SpeechConfig
-from cdk.stacks.common import DOCKER_EXCLUDES, acknowledge
+from cdk.stacks.common import DOCKER_EXCLUDES
 
 VARIANT_NAME = "AllTraffic"
 TTS_DOCKERFILE = "tts_container/Dockerfile"
@@ -101,23 +101,11 @@ class SpeechEndpointStack(Stack):
                 )
             ],
         )
-        acknowledge(
-            endpoint_config,
-            "AwsSolutions-SM2",
-            "GPU instances such as ml.g5 have NVMe instance storage, which SageMaker encrypts in hardware "
-            "and for which it rejects a KmsKeyId; the weights at rest are SSE-S3 encrypted in the bucket.",
-        )
         endpoint = sagemaker.CfnEndpoint(
             self,
             "Endpoint",
             endpoint_name=config.endpoint_name,
             endpoint_config_name=endpoint_config.attr_endpoint_config_name,
-        )
-        acknowledge(
-            model,
-            "AwsSolutions-SM1",
-            "The model runs with EnableNetworkIsolation: the container has no network access at all, which "
-            "is stricter than VPC placement; weights arrive through SageMaker's own S3 download.",
         )
         self.endpoint_name = config.endpoint_name
         self._autoscale(config, endpoint)
@@ -144,7 +132,7 @@ class SpeechEndpointStack(Stack):
             min_capacity=config.instance_count,
             max_capacity=config.max_instance_count,
         )
-        target.add_dependency(endpoint)
+        target.node.add_dependency(endpoint)
         appscaling.CfnScalingPolicy(
             self,
             "ConcurrencyScaling",

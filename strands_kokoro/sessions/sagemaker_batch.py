@@ -10,9 +10,9 @@ it carries the server's coded errors and timings) is decoded by httpx-sse over a
 body is the part stream, so lines and events are joined across parts by the library; ``format="pcm"``
 (a third smaller, no base64) keeps an odd trailing byte for the next part.
 
-boto3 blocks, so the stream is iterated in a worker thread, one step per ``asyncio.to_thread`` call:
-the event loop never blocks, there is no second event loop, and a cancelled consumer leaves no thread
-spinning (``close`` on the botocore stream ends the blocked read).
+boto3 blocks, so the stream is iterated in a worker thread, one step per executor call: the event
+loop never blocks and there is no second event loop. ``cancel`` closes the botocore stream and stops
+waiting for the step in flight at once (see ``_in_thread``).
 
 Error mapping: the container refusing a request (``ModelError`` carrying our server's coded error
 frame) and a stream that breaks mid-request (``ModelStreamError`` → ``model_stream_error``,
@@ -31,7 +31,7 @@ import contextlib
 import json
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -55,12 +55,19 @@ if TYPE_CHECKING:
     import botocore.session
 
 _END = object()
+_CANCELLED = object()
 _CLIENT_CREATION_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True, slots=True)
 class _CancelMarker:
     dropped: int
+
+
+def _discard_outcome(step: asyncio.Future[Any]) -> None:
+    """Retrieve an abandoned step's outcome so asyncio does not log it as never retrieved."""
+    if not step.cancelled():
+        step.exception()
 
 
 class PayloadPartStream(httpx.SyncByteStream):
@@ -139,6 +146,7 @@ class SageMakerBatchSession:
         self._current: SpeechRequest | None = None
         self._in_flight: PayloadPartStream | None = None
         self._cancel_generation = 0
+        self._cancel_signal: asyncio.Future[None] | None = None
         self._pending: set[str] = set()
         self._drained = asyncio.Event()
         self._drained.set()
@@ -180,6 +188,8 @@ class SageMakerBatchSession:
             item = self._queue.get_nowait()
             dropped += isinstance(item, SpeechRequest)
         self._cancel_generation += 1
+        if self._cancel_signal is not None and not self._cancel_signal.done():
+            self._cancel_signal.set_result(None)
         dropped += self._current is not None
         if self._in_flight is not None:
             with contextlib.suppress(Exception):
@@ -241,17 +251,36 @@ class SageMakerBatchSession:
         response = self._client.invoke_endpoint_with_response_stream(**kwargs)
         return PayloadPartStream(response["Body"])
 
+    async def _in_thread(self, function: Callable[..., Any], *args: Any) -> Any:
+        """Run one blocking boto3 step in a worker thread; return ``_CANCELLED`` at once on cancel().
+
+        A read blocked on the socket does not wake when another thread closes the stream, so on cancel
+        the step is abandoned (its thread ends when the closed stream errors or the read times out)
+        instead of holding the next request back.
+        """
+        loop = asyncio.get_running_loop()
+        if self._cancel_signal is None or self._cancel_signal.done():
+            self._cancel_signal = loop.create_future()
+        step = loop.run_in_executor(None, function, *args)
+        try:
+            await asyncio.wait({step, self._cancel_signal}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            if not step.done():
+                step.add_done_callback(_discard_outcome)
+        return step.result() if step.done() else _CANCELLED
+
     async def _invoke(self, request: SpeechRequest) -> AsyncIterator[SessionEvent]:
         generation = self._cancel_generation
         started = time.perf_counter()
         try:
-            parts = await asyncio.to_thread(self._start_stream, request)
+            parts = await self._in_thread(self._start_stream, request)
         except Exception as exc:
             if generation == self._cancel_generation:
                 yield self._refused(request, exc)
             return
-        if generation != self._cancel_generation:
-            parts.close()
+        if parts is _CANCELLED or generation != self._cancel_generation:
+            if isinstance(parts, PayloadPartStream):
+                parts.close()
             return
         self._in_flight = parts
         payloads: Iterator[Any] = sse_payloads(parts) if self.format == "sse" else pcm_payloads(parts)
@@ -264,7 +293,7 @@ class SageMakerBatchSession:
                 yield SynthesisStarted(request.request_id, sample_rate)
             while True:
                 try:
-                    payload = await asyncio.to_thread(next, payloads, _END)
+                    payload = await self._in_thread(next, payloads, _END)
                 except Exception as exc:
                     if generation != self._cancel_generation:
                         return

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import sys
 from pathlib import Path
 
 import pytest
@@ -36,7 +37,7 @@ def install_recording_cdk_stub(bin_dir: Path) -> Path:
     record = bin_dir.parent / "cdk-calls.jsonl"
     script = bin_dir / "cdk"
     script.write_text(
-        "#!/usr/bin/env python3\nimport json, sys\n"
+        f"#!{sys.executable}\nimport json, sys\n"
         f"open({str(record)!r}, 'a').write(json.dumps(sys.argv[1:]) + '\\n')\n",
         encoding="utf-8",
     )
@@ -107,29 +108,34 @@ def test_speech_deploy_without_docker_fails_before_running_the_stub_cdk(
 
 
 def test_speech_diff_runs_the_cdk_cli_on_this_app_with_the_cli_context(
-    bare_machine: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    bare_machine: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, fake_weights_cache: Path
 ) -> None:
     record = install_recording_cdk_stub(bare_machine)
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIAEXAMPLEEXAMPLE00")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "example-secret-not-real")
-    code = speech_main(
-        [
-            "diff",
-            "kokoro-82m",
-            "--region",
-            "eu-west-1",
-            "--instance-type",
-            "ml.g6.xlarge",
-            "--output",
-            str(tmp_path),
-        ]
-    )
+    argv = ["diff", "kokoro-82m", "--region", "eu-west-1", "--instance-type", "ml.g6.xlarge"]
+    code = speech_main([*argv, "--weights-dir", str(fake_weights_cache), "--output", str(tmp_path)])
     assert code == 0
-    (argv,) = [json.loads(line) for line in record.read_text().splitlines()]
-    assert argv[: 1 + len(SPEECH_STACKS)] == ["diff", *SPEECH_STACKS]
-    assert argv[argv.index("--app") + 1].endswith(" -m cdk.app")
-    contexts = {argv[i + 1] for i, word in enumerate(argv) if word == "--context"}
-    assert contexts == {"kokoro:stacks=speech", "kokoro:instance_type=ml.g6.xlarge"}
+    (called,) = [json.loads(line) for line in record.read_text().splitlines()]
+    assert called[: 1 + len(SPEECH_STACKS)] == ["diff", *SPEECH_STACKS]
+    assert called[called.index("--app") + 1].endswith(" -m cdk.app")
+    contexts = {called[i + 1] for i, word in enumerate(called) if word == "--context"}
+    assert contexts == {
+        "kokoro:stacks=speech",
+        "kokoro:instance_type=ml.g6.xlarge",
+        f"kokoro:weights_dir={fake_weights_cache}",
+    }
+
+
+def test_speech_diff_without_a_weight_cache_says_what_to_run(
+    bare_machine: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    record = install_recording_cdk_stub(bare_machine)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIAEXAMPLEEXAMPLE00")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "example-secret-not-real")
+    assert speech_main(["diff", "kokoro-82m", "--region", "eu-west-1"]) == 2
+    assert "kokoro-weights fetch" in capsys.readouterr().err
+    assert not record.exists()
 
 
 def fake_stack_status(states: dict[str, str]) -> object:

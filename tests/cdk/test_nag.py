@@ -14,7 +14,6 @@ from cdk.stacks.common import MIN_REASON_CHARS, acknowledge
 
 EXPECTED = {
     "KokoroSpeechFoundation": {
-        "AwsSolutions-S1",  # the access-log bucket itself
         "AwsSolutions-IAM5[Resource::*]",  # ecr:GetAuthorizationToken
         "AwsSolutions-IAM5[Resource::<Weights79DEE8EF.Arn>/kokoro-82m/*]",
         "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:logs:<AWS::Region>:<AWS::AccountId>:log-group:"
@@ -31,7 +30,7 @@ EXPECTED = {
         "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:s3:::cdk-hnb659fds-assets-<AWS::AccountId>-<AWS::Region>/*]",
         "AwsSolutions-IAM5[Resource::strands-kokoro-weights-bucket-arn/*]",
     },
-    "KokoroSpeechEndpoint": {"AwsSolutions-SM1", "AwsSolutions-SM2"},
+    "KokoroSpeechEndpoint": set(),
     "KokoroAgentFoundation": {
         "AwsSolutions-IAM5[Resource::*]",
         "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:logs:<AWS::Region>:<AWS::AccountId>:log-group:"

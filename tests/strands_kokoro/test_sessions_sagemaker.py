@@ -222,6 +222,21 @@ async def test_endpoint_down_at_open_is_a_coded_session_error() -> None:
     assert caught.value.code == "connection_failed"
 
 
+async def test_default_transport_is_crt_http2_and_a_refused_connection_is_coded() -> None:
+    """No stand-in: the real CRT client (forced to HTTP/2) against a port nobody listens on."""
+    session = SageMakerBidiSession(
+        "kokoro-standin",
+        region=REGION,
+        endpoint_uri=f"https://127.0.0.1:{free_port()}",
+        botocore_session=dummy_botocore_session(),
+    )
+    with pytest.raises(SageMakerError) as caught:
+        async with session:
+            pass
+    assert caught.value.code == "connection_failed"
+    assert "AWS_IO_SOCKET_CONNECTION_REFUSED" in caught.value.message
+
+
 # ------------------------------------------------------------------------- PCM that begins with `{`
 
 

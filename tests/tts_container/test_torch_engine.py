@@ -331,12 +331,18 @@ def test_checkpoint_that_leaves_weights_unset_is_refused(tmp_path: Path) -> None
 # happen under the guard. Binding and accepting need no connect(), so the server itself still works.
 GUARDED_SERVER = textwrap.dedent(
     """
-    import atexit, json, runpy, socket, sys
+    import json, runpy, socket, sys
 
+    report, *argv = sys.argv[1:]
     attempts = []
+
+    def record():  # written at once: uvicorn ends by re-raising SIGTERM, so atexit would never run
+        with open(report, "w") as stream:
+            json.dump(attempts, stream)
 
     def refuse(sock, address, *args):
         attempts.append(repr(address))
+        record()
         raise OSError("network access refused by the test")
 
     socket.socket.connect = refuse
@@ -347,9 +353,8 @@ GUARDED_SERVER = textwrap.dedent(
         pass
     assert attempts == ["('127.0.0.1', 9)"], attempts
     attempts.clear()
+    record()
 
-    report, *argv = sys.argv[1:]
-    atexit.register(lambda: open(report, "w").write(json.dumps(attempts)))
     sys.argv = ["tts_container", *argv]
     runpy.run_module("tts_container", run_name="__main__", alter_sys=True)
     """

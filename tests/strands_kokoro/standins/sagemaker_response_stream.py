@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import json
 import re
+import select
+import socket
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -118,13 +120,31 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("X-Amzn-SageMaker-Content-Type", upstream.headers.get("content-type", ""))
             self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
-            for index, part in enumerate(self._parts(upstream.iter_raw())):
-                if self.server.break_after is not None and index >= self.server.break_after:
-                    self._chunk(model_stream_error("StreamBroken", "the model closed the stream"))
-                    break
-                self._chunk(payload_part(part))
-                self.server.parts_sent += 1
-            self.wfile.write(b"0\r\n\r\n")
+            streaming = threading.Event()
+            streaming.set()
+            watcher = threading.Thread(target=self._hang_up_when_client_leaves, args=(upstream, streaming))
+            watcher.start()
+            try:
+                for index, part in enumerate(self._parts(upstream.iter_raw())):
+                    if self.server.break_after is not None and index >= self.server.break_after:
+                        self._chunk(model_stream_error("StreamBroken", "the model closed the stream"))
+                        break
+                    self._chunk(payload_part(part))
+                    self.server.parts_sent += 1
+                self.wfile.write(b"0\r\n\r\n")
+            except (OSError, httpx.HTTPError):
+                self.close_connection = True  # the client left (cancel): the container was hung up on
+            finally:
+                streaming.clear()
+                watcher.join()
+
+    def _hang_up_when_client_leaves(self, upstream: httpx.Response, streaming: threading.Event) -> None:
+        """Like SageMaker, stop the container's response as soon as the client disconnects."""
+        while streaming.is_set():
+            readable, _, _ = select.select([self.connection], [], [], 0.1)
+            if readable and not self.connection.recv(1, socket.MSG_PEEK):
+                upstream.close()
+                return
 
     def _parts(self, pieces: Iterator[bytes]) -> Iterator[bytes]:
         size = self.server.part_size

@@ -1,0 +1,104 @@
+"""Barge-in in Chromium: Stop silences the page now, the server-side turn ends, and a new turn works.
+
+Real model server, real agent app over real HTTP; the LLM is ``ScriptedModel`` (a test double) so the
+test can see on the server side how far the answer got before the turn was cancelled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import httpx
+import pytest
+from browser_harness import agent_app_with_page, browser_page, speak
+from scripted_model import FOUR_SENTENCES, ScriptedModel
+
+if TYPE_CHECKING:
+    from playwright.async_api import Page
+
+    from tests.conftest import RunningServer
+
+pytestmark = pytest.mark.browser
+
+FIRST_AUDIO_TIMEOUT_MS = 150_000
+SERVER_TURN_END_TIMEOUT_S = 30.0
+
+
+async def ping_status(http: httpx.AsyncClient, url: str) -> str:
+    """The SDK's task tracking: ``HealthyBusy`` while a turn runs, ``Healthy`` once none does."""
+    return str((await http.get(url + "/ping")).json()["status"])
+
+
+async def wait_for_idle_server(http: httpx.AsyncClient, url: str) -> float:
+    """Seconds until the agent app reports no running turn; fails if it keeps running."""
+    started = time.monotonic()
+    while time.monotonic() - started < SERVER_TURN_END_TIMEOUT_S:
+        if await ping_status(http, url) == "Healthy":
+            return time.monotonic() - started
+        await asyncio.sleep(0.1)
+    raise AssertionError("the server-side turn kept running after Stop")
+
+
+async def _stop_then_speak_again(
+    speech_endpoint: str, chromium: Path, profile: Path
+) -> tuple[ScriptedModel, dict[str, Any], dict[str, Any], float]:
+    # A long answer, written slowly: the model is still writing when the first sentence is heard.
+    long_answer = ScriptedModel(answer=FOUR_SENTENCES * 10, token_delay_s=0.15)
+    short_answer = ScriptedModel(answer="Otters are back.", token_delay_s=0.02)
+    models = iter([long_answer, short_answer])
+    async with (
+        agent_app_with_page(speech_endpoint, lambda: next(models)) as url,
+        browser_page(chromium, profile) as page,
+        httpx.AsyncClient(timeout=10) as http,
+    ):
+        await page.goto(url + "/player/")
+        await speak(page, "Tell me everything about otters.", "bidi")
+        await page.wait_for_function("window.__player.outputLevel() > 0.001", timeout=FIRST_AUDIO_TIMEOUT_MS)
+        assert await ping_status(http, url) == "HealthyBusy"
+        assert not long_answer.finished
+
+        await page.click("#stop")
+        stopped = await stopped_page_state(page)
+        server_end_s = await wait_for_idle_server(http, url)
+
+        await speak(page, "Are they back?", "bidi")
+        await page.wait_for_function(
+            "() => ['done', 'error'].includes(window.__player.turns()[1].state)", timeout=FIRST_AUDIO_TIMEOUT_MS
+        )
+        again = (await page.evaluate("window.__player.turns()"))[1]
+        return long_answer, stopped, again, server_end_s
+
+
+async def stopped_page_state(page: Page) -> dict[str, Any]:
+    """Right after Stop: no source left, silence at the output, and no more of the stream is read."""
+    assert await page.evaluate("window.__player.activeSources()") == 0
+    await page.wait_for_function("window.__player.outputLevel() === 0", timeout=2_000)
+    before: dict[str, Any] = await page.evaluate("window.__player.current()")
+    await page.wait_for_timeout(1_000)
+    after: dict[str, Any] = await page.evaluate("window.__player.current()")
+    assert after["reads"] == before["reads"] and after["text"] == before["text"]
+    assert await page.evaluate("window.__player.outputLevel()") == 0
+    assert await page.is_disabled("#stop")
+    return after
+
+
+def test_stop_during_playback_cancels_the_turn_and_a_new_turn_works(
+    model_server: RunningServer, chromium: Path, tmp_path: Path
+) -> None:
+    model, stopped, again, server_end_s = asyncio.run(
+        _stop_then_speak_again(model_server.ws_url, chromium, tmp_path / "profile")
+    )
+    assert stopped["state"] == "stopped" and stopped["end"] is None
+    assert stopped["firstAudioMs"] is not None and stopped["chunks"] >= 1
+    # Server side: the model was stopped mid-answer (the turn was cancelled, not run to its end).
+    assert model.stopped_early and not model.finished
+    assert model.tokens_sent < len(model.tokens)
+    assert server_end_s < SERVER_TURN_END_TIMEOUT_S
+    assert again["state"] == "done", again["errors"]
+    assert again["text"] == "Otters are back." and again["chunks"] >= 1 and again["errors"] == []
+    assert sum(s["duration"] for s in again["scheduled"]) * 1000 == pytest.approx(
+        again["end"]["audio_ms"], rel=0.01
+    )

@@ -1,0 +1,166 @@
+"""SSE reassembly in Chromium: a stream cut at awkward byte offsets decodes to the same audio and text.
+
+The agent app's SSE arrives in delivery chunks that end anywhere (the seed saw 4 audio frames arrive as
+6 chunks, 2 ending mid-frame). ``SplittingSseServer`` is a test double of the agent app that sends a
+fixed event stream either whole or cut inside the base64, between the two ``\\n`` of a separator, inside
+``data:`` and inside a multi-byte character, pausing between pieces so the browser reads them apart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import math
+import random
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import base64
+import pytest
+from browser_harness import browser_page, speak
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import StreamingResponse
+from starlette.routing import Route
+
+from agentcore_app.local_stack import serve_asgi
+from agentcore_app.serve import with_page
+
+pytestmark = pytest.mark.browser
+
+SAMPLE_RATE = 24_000
+TEXT = "Naïve otters ☕ sleep holding hands."
+PIECE_PAUSE_S = 0.05
+
+
+def sse(event: dict[str, Any]) -> bytes:
+    """One event as the AgentCore SDK writes it (raw UTF-8, not \\u escapes)."""
+    return b"data: " + json.dumps(event, ensure_ascii=False).encode("utf-8") + b"\n\n"
+
+
+def tone_pcm(seconds: float, seed: int) -> bytes:
+    """A tone with noise: every base64 character class shows up, and it is audibly not silence."""
+    rng = random.Random(seed)
+    n = int(seconds * SAMPLE_RATE)
+    samples = (int(8000 * math.sin(2 * math.pi * 220 * i / SAMPLE_RATE) + rng.randint(-3000, 3000)) for i in range(n))
+    return b"".join(s.to_bytes(2, "little", signed=True) for s in samples)
+
+
+@dataclass
+class ScriptedStream:
+    """The byte stream of one turn, and where each event of interest lies in it."""
+
+    body: bytes
+    pcm: bytes
+    event_spans: list[tuple[int, int]] = field(default_factory=list)  # [start, end) incl. "\n\n"
+
+
+def scripted_stream() -> ScriptedStream:
+    chunks = [tone_pcm(0.25, seed) for seed in range(3)]
+    events: list[dict[str, Any]] = [{"type": "agent_start", "request_id": "split", "mode": "bidi"}]
+    events.append({"type": "text_delta", "seq": 1, "text": TEXT})
+    for seq, pcm in enumerate(chunks, start=2):
+        events.append(
+            {
+                "type": "audio_chunk",
+                "seq": seq,
+                "sentence": 0,
+                "audio": base64.b64encode(pcm).decode("ascii"),
+                "format": "pcm_s16le",
+                "sample_rate": SAMPLE_RATE,
+                "channels": 1,
+            }
+        )
+    audio_ms = sum(len(c) for c in chunks) / 2 / SAMPLE_RATE * 1000
+    events.append({"type": "agent_end", "request_id": "split", "mode": "bidi", "audio_ms": audio_ms, "chunks": 3})
+    stream = ScriptedStream(body=b"", pcm=b"".join(chunks))
+    for event in events:
+        encoded = sse(event)
+        stream.event_spans.append((len(stream.body), len(stream.body) + len(encoded)))
+        stream.body += encoded
+    return stream
+
+
+def awkward_cuts(stream: ScriptedStream) -> dict[str, int]:
+    """Named byte offsets that end a delivery chunk where a naive reader would break."""
+    body = stream.body
+    text_start, _ = stream.event_spans[1]
+    audio1_start, audio1_end = stream.event_spans[2]
+    audio2_start, audio2_end = stream.event_spans[3]
+    b64_start = body.index(b'"audio": "', audio1_start) + len(b'"audio": "')
+    coffee = body.index("☕".encode(), text_start)
+    return {
+        "inside data: prefix": text_start + 3,
+        "inside a multi-byte character": coffee + 1,
+        "inside base64 (early)": b64_start + 7,
+        "inside base64 (middle)": b64_start + (audio1_end - b64_start) // 2 + 1,
+        "between the two newlines": audio1_end - 1,
+        "inside base64 of the next event": body.index(b'"audio": "', audio2_start) + 100,
+        "between the last two newlines": len(body) - 1,
+        "one byte before the separator": audio2_end - 2,
+    }
+
+
+def split_at(body: bytes, cuts: list[int]) -> list[bytes]:
+    edges = [0, *sorted(set(cuts)), len(body)]
+    return [body[a:b] for a, b in zip(edges, edges[1:], strict=False) if b > a]
+
+
+def splitting_server(stream: ScriptedStream, cuts: list[int]) -> Starlette:
+    """A test double of the agent app: POST /invocations streams ``stream`` whole or cut at ``cuts``.
+
+    The prompt picks the delivery: ``whole`` sends one piece, anything else the cut pieces.
+    """
+
+    async def invocations(request: Request) -> StreamingResponse:
+        payload = await request.json()
+        pieces = [stream.body] if payload["prompt"] == "whole" else split_at(stream.body, cuts)
+
+        async def deliver() -> AsyncIterator[bytes]:
+            for piece in pieces:
+                yield piece
+                await asyncio.sleep(PIECE_PAUSE_S)  # so the browser reads each piece on its own
+
+        return StreamingResponse(deliver(), media_type="text/event-stream")
+
+    return with_page(Starlette(routes=[Route("/invocations", invocations, methods=["POST"])]))
+
+
+async def _whole_then_split(chromium: Path, profile: Path, cuts: list[int]) -> list[dict[str, Any]]:
+    stream = scripted_stream()
+    async with serve_asgi(splitting_server(stream, cuts)) as url, browser_page(chromium, profile) as page:
+        await page.goto(url + "/player/")
+        for number, prompt in enumerate(("whole", "split"), start=1):
+            await speak(page, prompt, "bidi")
+            await page.wait_for_function(
+                "n => ['done', 'error'].includes(window.__player.turns()[n - 1]?.state)", arg=number, timeout=30_000
+            )
+        turns: list[dict[str, Any]] = await page.evaluate("window.__player.turns()")
+        return turns
+
+
+def test_split_stream_decodes_to_the_same_audio_and_text(chromium: Path, tmp_path: Path) -> None:
+    stream = scripted_stream()
+    named_cuts = awkward_cuts(stream)
+    # Around the second audio event's separator, every byte arrives on its own.
+    _, audio2_end = stream.event_spans[3]
+    cuts = [*named_cuts.values(), *range(audio2_end - 6, audio2_end + 6)]
+    whole, split = asyncio.run(_whole_then_split(chromium, tmp_path / "profile", cuts))
+
+    # The browser really received the pieces apart: every awkward offset ended one of its reads.
+    read_ends = {sum(split["reads"][: i + 1]) for i in range(len(split["reads"]))}
+    missing = {name: at for name, at in named_cuts.items() if at not in read_ends}
+    assert not missing, f"these cuts were merged in delivery: {missing}"
+    assert whole["reads"] != split["reads"]
+
+    expected_sha256 = hashlib.sha256(stream.pcm).hexdigest()
+    for turn in (whole, split):
+        assert turn["state"] == "done" and turn["errors"] == []
+        assert turn["text"] == TEXT
+        assert turn["chunks"] == 3
+        assert turn["pcmSha256"] == expected_sha256
+        assert sum(s["duration"] for s in turn["scheduled"]) * 1000 == pytest.approx(turn["end"]["audio_ms"])
+    assert [s["duration"] for s in whole["scheduled"]] == [s["duration"] for s in split["scheduled"]]
