@@ -143,6 +143,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                                     "floor_ms": round(llm_ms + engine_ms, 1),
                                 }
                             trials.append(row)
+                            # Written after every turn: a long run stopped early still leaves its numbers.
+                            write_result(summarize(trials, args), args.out)
                             print(
                                 f"prompt {p_index} trial {trial} {variant:>26}: TTFA {row['ttfa_ms']} ms, "
                                 f"stall {row['stall_ms']} ms",
@@ -217,12 +219,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--tts-threads", type=int, default=None, help="model server engine threads")
     parser.add_argument("--out", type=Path, default=None, help="JSON path (default benchmarks/results/...)")
     args = parser.parse_args(argv)
+    args.out = args.out or RESULTS_DIR / f"e2e_latency-{time.strftime('%Y%m%d-%H%M%S')}.json"
     result = asyncio.run(run(args))
     print_table(result)
-    out = args.out or RESULTS_DIR / f"e2e_latency-{time.strftime('%Y%m%d-%H%M%S')}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {out}")
+    write_result(result, args.out)
+    print(f"wrote {args.out}")
+
+
+def write_result(result: dict[str, Any], path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result, indent=2) + "\n")
 
 
 if __name__ == "__main__":

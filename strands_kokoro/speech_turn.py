@@ -229,10 +229,9 @@ class SpeechTurn:
             # Never str(exc): it can carry internals (or a bare key) that look like a message.
             self._emit(events.error("agent_failed", f"the agent turn failed ({type(exc).__name__})"))
         finally:
-            aclose = getattr(agent_stream, "aclose", None)
-            if aclose is not None:
+            self._text.put_nowait(None)  # the tap's last flush is already queued before this
+            if (aclose := getattr(agent_stream, "aclose", None)) is not None:
                 await aclose()
-            self._text.put_nowait(None)
 
     # --------------------------------------------------------------------------------- the speaker
 

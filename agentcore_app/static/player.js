@@ -39,6 +39,15 @@ function eventData(block) {
   return data.length ? data.join("\n") : null;
 }
 
+/** One event's JSON; a malformed one becomes a coded client-side event and the stream goes on. */
+function parseJson(data) {
+  try {
+    return JSON.parse(data);
+  } catch {
+    return { type: "bad_event", code: "bad_event", message: `not JSON: ${data.slice(0, 80)}` };
+  }
+}
+
 /** Turns arbitrary byte chunks into parsed JSON events; holds back an incomplete tail. */
 export class SseDecoder {
   constructor() {
@@ -60,7 +69,7 @@ export class SseDecoder {
     while (found) {
       const [end, sepLength] = found;
       const data = eventData(this.text.decode(this.pending.subarray(start, end)));
-      if (data !== null) events.push(JSON.parse(data));
+      if (data !== null) events.push(parseJson(data));
       start = end + sepLength;
       found = findEventEnd(this.pending, start);
     }
@@ -298,6 +307,10 @@ export class VoicePage {
       case "speech_error":
         turn.errors.push(event);
         this.el.warnings.textContent = `speech: ${event.code}: ${event.message} (the text goes on)`;
+        break;
+      case "bad_event":
+        turn.errors.push(event);
+        this.el.warnings.textContent = `skipped an event: ${event.message}`;
         break;
       case "error":
         turn.errors.push(event);

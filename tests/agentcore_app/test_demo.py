@@ -14,6 +14,7 @@ AGENT_INFRA = str(Path(sys.executable).parent / "agent-infra")
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # starts its own model server and runs two real turns: minutes on a busy CPU
 def test_demo_local_writes_wavs_png_and_json(tmp_path: Path) -> None:
     out_dir = tmp_path / "out"
     json_path = tmp_path / "numbers.json"
@@ -31,7 +32,7 @@ def test_demo_local_writes_wavs_png_and_json(tmp_path: Path) -> None:
         ],
         capture_output=True,
         text=True,
-        timeout=280,
+        timeout=880,
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "time to first audio" in result.stdout

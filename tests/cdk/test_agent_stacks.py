@@ -13,6 +13,9 @@ from synth_support import PROFILE_MODEL_ID, Synthesized
 from cdk.config import AgentConfig, ConfigError
 from cdk.stacks.agent_foundation import AgentFoundationStack
 
+# A full synth takes 20-60 s, several minutes on a loaded CI machine: more than the default 300 s.
+pytestmark = pytest.mark.timeout(900)
+
 FOUNDATION, RUNTIME = "KokoroAgentFoundation", "KokoroAgentRuntime"
 
 

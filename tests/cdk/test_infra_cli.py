@@ -15,6 +15,9 @@ from cdk.cli import agent_infra, speech_main
 from cdk.config import AGENT_STACKS, SPEECH_STACKS
 from cdk.tooling import ToolingError, require_absent, require_deployed
 
+# A full synth takes 20-60 s, several minutes on a loaded CI machine: more than the default 300 s.
+pytestmark = pytest.mark.timeout(900)
+
 
 @pytest.fixture
 def bare_machine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:

@@ -12,6 +12,9 @@ from synth_support import Synthesized
 from cdk.config import AGENT_STACKS, SPEECH_STACKS
 from cdk.stacks.common import MIN_REASON_CHARS, acknowledge
 
+# A full synth takes 20-60 s, several minutes on a loaded CI machine: more than the default 300 s.
+pytestmark = pytest.mark.timeout(900)
+
 EXPECTED = {
     "KokoroSpeechFoundation": {
         "AwsSolutions-IAM5[Resource::*]",  # ecr:GetAuthorizationToken

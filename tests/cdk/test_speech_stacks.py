@@ -9,6 +9,9 @@ import pytest
 from aws_cdk.assertions import Match, Template
 from synth_support import Synthesized
 
+# A full synth takes 20-60 s, several minutes on a loaded CI machine: more than the default 300 s.
+pytestmark = pytest.mark.timeout(900)
+
 FOUNDATION, CACHE, ENDPOINT = "KokoroSpeechFoundation", "KokoroModelCache", "KokoroSpeechEndpoint"
 
 

@@ -53,6 +53,7 @@ class ScriptedCall:
 
     text: str
     tool: ToolCall | None = None
+    fail_after_text: bool = False  # raise after streaming the text (the turn fails)
 
 
 class ScriptedStreamingModel(Model):
@@ -96,6 +97,10 @@ class ScriptedStreamingModel(Model):
         self.call_index += 1
         if self.started_at is None:
             self.started_at = time.perf_counter()
+        if call.fail_after_text:
+            for piece in tokens(call.text):
+                yield {"contentBlockDelta": {"delta": {"text": piece}}}
+            raise RuntimeError("scripted model failure with a secret inside")
         yield {"messageStart": {"role": "assistant"}}
         yield {"contentBlockStart": {"start": {}}}
         pieces = tokens(call.text)

@@ -215,3 +215,12 @@ async def test_a_consumer_that_stops_early_leaves_no_task_behind() -> None:
     await asyncio.sleep(0)
     assert not [t for t in asyncio.all_tasks() - before if not t.done()]
     assert not speech._active  # the turn is over, so interrupt() has nothing to stop
+
+
+async def test_a_failing_agent_ends_the_turn_with_a_coded_error() -> None:
+    speech = KokoroSpeech(endpoint=f"ws://127.0.0.1:{free_port()}", reconnect_attempts=0)
+    agent, _ = make_agent(speech, [ScriptedCall("Half an answer.", fail_after_text=True)])
+    turn = await run_turn(speech.stream(agent, "Tell me about otters."))
+    [error] = turn.of("error")
+    assert error["code"] == "agent_failed" and "secret" not in error["message"]
+    assert turn.last("error") < len(turn.events) - 1  # agent_end still closes the turn

@@ -11,6 +11,10 @@ Why exact lengths can be asserted: the duration head of the random model is fixe
 (phonemes plus the two padding tokens) lasts exactly one frame (600 samples at 24 kHz) at speed 1 and two
 frames at speed 0.5. Everything else stays random, so the audio is noise, but its length is a function of
 the phonemes our shared G2P produced, and its shape and dtype are what production returns.
+
+The last test starts the real server (``python -m tts_container --engine torch``) on the same cache, with
+every outbound connection refused from the interpreter's first line: importing kokoro (misaki, spaCy,
+transformers, huggingface_hub), loading, warming up and speaking over a WebSocket must need no network.
 """
 
 from __future__ import annotations

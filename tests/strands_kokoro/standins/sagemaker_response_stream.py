@@ -142,7 +142,11 @@ class _Handler(BaseHTTPRequestHandler):
         """Like SageMaker, stop the container's response as soon as the client disconnects."""
         while streaming.is_set():
             readable, _, _ = select.select([self.connection], [], [], 0.1)
-            if readable and not self.connection.recv(1, socket.MSG_PEEK):
+            try:
+                gone = bool(readable) and not self.connection.recv(1, socket.MSG_PEEK)
+            except OSError:  # reset by the client
+                gone = True
+            if gone:
                 upstream.close()
                 return
 
