@@ -124,19 +124,18 @@ async def serve(args: argparse.Namespace) -> None:
         server = uvicorn.Server(uvicorn.Config(app, host=args.host, port=port, log_level="warning"))
         async with asyncio.TaskGroup() as group:
             serving = group.create_task(server.serve())
-            while not server.started and not serving.done():
+            while not server.started:
+                if serving.done():
+                    return  # uvicorn could not start (it logged why); the task group re-raises its error
                 await asyncio.sleep(0.05)
-            if server.started:
-                host = f"[{args.host}]" if ":" in args.host else args.host
-                print(f"speech {speech_endpoint}, model {args.model}", file=sys.stderr)
-                print(f"voice player: {page_url(f'http://{host}:{port}')}", flush=True)
+            host = f"[{args.host}]" if ":" in args.host else args.host
+            print(f"speech {speech_endpoint}, model {args.model}", file=sys.stderr)
+            print(f"voice player: {page_url(f'http://{host}:{port}')}", flush=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry of ``agent-infra serve``; returns the exit status."""
     args = build_parser().parse_args(argv)
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(serve(args))
-    except KeyboardInterrupt:
-        pass
     return 0

@@ -276,6 +276,8 @@ export class VoicePage {
       if (turn.state !== "stopped") {
         turn.state = "error";
         turn.errors.push({ code: "network", message: String(err) });
+        // A CORS refusal or an unreachable app both land here; the console has the browser's detail.
+        this.el.warnings.textContent = `network: cannot reach ${this.agentUrl}/invocations (${err})`;
       }
     }
     this.render();
@@ -373,8 +375,10 @@ export class VoicePage {
       return row;
     }));
     const r = this.ratio();
+    // Worded both ways: on a loaded machine bidi can lose, and "0.8× sooner" would read as a win.
+    const how = !r ? "" : r.ratio >= 1 ? `${r.ratio.toFixed(1)}× sooner` : `${(1 / r.ratio).toFixed(1)}× later`;
     this.el.ratio.textContent = r
-      ? `bidi first audio is ${r.ratio.toFixed(1)}× sooner than batch (${Math.round(r.bidiMs)} ms vs ${Math.round(r.batchMs)} ms)`
+      ? `bidi first audio is ${how} than batch (${Math.round(r.bidiMs)} ms vs ${Math.round(r.batchMs)} ms)`
       : "";
   }
 }

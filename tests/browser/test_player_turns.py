@@ -7,6 +7,7 @@ The LLM is ``ScriptedModel`` (a test double with a known answer) so the text can
 from __future__ import annotations
 
 import asyncio
+import itertools
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +20,9 @@ if TYPE_CHECKING:
 
     from tests.conftest import RunningServer
 
-pytestmark = pytest.mark.browser
+# The first test that uses the session's model server also waits for it to load (minutes on a loaded
+# 2-core machine); the turns themselves are bounded by the page waits below.
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]
 
 TURN_TIMEOUT_MS = 180_000
 # Two sentences: enough to join two sentences' audio, short enough for a loaded 2-core CI machine.
@@ -46,11 +49,13 @@ def assert_gapless(turn: dict[str, Any]) -> None:
     stream, not of the player: the player must then start the new buffer fresh, never overlap it.
     """
     scheduled = turn["scheduled"]
-    for before, after in zip(scheduled, scheduled[1:], strict=False):
+    for before, after in itertools.pairwise(scheduled):
         end = before["start"] + before["duration"]
         assert after["start"] - end > -CONTIGUITY_S, f"overlap: {before} then {after}"
         if after["start"] - end > CONTIGUITY_S:
-            assert after["underrun"] and after["scheduledAt"] >= end, f"gap without underrun: {before} {after}"
+            assert after["underrun"] and after["scheduledAt"] >= end, (
+                f"gap without underrun: {before} {after}"
+            )
 
 
 def assert_full_turn(turn: dict[str, Any], mode: str) -> None:

@@ -9,7 +9,9 @@ fixed event stream either whole or cut inside the base64, between the two ``\\n`
 from __future__ import annotations
 
 import asyncio
+import base64
 import hashlib
+import itertools
 import json
 import math
 import random
@@ -18,7 +20,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import base64
 import pytest
 from browser_harness import browser_page, speak
 from starlette.applications import Starlette
@@ -45,7 +46,9 @@ def tone_pcm(seconds: float, seed: int) -> bytes:
     """A tone with noise: every base64 character class shows up, and it is audibly not silence."""
     rng = random.Random(seed)
     n = int(seconds * SAMPLE_RATE)
-    samples = (int(8000 * math.sin(2 * math.pi * 220 * i / SAMPLE_RATE) + rng.randint(-3000, 3000)) for i in range(n))
+    samples = (
+        int(8000 * math.sin(2 * math.pi * 220 * i / SAMPLE_RATE) + rng.randint(-3000, 3000)) for i in range(n)
+    )
     return b"".join(s.to_bytes(2, "little", signed=True) for s in samples)
 
 
@@ -75,7 +78,9 @@ def scripted_stream() -> ScriptedStream:
             }
         )
     audio_ms = sum(len(c) for c in chunks) / 2 / SAMPLE_RATE * 1000
-    events.append({"type": "agent_end", "request_id": "split", "mode": "bidi", "audio_ms": audio_ms, "chunks": 3})
+    events.append(
+        {"type": "agent_end", "request_id": "split", "mode": "bidi", "audio_ms": audio_ms, "chunks": 3}
+    )
     stream = ScriptedStream(body=b"", pcm=b"".join(chunks))
     for event in events:
         encoded = sse(event)
@@ -112,7 +117,7 @@ def awkward_cuts(stream: ScriptedStream) -> dict[str, list[int]]:
 
 def split_at(body: bytes, cuts: list[int]) -> list[bytes]:
     edges = [0, *sorted(set(cuts)), len(body)]
-    return [body[a:b] for a, b in zip(edges, edges[1:], strict=False) if b > a]
+    return [body[a:b] for a, b in itertools.pairwise(edges) if b > a]
 
 
 def splitting_server(stream: ScriptedStream, cuts: list[int]) -> Starlette:
@@ -142,7 +147,9 @@ async def _whole_then_split(chromium: Path, profile: Path, cuts: list[int]) -> l
         for number, prompt in enumerate(("whole", "split"), start=1):
             await speak(page, prompt, "bidi")
             await page.wait_for_function(
-                "n => ['done', 'error'].includes(window.__player.turns()[n - 1]?.state)", arg=number, timeout=30_000
+                "n => ['done', 'error'].includes(window.__player.turns()[n - 1]?.state)",
+                arg=number,
+                timeout=30_000,
             )
         turns: list[dict[str, Any]] = await page.evaluate("window.__player.turns()")
         return turns
