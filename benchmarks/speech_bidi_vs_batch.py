@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import platform
 import re
 import statistics
@@ -142,6 +143,7 @@ def main() -> None:
             server = start_model_server()
             stack.callback(stop_model_server, server)
             endpoint = server.ws_url
+        load_before = os.getloadavg()[0]
         result = asyncio.run(run(endpoint, args.trials, args.tokens_per_s))
     s = result["summary"]
     print(
@@ -155,7 +157,12 @@ def main() -> None:
     print(f"{'bidi floor (write + synth)':28s}{s['bidi_floor_ms']:>12}")
     print(f"ratio batch/bidi: {s['ratio_batch_over_bidi']}x sooner in bidi")
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    # CPU synthesis time scales with contention: a loaded box compresses the ratio, so record the load.
+    load = {"load_avg_1m_before": round(load_before, 2), "load_avg_1m_after": round(os.getloadavg()[0], 2)}
+    print(f"load average (1 min) before/after: {load['load_avg_1m_before']} / {load['load_avg_1m_after']}")
     meta = {
+        **load,
+        "cpus": os.cpu_count(),
         "tokens_per_s": args.tokens_per_s,
         "trials": args.trials,
         "machine": platform.platform(),

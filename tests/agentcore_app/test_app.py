@@ -59,6 +59,11 @@ async def _raw_events(
     return out
 
 
+# The first test to ask for the session's model server pays its start (minutes on a busy 2-core machine),
+# and pytest-timeout counts fixture setup against the test.
+MODEL_SERVER_TIMEOUT = pytest.mark.timeout(600)
+
+
 def types(record: TurnRecord) -> list[str]:
     return [e.event["type"] for e in record.events]
 
@@ -78,6 +83,7 @@ async def _bidi_then_batch(speech_endpoint: str) -> tuple[TurnRecord, TurnRecord
     return bidi, batch, held.finished
 
 
+@MODEL_SERVER_TIMEOUT
 def test_event_order_both_modes_with_real_model_server(model_server: RunningServer) -> None:
     bidi, batch, bidi_model_finished = asyncio.run(_bidi_then_batch(model_server.ws_url))
     assert bidi_model_finished
@@ -129,6 +135,7 @@ def test_bad_payload_gets_one_coded_error_event(body: bytes | Any, status: int, 
     assert events[0]["message"] and "Traceback" not in events[0]["message"]
 
 
+@MODEL_SERVER_TIMEOUT
 def test_a_bad_payload_does_not_break_the_next_turn(model_server: RunningServer) -> None:
     results = asyncio.run(_raw_events(model_server.ws_url, [b"nope", {"prompt": "otters?", "mode": "bidi"}]))
     assert results[0][1][0]["code"] == "bad_json"
@@ -163,6 +170,7 @@ async def _disconnect_mid_turn(speech_endpoint: str, scripted: ScriptedModel) ->
         raise AssertionError("the turn kept running after the client disconnected")
 
 
+@MODEL_SERVER_TIMEOUT
 def test_client_disconnect_cancels_the_turn(model_server: RunningServer) -> None:
     scripted = ScriptedModel(answer=FOUR_SENTENCES * 4, token_delay_s=0.15)
     seen = asyncio.run(_disconnect_mid_turn(model_server.ws_url, scripted))
@@ -172,6 +180,7 @@ def test_client_disconnect_cancels_the_turn(model_server: RunningServer) -> None
 
 
 @pytest.mark.slow
+@MODEL_SERVER_TIMEOUT
 def test_real_local_model_end_to_end_gets_audio(model_server: RunningServer) -> None:
     [record] = asyncio.run(
         _turns(model_server.ws_url, "local", [{"prompt": "In two sentences, what is a cat?", "mode": "bidi"}])
