@@ -34,12 +34,11 @@ async def ping_status(http: httpx.AsyncClient, url: str) -> str:
     return str((await http.get(url + "/ping")).json()["status"])
 
 
-async def wait_for_idle_server(http: httpx.AsyncClient, url: str) -> float:
-    """Seconds until the agent app reports no running turn; fails if it keeps running."""
-    started = time.monotonic()
-    while time.monotonic() - started < SERVER_TURN_END_TIMEOUT_S:
+async def wait_for_idle_server(http: httpx.AsyncClient, url: str, since: float) -> float:
+    """Seconds from ``since`` until the agent app reports no running turn; fails if it keeps running."""
+    while time.monotonic() - since < SERVER_TURN_END_TIMEOUT_S:
         if await ping_status(http, url) == "Healthy":
-            return time.monotonic() - started
+            return time.monotonic() - since
         await asyncio.sleep(0.1)
     raise AssertionError("the server-side turn kept running after Stop")
 
@@ -62,9 +61,10 @@ async def _stop_then_speak_again(
         assert await ping_status(http, url) == "HealthyBusy"
         assert not long_answer.finished
 
+        clicked = time.monotonic()
         await page.click("#stop")
         stopped = await stopped_page_state(page)
-        server_end_s = await wait_for_idle_server(http, url)
+        server_end_s = await wait_for_idle_server(http, url, clicked)
 
         await speak(page, "Are they back?", "bidi")
         await page.wait_for_function(
@@ -76,7 +76,11 @@ async def _stop_then_speak_again(
 
 
 async def stopped_page_state(page: Page) -> dict[str, Any]:
-    """Right after Stop: no source left, silence at the output, and no more of the stream is read."""
+    """Right after Stop: no source left, silence at the output, and no more of the stream is read.
+
+    Takes about a second (it watches that nothing more arrives), so the server's turn end is timed
+    from the click, not from here.
+    """
     assert await page.evaluate("window.__player.activeSources()") == 0
     await page.wait_for_function("window.__player.outputLevel() === 0", timeout=2_000)
     before: dict[str, Any] = await page.evaluate("window.__player.current()")

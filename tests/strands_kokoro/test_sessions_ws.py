@@ -103,3 +103,12 @@ def test_sagemaker_endpoint_without_a_name_is_a_coded_error() -> None:
     with pytest.raises(EndpointError) as info:
         open_session("sagemaker:?region=us-east-1")
     assert info.value.code == "bad_endpoint"
+
+
+def test_sagemaker_endpoints_are_opened_lazily_with_their_query() -> None:
+    pytest.importorskip("strands_kokoro.sessions.sagemaker")
+    bidi = open_session("sagemaker:my-endpoint?region=us-west-2")
+    assert type(bidi).__name__ == "SageMakerBidiSession"
+    assert getattr(bidi, "endpoint_name", None) == "my-endpoint"
+    batch = open_session("sagemaker-batch:my-endpoint?region=us-west-2")
+    assert type(batch).__name__ == "SageMakerBatchSession"
