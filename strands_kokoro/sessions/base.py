@@ -7,9 +7,13 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Protocol
+
+from strands_kokoro.protocol import synthesize_message
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,6 +26,17 @@ class SpeechRequest:
     speed: float | None = None
     sample_rate: int | None = None
     lang: str | None = None
+
+    def wire_message(self) -> str:
+        """The protocol's ``synthesize`` frame for this request."""
+        return synthesize_message(
+            self.text,
+            request_id=self.request_id,
+            voice=self.voice,
+            speed=self.speed,
+            sample_rate=self.sample_rate,
+            lang=self.lang,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,3 +104,50 @@ class SpeechSession(Protocol):
     def events(self) -> AsyncIterator[SessionEvent]: ...
 
     async def close(self) -> None: ...
+
+
+class DrainTracker:
+    """Which sent requests still owe audio, and whether anyone is reading it.
+
+    A session's ``close`` must not end the stream while a reader still waits for audio (SageMaker drops
+    what is in flight once the input stream closes), and must not wait for audio that nobody reads.
+    """
+
+    def __init__(self) -> None:
+        self._pending: set[str] = set()
+        self._drained = asyncio.Event()
+        self._drained.set()
+        self.consuming = False
+
+    @property
+    def pending(self) -> bool:
+        return bool(self._pending)
+
+    def sent(self, request_id: str) -> None:
+        self._pending.add(request_id)
+        self._drained.clear()
+
+    def settle(self, event: SessionEvent) -> None:
+        """Note a completed, failed or cancelled request."""
+        match event:
+            case SynthesisCompleted(request_id=request_id) | ServerError(request_id=str(request_id)):
+                self._pending.discard(request_id)
+            case Cancelled():
+                self._pending.clear()
+            case _:
+                return
+        if not self._pending:
+            self._drained.set()
+
+    def stop_consuming(self) -> None:
+        """The reader left: nobody is owed audio any more."""
+        self.consuming = False
+        self._drained.set()
+
+    async def wait_drained(self, timeout_s: float) -> None:
+        """Wait (bounded) until every sent request settled, if a reader is attached."""
+        if self._pending:
+            await asyncio.sleep(0)  # let a consumer task that is already scheduled attach first
+        if self._pending and self.consuming:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._drained.wait(), timeout_s)

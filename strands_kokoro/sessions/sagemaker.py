@@ -53,7 +53,7 @@ from smithy_core.exceptions import SmithyIdentityError
 # factory imports this module (a coded `missing_dependency`), not at the first reconnect.
 from smithy_http.aio.crt import AWSCRTHTTPClient, AWSCRTHTTPClientConfig
 
-from strands_kokoro.protocol import CANCEL_MESSAGE, CLOSE_MESSAGE, synthesize_message
+from strands_kokoro.protocol import CANCEL_MESSAGE, CLOSE_MESSAGE
 from strands_kokoro.sessions.aws_credentials import (
     BotocoreCredentialsResolver,
     SageMakerError,
@@ -61,11 +61,9 @@ from strands_kokoro.sessions.aws_credentials import (
     resolve_region,
 )
 from strands_kokoro.sessions.base import (
-    Cancelled,
-    ServerError,
+    DrainTracker,
     SessionEvent,
     SpeechRequest,
-    SynthesisCompleted,
 )
 from strands_kokoro.sessions.frames import FrameDecoder
 
@@ -158,10 +156,7 @@ class SageMakerBidiSession:
         self._stream: DuplexEventStream[Any, Any, Any] | None = None
         self._output: EventReceiver[Any] | None = None
         self._send_lock = asyncio.Lock()
-        self._pending: set[str] = set()
-        self._drained = asyncio.Event()
-        self._drained.set()
-        self._consuming = False
+        self._drain = DrainTracker()
         self._closing = False
 
     async def __aenter__(self) -> SageMakerBidiSession:
@@ -203,33 +198,11 @@ class SageMakerBidiSession:
 
     async def send(self, request: SpeechRequest) -> None:
         """Queue one sentence on the stream; never waits for audio."""
-        self._pending.add(request.request_id)
-        self._drained.clear()
-        await self._publish(
-            synthesize_message(
-                request.text,
-                request_id=request.request_id,
-                voice=request.voice,
-                speed=request.speed,
-                sample_rate=request.sample_rate,
-                lang=request.lang,
-            )
-        )
+        self._drain.sent(request.request_id)
+        await self._publish(request.wire_message())
 
     async def cancel(self) -> None:
         await self._publish(CANCEL_MESSAGE)
-
-    def _settle(self, event: SessionEvent) -> None:
-        """Track which sent requests still owe audio, so close() knows when the stream is drained."""
-        match event:
-            case SynthesisCompleted(request_id=request_id) | ServerError(request_id=str(request_id)):
-                self._pending.discard(request_id)
-            case Cancelled():
-                self._pending.clear()
-            case _:
-                return
-        if not self._pending:
-            self._drained.set()
 
     async def events(self) -> AsyncIterator[SessionEvent]:
         """Yield the server's frames as events until :meth:`close`; an unasked end raises SageMakerError."""
@@ -237,7 +210,7 @@ class SageMakerBidiSession:
             raise SessionNotOpenError()
         output = self._output
         decoder = FrameDecoder()
-        self._consuming = True
+        self._drain.consuming = True
         try:
             while True:
                 try:
@@ -255,11 +228,10 @@ class SageMakerBidiSession:
                     continue
                 event = decoder.decode(part.value.bytes_ or b"")
                 if event is not None:
-                    self._settle(event)
+                    self._drain.settle(event)
                     yield event
         finally:
-            self._consuming = False
-            self._drained.set()
+            self._drain.stop_consuming()
 
     async def close(self) -> None:
         """Wait until sent requests are drained, say ``close``, then end the input stream; idempotent."""
@@ -271,12 +243,8 @@ class SageMakerBidiSession:
         self._closing = True
         client, stream = self._client, self._stream
         try:
-            if drain and self._pending:
-                await asyncio.sleep(0)  # let a consumer task that is already scheduled attach first
-            if drain and self._pending and self._consuming:
-                # Only a consumer drains the stream; with none attached nobody wants the audio.
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._drained.wait(), self._drain_timeout_s)
+            if drain:
+                await self._drain.wait_drained(self._drain_timeout_s)
             if stream is not None:
                 with contextlib.suppress(SageMakerError):
                     await self._publish(CLOSE_MESSAGE)

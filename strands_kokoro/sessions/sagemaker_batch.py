@@ -43,6 +43,7 @@ from strands_kokoro.sessions.aws_credentials import SageMakerError, default_boto
 from strands_kokoro.sessions.base import (
     AudioData,
     Cancelled,
+    DrainTracker,
     ServerError,
     SessionEvent,
     SpeechRequest,
@@ -147,10 +148,7 @@ class SageMakerBatchSession:
         self._in_flight: PayloadPartStream | None = None
         self._cancel_generation = 0
         self._cancel_signal: asyncio.Future[None] | None = None
-        self._pending: set[str] = set()
-        self._drained = asyncio.Event()
-        self._drained.set()
-        self._consuming = False
+        self._drain = DrainTracker()
         self._closing = False
 
     async def __aenter__(self) -> SageMakerBatchSession:
@@ -177,8 +175,7 @@ class SageMakerBatchSession:
         """Queue one text; the :meth:`events` consumer invokes the endpoint for it in turn."""
         if self._client is None or self._closing:
             raise SageMakerError("not_open", "the session is not open (use `async with session:`)")
-        self._pending.add(request.request_id)
-        self._drained.clear()
+        self._drain.sent(request.request_id)
         self._queue.put_nowait(request)
 
     async def cancel(self) -> None:
@@ -198,38 +195,25 @@ class SageMakerBatchSession:
 
     async def events(self) -> AsyncIterator[SessionEvent]:
         """Yield each request's events in order until :meth:`close`."""
-        self._consuming = True
+        self._drain.consuming = True
         try:
             while True:
                 item = await self._queue.get()
                 if item is None:
                     return
                 if isinstance(item, _CancelMarker):
-                    self._settle(Cancelled(item.dropped))
+                    self._drain.settle(Cancelled(item.dropped))
                     yield Cancelled(item.dropped)
                     continue
                 self._current = item
                 try:
                     async for event in self._invoke(item):
-                        self._settle(event)
+                        self._drain.settle(event)
                         yield event
                 finally:
                     self._current = None
         finally:
-            self._consuming = False
-            self._drained.set()
-
-    def _settle(self, event: SessionEvent) -> None:
-        """Track which sent requests still owe audio, so close() knows when they are drained."""
-        match event:
-            case SynthesisCompleted(request_id=request_id) | ServerError(request_id=str(request_id)):
-                self._pending.discard(request_id)
-            case Cancelled():
-                self._pending.clear()
-            case _:
-                return
-        if not self._pending:
-            self._drained.set()
+            self._drain.stop_consuming()
 
     def _body(self, request: SpeechRequest) -> bytes:
         body: dict[str, Any] = {"text": request.text, "request_id": request.request_id, "format": self.format}
@@ -375,12 +359,9 @@ class SageMakerBatchSession:
         if self._client is None or self._closing:
             return
         self._closing = True
-        if drain and self._pending:
-            await asyncio.sleep(0)  # let a consumer task that is already scheduled attach first
-        if drain and self._pending and self._consuming:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._drained.wait(), self._drain_timeout_s)
-        if self._pending:
+        if drain:
+            await self._drain.wait_drained(self._drain_timeout_s)
+        if self._drain.pending:
             await self.cancel()
         self._queue.put_nowait(None)
         client, self._client = self._client, None

@@ -14,7 +14,7 @@ from typing import Any
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 
-from strands_kokoro.protocol import CANCEL_MESSAGE, CLOSE_MESSAGE, WS_PATH, synthesize_message
+from strands_kokoro.protocol import CANCEL_MESSAGE, CLOSE_MESSAGE, WS_PATH
 from strands_kokoro.sessions.base import SessionClosedError, SessionEvent, SpeechRequest
 from strands_kokoro.sessions.frames import FrameDecoder
 
@@ -65,16 +65,7 @@ class WebSocketSession:
             raise SessionClosedError(f"connection to {self.url} dropped") from exc
 
     async def send(self, request: SpeechRequest) -> None:
-        await self._send(
-            synthesize_message(
-                request.text,
-                request_id=request.request_id,
-                voice=request.voice,
-                speed=request.speed,
-                sample_rate=request.sample_rate,
-                lang=request.lang,
-            )
-        )
+        await self._send(request.wire_message())
 
     async def cancel(self) -> None:
         await self._send(CANCEL_MESSAGE)
