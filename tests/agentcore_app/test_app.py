@@ -23,7 +23,7 @@ from agentcore_app.client import TurnRecord, invoke_http, payload_for, run_turn
 from agentcore_app.local_stack import agent_app, free_port
 
 if TYPE_CHECKING:
-    from conftest import RunningServer
+    from model_server_process import RunningServer
 
 
 def dead_endpoint() -> str:

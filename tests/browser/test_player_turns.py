@@ -18,7 +18,7 @@ from scripted_model import ScriptedModel
 if TYPE_CHECKING:
     from playwright.async_api import Page
 
-    from tests.conftest import RunningServer
+    from model_server_process import RunningServer
 
 # The first test that uses the session's model server also waits for it to load (minutes on a loaded
 # 2-core machine); the turns themselves are bounded by the page waits below.

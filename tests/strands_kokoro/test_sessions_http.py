@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import RunningServer, free_port
+from model_server_process import RunningServer, free_port
 from session_contract import SessionContract, SessionFactory
 
 from strands_kokoro.sessions import open_session

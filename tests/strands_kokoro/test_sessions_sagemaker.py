@@ -17,7 +17,7 @@ import botocore.credentials
 import botocore.session
 import pytest
 import websockets
-from conftest import RunningServer, free_port
+from model_server_process import RunningServer, free_port
 from session_contract import SessionContract, SessionFactory
 from standins.sagemaker_bidi_router import SageMakerBidiRouter
 

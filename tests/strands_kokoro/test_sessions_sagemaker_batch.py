@@ -13,7 +13,7 @@ from typing import Any
 import botocore.session
 import httpx
 import pytest
-from conftest import free_port
+from model_server_process import free_port
 from session_contract import SessionContract, SessionFactory
 from standins.sagemaker_response_stream import SageMakerResponseStreamServer
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import RunningServer, free_port
+from model_server_process import RunningServer, free_port
 from session_contract import SessionContract, SessionFactory
 
 from strands_kokoro.protocol import synthesis_complete, synthesis_start

@@ -12,7 +12,7 @@ import contextlib
 from collections.abc import Iterator
 
 import pytest
-from conftest import RunningServer, free_port, start_model_server, stop_model_server
+from model_server_process import RunningServer, free_port, start_model_server, stop_model_server
 from speech_doubles import FOUR_SENTENCES, ScriptedCall, ToolCall, Turn, make_agent, run_turn, tokens, words
 from strands import tool
 

@@ -12,7 +12,7 @@ import time
 from collections.abc import AsyncIterator
 
 import pytest
-from conftest import RunningServer
+from model_server_process import RunningServer
 from session_contract import completed, read_until
 from speech_doubles import ScriptedCall, make_agent, run_turn, words
 

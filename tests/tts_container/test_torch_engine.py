@@ -35,7 +35,7 @@ from pathlib import Path
 import httpx
 import numpy as np
 import pytest
-from conftest import free_port
+from model_server_process import free_port
 from server_harness import dumps, read_response
 from websockets.asyncio.client import connect
 
