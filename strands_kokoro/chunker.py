@@ -23,7 +23,8 @@ line that starts a list item, heading, quote or table row starts a new chunk.
 Options (off by default, so the default output is plain sentences):
 
 - ``first_chunk_words=N``: the first chunk is cut early at a clause mark (``,`` ``;`` ``:`` ``—``)
-  once it holds at least N words, so the first audio starts sooner.
+  once it holds at least N words, so the first audio starts sooner; with neither that nor a sentence
+  end by its 2N-th word (``_WORD_CUT_FACTOR``), at the whitespace after it (never in a word or URL).
 - ``max_chars=M``: no chunk is longer than M characters (code blocks excepted); an over-long sentence
   is cut at its last clause mark past a third of M, else at its last space, else at M.
 
@@ -57,11 +58,13 @@ _BULLETS = "•⁃"
 _HEAD = 48  # characters of a sentence's start kept for its first word and list marker
 _COMPACT = 8192  # scanned characters kept in the working string before moving them aside
 _QUOTE_REACH = 300  # a quotation opened further back than this no longer holds a sentence open
+_WORD_CUT_FACTOR = 2  # first_chunk_words=N: with no clause mark by word N * this, cut at a space
 _FENCE = re.compile(r"[ \t]{0,3}(`{3,}|~{3,})")
 _STRUCTURAL_LINE = re.compile(r"[ \t]{0,3}(?:[-*+•⁃][ \t]|\d{1,3}[.)][ \t]|#{1,6}[ \t]|>|\|)")
 _HEAD_MARKER = re.compile(r"\s*(?:[•⁃]\s*)?(\d{1,3}|[A-Za-z])(\.\)|\.|\))\s")
 _WORD_START = re.compile(r"(?<!\S)\S")
 _NON_SPACE = re.compile(r"\S")
+_SPACE = re.compile(r"\s")
 
 
 class IncrementalSentenceChunker:
@@ -111,6 +114,10 @@ class IncrementalSentenceChunker:
         self._emitted_any = False
         self._at_stream_start = True
         self._fence: str | None = None  # the opening fence while inside a fenced code block
+        # first_chunk_words: words counted up to _words_upto; where the N-th and 2N-th start, and the
+        # whitespace ending the 2N-th (-1: not yet); no whitespace from the 2N-th up to _space_from
+        self._words, self._words_upto, self._word_n, self._word_cut_at = 0, 0, -1, -1
+        self._space_at, self._space_from = -1, 0
         self._new_chunk()
 
     def _new_chunk(self) -> None:
@@ -121,8 +128,6 @@ class IncrementalSentenceChunker:
         self._spaced_quotes = 0
         self._last_clause = -1
         self._last_space = -1
-        self._words = 0
-        self._words_upto = self._start
         self._lead: int | None = None  # the chunk's first non-space character (max_chars counts from it)
 
     @property
@@ -145,7 +150,7 @@ class IncrementalSentenceChunker:
             return
         if self._head is None:
             self._head = self._text(self._start, self._start + _HEAD)
-        self._count_words(cut)
+        self._count_words(cut)  # normally already done: _word_cut counts up to the end of _buf
         self._parts.append(self._buf[: cut - self._base])
         self._buf = self._buf[cut - self._base :]
         self._base = cut
@@ -190,6 +195,11 @@ class IncrementalSentenceChunker:
         limit = self._limit()
         if limit is not None and stop > limit:
             stop = limit
+        space = self._word_cut()
+        if space is not None and space <= stop:
+            self._bulk(space)
+            self._emit(out, space)
+            return True
         self._bulk(stop)
         if limit is not None and self._scan >= limit and self._end > limit:
             self._force_cut(out, limit)
@@ -341,22 +351,43 @@ class IncrementalSentenceChunker:
         after = w.at(1)
         if c == "—" or after.isspace() or after == "":
             self._last_clause = j + 1
-            n = self._first_chunk_words
-            if n is not None and not self._emitted_any and self._count_words(j) >= n:
+            self._count_words(j)
+            if not self._emitted_any and 0 <= self._word_n < j:  # N words before the mark
                 self._emit(out, j + 1)
                 return
         self._scan = j + 1
 
-    def _count_words(self, upto: int) -> int:
-        """Words in the current chunk before ``upto``, counted incrementally (first chunk only)."""
-        if self._first_chunk_words is None or self._emitted_any or upto <= self._words_upto:
-            return self._words
-        lo = self._words_upto
-        prev = self._buf[lo - self._base - 1] if lo > self._start else " "
-        seg = prev + self._buf[lo - self._base : upto - self._base]
-        self._words += len(_WORD_START.findall(seg)) - (0 if prev.isspace() else 1)
+    def _count_words(self, upto: int) -> None:
+        """Where the first chunk's N-th and 2N-th words start (counted from the segment's start)."""
+        n = self._first_chunk_words
+        if n is None or self._emitted_any or self._word_cut_at >= 0 or upto <= self._words_upto:
+            return
+        lo = max(self._words_upto, self._base)  # a lookbehind at _buf's start sees a chunk start
+        for m in _WORD_START.finditer(self._buf, lo - self._base, upto - self._base):
+            self._words += 1
+            if self._words == n:
+                self._word_n = self._base + m.start()
+            if self._words == n * _WORD_CUT_FACTOR:
+                self._word_cut_at = self._base + m.start()
+                break
         self._words_upto = upto
-        return self._words
+
+    def _word_cut(self) -> int | None:
+        """The first chunk's word cut: the first whitespace past its 2N-th word's start and the scan
+        (a mark's verdict may move the scan past a space), once it has arrived; else None."""
+        if self._first_chunk_words is None or self._emitted_any:
+            return None
+        self._count_words(self._end)
+        if self._word_cut_at < 0:
+            return None
+        if self._space_at < self._scan:
+            frm = max(self._space_from, self._scan, self._word_cut_at)
+            m = _SPACE.search(self._buf, frm - self._base)
+            if m is None:
+                self._space_from = self._end
+                return None
+            self._space_at = self._base + m.start()
+        return self._space_at
 
     def _list_item_cut(self, out: list[str], j: int, w: Window) -> bool:
         """``1. The first item 2. The second item``: a chunk opened by a list marker ends at the next."""

@@ -163,10 +163,47 @@ def test_first_chunk_words_cuts_only_the_first_chunk_at_a_clause_mark() -> None:
         "Six.",
     ]
     # "1,000" and "10:30" are not clause marks
-    assert segment_every_way("We sold 1,000 units at 10:30 today, sadly.", first_chunk_words=2) == [
+    assert segment_every_way("We sold 1,000 units at 10:30 today, sadly.", first_chunk_words=4) == [
         "We sold 1,000 units at 10:30 today,",
         "sadly.",
     ]
+
+
+def test_first_chunk_words_falls_back_to_a_word_boundary_after_twice_n_words() -> None:
+    text = "So here is the thing you need to know about it. Then more words follow here without end."
+    assert segment_every_way(text, first_chunk_words=3) == [
+        "So here is the thing you",  # 2N = 6 words and no clause mark: cut at the space after them
+        "need to know about it.",
+        "Then more words follow here without end.",  # only the first chunk
+    ]
+    # a clause mark by then wins; a sentence end before 2N words leaves nothing to cut
+    assert segment_every_way("One two three, four five six seven.", first_chunk_words=3) == [
+        "One two three,",
+        "four five six seven.",
+    ]
+    assert segment_every_way("One two. Three four five six seven eight.", first_chunk_words=2) == [
+        "One two.",
+        "Three four five six seven eight.",
+    ]
+    # never inside a URL or a number: only at whitespace; a newline is whitespace too
+    url = "Go to https://example.com/a,b;c:d.html?x=1,000 now please. Ok."
+    assert segment_every_way(url, first_chunk_words=1) == [
+        "Go to",
+        "https://example.com/a,b;c:d.html?x=1,000 now please.",
+        "Ok.",
+    ]
+    assert segment_every_way("a b 3.14159\nc d.", first_chunk_words=1) == ["a b", "3.14159\nc d."]
+
+
+def test_first_chunk_word_cut_waits_for_the_space_after_the_word() -> None:
+    chunker = IncrementalSentenceChunker(first_chunk_words=1)
+    assert chunker.feed("Hello wor") == []  # "wor" may go on in the next fragment
+    assert chunker.feed("ld") == []
+    assert chunker.feed(" and") == ["Hello world"]
+    assert chunker.flush() == "and"
+    assert chunker.feed("Again the") == []  # the next segment's first chunk is cut again
+    assert chunker.feed("se words ") == ["Again these"]
+    assert chunker.flush() == "words"
 
 
 def test_max_chars_prefers_a_clause_boundary_then_a_word_boundary() -> None:
@@ -217,7 +254,14 @@ pathological = st.one_of(
     st.integers(1, 400).map(lambda n: "Hello." + " " * n + "World. Again"),
 )
 options = st.sampled_from(
-    [{}, {"first_chunk_words": 3}, {"max_chars": 30}, {"first_chunk_words": 1, "max_chars": 12}]
+    [
+        {},
+        {"first_chunk_words": 3},
+        {"first_chunk_words": 1},
+        {"max_chars": 30},
+        {"first_chunk_words": 1, "max_chars": 12},
+        {"first_chunk_words": 2, "max_chars": 30},
+    ]
 )
 
 
@@ -237,6 +281,28 @@ def test_nothing_lost_and_same_output_whatever_the_fragmentation(text: str, opts
     assert all(chunk == chunk.strip() and chunk for chunk in whole)
     if "max_chars" in opts:
         assert all(len(c) <= opts["max_chars"] for c in whole[:-1] if "```" not in c and "~~~" not in c)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=texts, n=st.integers(1, 4), seed=st.integers(0, 1000))
+def test_first_chunk_word_cut_is_fragmentation_invariant(text: str, n: int, seed: int) -> None:
+    """Many-word texts so the 2N-word fallback fires; two segments through one chunker."""
+    text = "alpha beta gamma delta epsilon zeta eta theta " + text
+    chunker = IncrementalSentenceChunker(first_chunk_words=n)
+
+    def segments(first: list[str], second: list[str]) -> list[list[str | None]]:
+        result: list[list[str | None]] = []
+        for pieces in (first, second):
+            out: list[str | None] = []
+            for piece in pieces:
+                out.extend(chunker.feed(piece))
+            out.append(chunker.flush())
+            result.append(out)
+        return result
+
+    whole = segments([text], [text])
+    assert whole[0] == whole[1]  # flush() resets: the second segment's first chunk is cut alike
+    assert segments(random_pieces(text, seed), list(text)) == whole
 
 
 @settings(max_examples=200, deadline=None)

@@ -31,10 +31,15 @@ def load_vocab(config_path: Path) -> dict[str, int]:
 
 
 def session_options(threads: int | None) -> ort.SessionOptions:
-    """Intra-op threads = ``threads`` (default: every core); one inter-op thread (the graph is a chain)."""
+    """Intra-op threads = ``threads`` (default: every core); one inter-op thread (the graph is a chain).
+
+    Spinning is off: idle onnxruntime workers otherwise busy-wait between ops, which on a small shared CPU
+    steals the cores the LLM needs to write the next sentence while this one is being spoken.
+    """
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads or os.cpu_count() or 1
     options.inter_op_num_threads = 1
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     return options
 
