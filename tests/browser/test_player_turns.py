@@ -16,9 +16,8 @@ from browser_harness import ARTIFACTS, agent_app_with_page, browser_page, speak
 from scripted_model import ScriptedModel
 
 if TYPE_CHECKING:
-    from playwright.async_api import Page
-
     from model_server_process import RunningServer
+    from playwright.async_api import Page
 
 # The first test that uses the session's model server also waits for it to load (minutes on a loaded
 # 2-core machine); the turns themselves are bounded by the page waits below.
