@@ -71,25 +71,22 @@ async def _wait_for_ping(url: str, process: asyncio.subprocess.Process, timeout_
     raise RuntimeError(f"model server did not answer /ping within {timeout_s:.0f} s; see {log}")
 
 
+def model_server_command(port: int, *, engine: str = "onnx", threads: int | None = None) -> list[str]:
+    """The command line of a local model server on 127.0.0.1 (also used by the test fixtures)."""
+    cmd = [sys.executable, "-m", "tts_container", "--host", "127.0.0.1", "--port", str(port)]
+    cmd += ["--engine", engine]
+    if threads:
+        cmd += ["--threads", str(threads)]
+    return cmd
+
+
 @contextlib.asynccontextmanager
 async def model_server(
     log_path: Path, *, engine: str = "onnx", threads: int | None = None
 ) -> AsyncIterator[str]:
     """Run ``python -m tts_container`` on a free port until the block ends; yields its http URL."""
     port = free_port()
-    cmd = [
-        sys.executable,
-        "-m",
-        "tts_container",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--engine",
-        engine,
-    ]
-    if threads:
-        cmd += ["--threads", str(threads)]
+    cmd = model_server_command(port, engine=engine, threads=threads)
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open("wb") as log:
         process = await asyncio.create_subprocess_exec(*cmd, stdout=log, stderr=subprocess.STDOUT)

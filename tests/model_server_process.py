@@ -7,19 +7,15 @@ Kept out of ``conftest.py`` so tests can import it by a unique module name (seve
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 
 import httpx
 
+from agentcore_app.local_stack import free_port, model_server_command
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+__all__ = ["RunningServer", "free_port", "start_model_server", "stop_model_server"]
 
 
 @dataclass(frozen=True)
@@ -41,17 +37,7 @@ class RunningServer:
 def start_model_server(*extra_args: str, ready_timeout_s: float = 600.0) -> RunningServer:
     """Start ``python -m tts_container`` (onnx engine, real weights) and wait for GET /ping == 200."""
     port = free_port()
-    cmd = [
-        sys.executable,
-        "-m",
-        "tts_container",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--engine",
-        "onnx",
-    ]
+    cmd = model_server_command(port)
     process = subprocess.Popen([*cmd, *extra_args], env={**os.environ, "PYTHONUNBUFFERED": "1"})
     deadline = time.monotonic() + ready_timeout_s
     while time.monotonic() < deadline:
