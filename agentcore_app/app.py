@@ -114,7 +114,7 @@ def create_app(
 
     ``model`` is a setting string (see :mod:`agentcore_app.models`) or a factory called once per turn
     (each turn gets a fresh agent; providers are cheap to build, the local weights are loaded once).
-    ``speech_options`` are extra ``KokoroSpeech`` arguments for every turn (e.g. ``first_chunk_words``),
+    ``speech_options`` are extra ``KokoroSpeech`` arguments for every turn (e.g. ``pacing``),
     for deployments and benchmarks; callers cannot set them per request.
     """
     endpoint = speech_endpoint_setting(speech_endpoint)

@@ -69,10 +69,7 @@ def segment(pieces: list[str]) -> list[str]:
     out: list[str] = []
     for piece in pieces:
         out.extend(chunker.feed(piece))
-    rest = chunker.flush()
-    if rest is not None:
-        out.append(rest)
-    return out
+    return out + chunker.flush()
 
 
 def score(name: str, feed: str, seed: int) -> tuple[int, int, list[tuple[str, list[str], list[str]]]]:

@@ -10,27 +10,24 @@ characters at most, usually just the space and the next letter). Because every d
 window however the input was fragmented, the output is identical for the whole text, one character
 at a time, or token-sized pieces. The language rules live in :mod:`strands_kokoro.sentence_rules`.
 
-Nothing is lost: the sentences (stripped of surrounding whitespace) joined together equal the input
-up to whitespace. What is held back between feeds is the unfinished sentence plus at most the window.
+Nothing is lost and nothing is rewritten: every sentence is a verbatim slice of the input, stripped
+of surrounding whitespace, and the sentences follow each other in input order, so joined together
+they equal the input up to whitespace. What is held back between feeds is the unfinished sentence
+plus at most the window.
 
-Markdown and the order of the layers. ``KokoroSpeech`` runs ``SpeechTextFilter.feed`` FIRST and feeds
-its output to this chunker: the filter knows markdown (it removes fenced code blocks entirely, drops
-emphasis and emoji, and ends headings, list items and table rows with a blank line), the chunker knows
-sentences. The chunker is still safe on raw markdown: a fenced code block (```` ``` ```` or ``~~~``) is
-never split, it comes out as one chunk of its own (which ``clean_for_speech`` turns into ""), and a
-line that starts a list item, heading, quote or table row starts a new chunk.
+Sentences, not markdown. The production path is ``SpeechTextFilter.feed`` (it owns markdown: it drops
+fenced code blocks, emphasis and emoji, and puts a blank line around headings, list items and table
+rows) then :meth:`IncrementalSentenceChunker.feed`. The chunker knows no markdown; the one layout
+rule it keeps is that a blank line ends a chunk (a paragraph, or a heading without a period). Inline
+list markers are sentence rules, not markdown: ``1. The first item 2. The second item`` is two chunks.
 
-Options (off by default, so the default output is plain sentences):
+``max_chars=M`` (off by default): no chunk is longer than M characters; an over-long sentence is cut
+at its last clause mark (``,`` ``;`` ``:`` ``—``) past a third of M, else at its last space, else at M.
+Where the first request of a turn is cut (a short first phrase) is not the chunker's business: the
+speech pacer decides that from :attr:`~IncrementalSentenceChunker.settled` and the text fed.
 
-- ``first_chunk_words=N``: the first chunk is cut early at a clause mark (``,`` ``;`` ``:`` ``—``)
-  once it holds at least N words, so the first audio starts sooner; with neither that nor a sentence
-  end by its 2N-th word (``_WORD_CUT_FACTOR``), at the whitespace after it (never in a word or URL).
-- ``max_chars=M``: no chunk is longer than M characters (code blocks excepted); an over-long sentence
-  is cut at its last clause mark past a third of M, else at its last space, else at M.
-
-``flush()`` ends the input: it returns what is left (with the sentences only the end of input could
-settle, joined by a space) and resets the chunker, so one instance serves one text segment after
-another.
+``flush()`` ends the input: it returns the sentences that only the end of input could settle, as a
+list, and resets the chunker, so one instance serves one text segment after another.
 """
 
 from __future__ import annotations
@@ -52,39 +49,35 @@ from strands_kokoro.sentence_rules import (
 
 __all__ = ["WINDOW", "IncrementalSentenceChunker"]
 
-_BASE_MARKS = ".!?…。！？\n\"'“”‘’`)•⁃"
-_CLAUSE_MARKS = ",;:—"
 _BULLETS = "•⁃"
+_MARKS = "".join(sorted(TERMINALS | CJK_TERMINALS)) + "\n\"'“”‘’`)" + _BULLETS
+_CLAUSE_MARKS = ",;:—"
 _HEAD = 48  # characters of a sentence's start kept for its first word and list marker
 _COMPACT = 8192  # scanned characters kept in the working string before moving them aside
 _QUOTE_REACH = 300  # a quotation opened further back than this no longer holds a sentence open
-_WORD_CUT_FACTOR = 2  # first_chunk_words=N: with no clause mark by word N * this, cut at a space
-_FENCE = re.compile(r"[ \t]{0,3}(`{3,}|~{3,})")
-_STRUCTURAL_LINE = re.compile(r"[ \t]{0,3}(?:[-*+•⁃][ \t]|\d{1,3}[.)][ \t]|#{1,6}[ \t]|>|\|)")
 _HEAD_MARKER = re.compile(r"\s*(?:[•⁃]\s*)?(\d{1,3}|[A-Za-z])(\.\)|\.|\))\s")
-_WORD_START = re.compile(r"(?<!\S)\S")
 _NON_SPACE = re.compile(r"\S")
-_SPACE = re.compile(r"\s")
 
 
 class IncrementalSentenceChunker:
-    """Feed text fragments, get back the sentences they completed."""
+    """Feed text fragments, get back the sentences they completed.
 
-    def __init__(self, first_chunk_words: int | None = None, max_chars: int | None = None) -> None:
-        if first_chunk_words is not None and first_chunk_words < 1:
-            raise ValueError("first_chunk_words must be a positive number of words or None")
+    ``feed(fragment) -> list[str]`` returns the sentences the fragment completed; ``flush() ->
+    list[str]`` the ones left at the end of input; ``settled`` how far the decisions have reached.
+    """
+
+    def __init__(self, *, max_chars: int | None = None) -> None:
         if max_chars is not None and max_chars < 1:
             raise ValueError("max_chars must be a positive number of characters or None")
-        self._first_chunk_words = first_chunk_words
         self._max_chars = max_chars
-        marks = _BASE_MARKS + (_CLAUSE_MARKS if first_chunk_words or max_chars else "")
+        marks = _MARKS + (_CLAUSE_MARKS if max_chars else "")
         self._marks = re.compile("[" + re.escape(marks) + "]")
         self._reset()
 
     # -- public API -----------------------------------------------------------------------------
 
     def feed(self, fragment: str) -> list[str]:
-        """Add a fragment of text; return the sentences it completed (possibly none)."""
+        """Add a fragment of text; return the sentences it completed (possibly none), each stripped."""
         if not isinstance(fragment, str):
             raise TypeError(f"feed() takes str, not {type(fragment).__name__}")
         self._buf += fragment
@@ -93,15 +86,29 @@ class IncrementalSentenceChunker:
         self._compact()
         return out
 
-    def flush(self) -> str | None:
-        """End of input: return what is left (None if nothing) and start over."""
+    def flush(self) -> list[str]:
+        """End of input: return the sentences left (each stripped, in order; [] if none); start over.
+
+        The next ``feed`` begins a new segment: ``settled`` counts from 0 again.
+        """
         out: list[str] = []
         self._advance(out, eof=True)
         rest = self._text(self._start, self._end).strip()
         if rest:
             out.append(rest)
         self._reset()
-        return " ".join(out) if out else None
+        return out
+
+    @property
+    def settled(self) -> int:
+        """Characters of the current segment (fed since the last flush) that are decided.
+
+        The chunker places no further sentence boundary before this offset, except a ``max_chars``
+        forced cut: text before it either went out in a sentence or belongs to the unfinished one. It
+        never decreases within a segment and never exceeds the characters fed. It is the scan position:
+        it stops on a mark whose verdict waits for more text (``Dr.`` + ``␣``: is a capital next?).
+        """
+        return self._scan
 
     # -- state ------------------------------------------------------------------------------------
 
@@ -111,13 +118,6 @@ class IncrementalSentenceChunker:
         self._base = 0
         self._scan = 0  # absolute offset of the next character to examine
         self._start = 0  # absolute offset where the current chunk begins
-        self._emitted_any = False
-        self._at_stream_start = True
-        self._fence: str | None = None  # the opening fence while inside a fenced code block
-        # first_chunk_words: words counted up to _words_upto; where the N-th and 2N-th start, and the
-        # whitespace ending the 2N-th (-1: not yet); no whitespace from the 2N-th up to _space_from
-        self._words, self._words_upto, self._word_n, self._word_cut_at = 0, 0, -1, -1
-        self._space_at, self._space_from = -1, 0
         self._new_chunk()
 
     def _new_chunk(self) -> None:
@@ -146,11 +146,10 @@ class IncrementalSentenceChunker:
     def _compact(self) -> None:
         """Move scanned text aside so appending stays O(fragment) however long the sentence grows."""
         cut = self._scan - LEFT - _HEAD
-        if self._fence is not None or cut - self._base < _COMPACT:
+        if cut - self._base < _COMPACT:
             return
         if self._head is None:
             self._head = self._text(self._start, self._start + _HEAD)
-        self._count_words(cut)  # normally already done: _word_cut counts up to the end of _buf
         self._parts.append(self._buf[: cut - self._base])
         self._buf = self._buf[cut - self._base :]
         self._base = cut
@@ -162,7 +161,6 @@ class IncrementalSentenceChunker:
         text = self._text(self._start, end).strip()
         if text:
             out.append(text)
-            self._emitted_any = True
         self._parts = []
         self._buf = self._buf[end - self._base :]
         self._base = self._start = end
@@ -179,27 +177,23 @@ class IncrementalSentenceChunker:
             pass  # wait for the next fragment; _scan stays on the undecided mark
 
     def _step(self, out: list[str], eof: bool) -> bool:
-        """Examine up to the next mark; False once everything available is scanned."""
-        if self._fence is not None:
-            return self._step_fence(out, eof)
-        if self._at_stream_start:
-            if not self._buf and not eof:
-                return False
-            if self._line_opens_fence(self._window(0, eof), 0):
-                self._fence = self._buf.lstrip(" \t")[:3]
-            self._at_stream_start = False
-            return True
+        """Examine up to the next mark; False once everything available is scanned.
+
+        The scan stops before any place a boundary could still go: on the mark, or before the ``2``
+        of `` 2.`` (or of a `` 2`` ending the text so far) while it may open the next list item, so
+        ``settled`` never passes a boundary.
+        """
         m = self._marks.search(self._buf, self._scan - self._base)
         j = self._base + m.start() if m else self._end
         stop = j
+        if m is None or m.group() in ".)":
+            item = self._next_item(j)
+            lo = None if item is None else self._item_start(j, item[0], whole=m is not None)
+            if lo is not None:
+                stop = lo
         limit = self._limit()
         if limit is not None and stop > limit:
             stop = limit
-        space = self._word_cut()
-        if space is not None and space <= stop:
-            self._bulk(space)
-            self._emit(out, space)
-            return True
         self._bulk(stop)
         if limit is not None and self._scan >= limit and self._end > limit:
             self._force_cut(out, limit)
@@ -253,7 +247,7 @@ class IncrementalSentenceChunker:
                 self._emit(out, j)
             self._scan = j + 1
         elif c in _CLAUSE_MARKS:
-            self._examine_clause(out, j, w)
+            self._examine_clause(j, w)
         else:
             self._examine_quote(j, w)
 
@@ -304,111 +298,48 @@ class IncrementalSentenceChunker:
             self._emit(out, j)  # a blank line ends a paragraph
             self._scan = j + 1
             return
-        if self._line_opens_fence(w, 1):
-            self._emit(out, j)
-            self._fence = w.text[1:].lstrip(" \t")[:3]
-            self._scan = j + 1
-            return
-        head = self._chunk_head(j).lstrip()
-        if head.startswith(("#", "|")) or _STRUCTURAL_LINE.match(w.text, 1):
-            self._emit(out, j)
         self._last_space = j
         self._scan = j + 1
 
-    @staticmethod
-    def _line_opens_fence(w: Window, k: int) -> bool:
-        """Does the line starting at offset k open a fenced code block? Reads 8 characters at most."""
-        line = w.text[k : k + 8]
-        if "\n" not in line:
-            w.at(k + 7)
-        return _FENCE.match(line) is not None
-
-    def _step_fence(self, out: list[str], eof: bool) -> bool:
-        """Inside a fenced block only the closing fence line matters: jump from line to line."""
-        assert self._fence is not None
-        rel = self._buf.find("\n", self._scan - self._base)
-        if rel < 0:
-            self._scan = self._end
-            return False
-        n = self._base + rel
-        w = self._window(n + 1, eof)
-        line_end = w.text.find("\n")
-        if line_end < 0:
-            w.at(len(w.text))  # need the whole line (bounded by the window)
-            line_end = len(w.text)
-        line = w.text[:line_end]
-        stripped = line.strip(" \t")
-        indent = len(line) - len(line.lstrip(" \t"))
-        if indent <= 3 and set(stripped) == {self._fence[0]} and len(stripped) >= len(self._fence):
-            self._fence = None
-            self._emit(out, n + 1 + line_end)
-            return True
-        self._scan = n + 1
-        return True
-
-    def _examine_clause(self, out: list[str], j: int, w: Window) -> None:
-        c = w.at(0)
-        after = w.at(1)
-        if c == "—" or after.isspace() or after == "":
+    def _examine_clause(self, j: int, w: Window) -> None:
+        """max_chars: remember a clause mark (``,`` before a space, or ``—``) as a place to cut."""
+        if w.at(0) == "—" or w.at(1).isspace() or w.at(1) == "":
             self._last_clause = j + 1
-            self._count_words(j)
-            if not self._emitted_any and 0 <= self._word_n < j:  # N words before the mark
-                self._emit(out, j + 1)
-                return
         self._scan = j + 1
 
-    def _count_words(self, upto: int) -> None:
-        """Where the first chunk's N-th and 2N-th words start (counted from the segment's start)."""
-        n = self._first_chunk_words
-        if n is None or self._emitted_any or self._word_cut_at >= 0 or upto <= self._words_upto:
-            return
-        lo = max(self._words_upto, self._base)  # a lookbehind at _buf's start sees a chunk start
-        for m in _WORD_START.finditer(self._buf, lo - self._base, upto - self._base):
-            self._words += 1
-            if self._words == n:
-                self._word_n = self._base + m.start()
-            if self._words == n * _WORD_CUT_FACTOR:
-                self._word_cut_at = self._base + m.start()
-                break
-        self._words_upto = upto
-
-    def _word_cut(self) -> int | None:
-        """The first chunk's word cut: the first whitespace past its 2N-th word's start and the scan
-        (a mark's verdict may move the scan past a space), once it has arrived; else None."""
-        if self._first_chunk_words is None or self._emitted_any:
-            return None
-        self._count_words(self._end)
-        if self._word_cut_at < 0:
-            return None
-        if self._space_at < self._scan:
-            frm = max(self._space_from, self._scan, self._word_cut_at)
-            m = _SPACE.search(self._buf, frm - self._base)
-            if m is None:
-                self._space_from = self._end
-                return None
-            self._space_at = self._base + m.start()
-        return self._space_at
-
-    def _list_item_cut(self, out: list[str], j: int, w: Window) -> bool:
-        """``1. The first item 2. The second item``: a chunk opened by a list marker ends at the next."""
+    def _next_item(self, j: int) -> tuple[str, str] | None:
+        """``1. The first item 2. The second item``: in a chunk opened by a list marker, the next item's
+        number (or letter) and the marker's style; else None."""
         m = _HEAD_MARKER.match(self._chunk_head(j))
         if m is None:
-            return False
+            return None
         value, style = m.groups()
-        succ = str(int(value) + 1) if value.isdigit() else chr(ord(value) + 1)
-        c = w.at(0)
+        return (str(int(value) + 1) if value.isdigit() else chr(ord(value) + 1)), style
+
+    def _item_start(self, j: int, succ: str, whole: bool) -> int | None:
+        """Where the next item would begin: after whitespace, ``succ`` ends at j (``whole``) or the text
+        before j ends with a beginning of it (``1`` of ``10`` at the end of what was fed)."""
+        for n in [len(succ)] if whole else range(1, len(succ) + 1):
+            lo = j - n
+            text = self._buf[lo - self._base : j - self._base]
+            if lo > self._start and text == succ[:n] and self._buf[lo - self._base - 1].isspace():
+                return lo
+        return None
+
+    def _list_item_cut(self, out: list[str], j: int, w: Window) -> bool:
+        """End the chunk before the next list item's number if the mark at j completes its marker."""
+        item = self._next_item(j)
+        lo = None if item is None else self._item_start(j, item[0], whole=True)
+        if item is None or lo is None:
+            return False
+        c, style = w.at(0), item[1]
         if style == ".)":
             ok = c == "." and w.at(1) == ")" and w.at(2).isspace()
         else:
             ok = c == style and w.at(1).isspace()
-        lo = j - len(succ)
-        if not ok or lo <= self._start or self._buf[lo - self._base : j - self._base] != succ:
-            return False
-        before = self._buf[lo - self._base - 1]
-        if not (before.isspace() or before in _BULLETS):
-            return False
-        self._emit(out, lo - 1 if before in _BULLETS else lo)
-        return True
+        if ok:
+            self._emit(out, lo)
+        return ok
 
     def _force_cut(self, out: list[str], limit: int) -> None:
         """max_chars: cut at the last clause mark past a third of the limit, else the last space."""

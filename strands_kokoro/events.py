@@ -40,14 +40,30 @@ def audio_chunk(seq: int, sentence: int, pcm: bytes, sample_rate: int) -> Event:
     }
 
 
-def sentence_complete(sentence: int, text: str, audio_ms: float, first_audio_ms: float | None) -> Event:
-    """A sentence fully spoken; ``first_audio_ms`` is relative to ``agent_start`` (None: no audio)."""
+def sentence_complete(
+    sentence: int,
+    text: str,
+    audio_ms: float,
+    first_audio_ms: float | None,
+    *,
+    predicted_buffer_ms: float | None = None,
+    buffer_ms: float | None = None,
+) -> Event:
+    """One request fully spoken: a sentence, or the piece of one the pacer cut (``sentence`` numbers
+    the turn's requests). ``first_audio_ms`` is relative to ``agent_start`` (None: no audio).
+
+    ``predicted_buffer_ms``: the audio the pacer predicted the listener would have left when this
+    request's audio arrived; ``buffer_ms``: what was left (negative: it came after a gap that long).
+    Both None where not known (the first request, the batch baseline).
+    """
     return {
         "type": "sentence_complete",
         "sentence": sentence,
         "text": text,
         "audio_ms": round(audio_ms, 1),
         "first_audio_ms": _ms(first_audio_ms),
+        "predicted_buffer_ms": _ms(predicted_buffer_ms),
+        "buffer_ms": _ms(buffer_ms),
     }
 
 
@@ -70,8 +86,16 @@ def agent_end(
     total_ms: float,
     audio_ms: float,
     chunks: int,
+    requests: int = 0,
+    rtf: float | None = None,
+    stall_ms: float = 0.0,
 ) -> Event:
-    """The turn summary; every time is relative to ``agent_start``."""
+    """The turn summary; every time is relative to ``agent_start``.
+
+    ``requests``: how many synthesis requests the answer was cut into; ``rtf``: the engine's real-time
+    factor as the pacer measured it (None: not measured); ``stall_ms``: the gaps a real-time player
+    starting at the first audio would have had, as seen where the turn runs.
+    """
     return {
         "type": "agent_end",
         "request_id": request_id,
@@ -81,6 +105,9 @@ def agent_end(
         "total_ms": round(total_ms, 1),
         "audio_ms": round(audio_ms, 1),
         "chunks": chunks,
+        "requests": requests,
+        "rtf": None if rtf is None else round(rtf, 3),
+        "stall_ms": round(stall_ms, 1),
     }
 
 

@@ -12,6 +12,18 @@ The rules follow the behaviour the public test sets expect (pySBD's Golden Rules
 a period ends a sentence when whitespace and a capitalised word follow, unless the word before it is
 a title (Dr., Mr., St.), an initial inside a name (J. R. R. Tolkien), a list marker (1., a.) or a
 known abbreviation whose next word is not a typical sentence opener (U.S. Government / U.S. How).
+A run of marks with a ``?`` or ``!`` in it (``?!``, ``!?``, ``?!?``, ``!!``) ends a sentence like a
+single ``?``: before any capitalised word, ``I`` included (only a dots-only ellipsis goes on before
+the word ``I``: ``what I mean... I didn't``).
+
+Initials, where a mistake costs the most: a sentence split inside a name makes the TTS model pause
+in it, while two sentences left joined are still read with the period's pause, only a little later.
+So a capital's period before a capitalised word ends a sentence only when that word typically opens
+one (``you and I. Did``, ``Plan B. Then``) or the capitals spell a country (``U. A. E. Start``).
+Otherwise a *chain* of initials, spaced or not (``T. S. Eliot``, ``E. B. White``, ``J.R.R. Tolkien``),
+is a name. A single initial goes on after a capitalised word or at the sentence's start (``Jonas
+E. Smith``, ``J. Smith wrote``) and ends the sentence after a lowercase word (``took vitamin C.
+Doctors``). ``Plan B. Bob agreed.`` therefore stays one sentence, like ``Jonas E. Smith``.
 """
 
 from __future__ import annotations
@@ -22,7 +34,8 @@ from dataclasses import dataclass
 #: The most characters any decision reads past the mark it is deciding. Bounds the chunker's holdback.
 WINDOW = 128
 
-TERMINALS = frozenset(".!?…")
+#: ``‽`` ``⁇`` ``⁈`` ``⁉`` are the one-character forms of ``?!`` and its kin.
+TERMINALS = frozenset(".!?…‽⁇⁈⁉")
 CJK_TERMINALS = frozenset("。！？")
 #: Characters that may follow a terminal mark and still belong to the sentence ("Stop." / (See p.))
 CLOSERS = frozenset("\"'”’»)]}」』）】〉》›`*_")
@@ -48,6 +61,9 @@ _BEFORE_NUMBER = _words("""
 # Acronyms used as nouns' modifiers ("U.S. Government"): a sentence ends after them only before a
 # word that typically opens a sentence ("U.S. How about you?").
 _NOUN_ACRONYMS = _words("u.s u.k u.n u.s.a e.u")
+# Countries written as initials: a chain of capitals spelling one ends a sentence ("like U. A. E.
+# Start"); three letters at least, since "U. S. Grant" and "U. N. Owen" are names.
+_COUNTRY_INITIALS = _words("u.a.e u.s.a u.s.s.r")
 _TIMES = _words("a.m p.m")
 _ERAS = _words("b.c a.d b.c.e c.e")
 # Words that open a clause as a time/place adverbial: "At 5 a.m. Mr. Smith went ..." does not end.
@@ -64,6 +80,8 @@ _ELISIONS = _words("tis twas em cause til n bout round s re ll ve d m t")
 _LIST_MARKER = re.compile(r"(?:[•⁃‣◦▪]\s*)?(?:\d{1,3}|[A-Za-z])")
 _CITATION = re.compile(r" ?\[\d[\d,–\- ]{0,12}\]")
 _WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*")
+_INITIAL = re.compile(r"[A-Z]\.")
+_CAPITALS = re.compile(r"[A-Z](?:\.[A-Z])*")  # the word before a period: "T", "T.S", "J.R.R"
 
 
 class NeedMore(Exception):
@@ -238,7 +256,7 @@ def decide_terminal(w: Window, ctx: SentenceContext) -> Verdict:
 
     if first == "" or first in ",;:" or _is(first, TERMINALS):
         return no
-    is_ellipsis = len(dots) > 1 or "…" in dots
+    is_ellipsis = dots != "." and not dots.strip(".…")  # "?!", "!!", "?..." read as "?" / "!"
     if is_ellipsis:
         if first.islower() or first.isdigit() or (first == "I" and next_word() == "I"):
             return no
@@ -273,22 +291,29 @@ def decide_terminal(w: Window, ctx: SentenceContext) -> Verdict:
         if next_word().lower() in _STARTERS:
             return yes
         return no if clause_first_word(ctx) in _PREPOSITIONS else yes
-    if len(token) == 1 and token.isupper():
+    if _CAPITALS.fullmatch(token):
         if first.isupper() and w.at(k + 1) == ".":
             return no  # inside a chain of initials: "U. A. E."
-        return _initial_verdict(tokens, next_word(), yes, no)
+        return _initial_verdict(tokens, token, next_word(), yes, no)
     return yes
 
 
-def _initial_verdict(tokens: list[str], next_word: str, yes: Verdict, no: Verdict) -> Verdict:
-    """``Jonas E. Smith`` / ``J. R. R. Tolkien`` go on; ``you and I. Did`` / ``like U. A. E. Start`` end."""
+def _initial_verdict(tokens: list[str], token: str, next_word: str, yes: Verdict, no: Verdict) -> Verdict:
+    """The period of a capital (``E``) or dotted capitals (``T.S``) before a capitalised word.
+
+    ``T. S. Eliot`` / ``J.R.R. Tolkien`` / ``Jonas E. Smith`` go on; ``you and I. Did`` /
+    ``like U. A. E. Start`` / ``took vitamin C. Doctors`` end (see the module's notes on initials).
+    """
     if next_word.lower() in _STARTERS:
         return yes
     i = len(tokens) - 2
-    while i >= 0 and re.fullmatch(r"[A-Z]\.", tokens[i]):
+    while i >= 0 and _INITIAL.fullmatch(_strip_openers(tokens[i])):
         i -= 1
+    letters = [_strip_openers(t)[0] for t in tokens[i + 1 : -1]] + token.split(".")
+    if len(letters) > 1:  # a chain: initials of a name, unless they spell a country
+        return yes if ".".join(letters).lower() in _COUNTRY_INITIALS else no
     if i < 0:
-        return no  # the sentence opens with the initials
+        return no  # the sentence opens with the initial
     word = _strip_openers(tokens[i])
     return no if word[:1].isupper() and word[-1:].isalpha() else yes
 

@@ -27,6 +27,7 @@ from strands.hooks import AgentInitializedEvent, BeforeToolCallEvent, HookProvid
 from strands.middleware import InvokeModelContext, InvokeModelStage, MiddlewareNext, TypedEvent
 
 from strands_kokoro.events import Event
+from strands_kokoro.pacer import PACING_POLICIES, PacingPolicy
 from strands_kokoro.sessions import open_session
 from strands_kokoro.sessions.base import SpeechSession
 from strands_kokoro.speech_turn import SessionFactory, SpeechMode, SpeechOptions, SpeechTurn
@@ -39,11 +40,17 @@ _current_turn: ContextVar[SpeechTurn | None] = ContextVar("kokoro_current_turn",
 class KokoroSpeech(HookProvider):
     """A Strands ``HookProvider`` that streams an agent's answer to a Kokoro server sentence by sentence.
 
-    ``mode="bidi"`` sends each sentence the moment it is written over one persistent session;
+    ``mode="bidi"`` speaks while the agent writes, over one persistent session: a short first phrase,
+    then requests sized by :class:`~strands_kokoro.pacer.SpeechPacer` from the listener's buffered audio
+    and the engine's measured speed (whole sentences as soon as the engine is ahead, always on a GPU).
     ``mode="batch"`` is the fair baseline: same agent and endpoint, one synthesis after the whole answer.
-    ``first_chunk_words`` shortens the first chunk at a clause (first audio sooner); ``max_chars`` splits
-    long sentences. ``reconnect_attempts`` bounds how often a dropped session is reopened within a turn.
-    ``session_factory`` replaces ``open_session(endpoint)`` (tests, custom transports).
+
+    ``pacing`` matters for engines slower than real time (a loaded CPU): ``"latency"`` (default) starts
+    speaking as soon as possible and accepts gaps it cannot avoid; ``"smooth"`` sends whole sentences
+    and holds the start of playback until the predicted schedule has no gap. ``max_chars`` bounds one
+    request (long sentences are cut at a clause). ``reconnect_attempts`` bounds how often a dropped
+    session is reopened within a turn. ``session_factory`` replaces ``open_session(endpoint)`` (tests,
+    custom transports).
     """
 
     def __init__(
@@ -55,7 +62,7 @@ class KokoroSpeech(HookProvider):
         speed: float | None = 1.0,
         sample_rate: int | None = None,
         lang: str | None = None,
-        first_chunk_words: int | None = 6,
+        pacing: PacingPolicy = "latency",
         max_chars: int | None = 350,
         reconnect_attempts: int = 2,
         reconnect_backoff_s: float = 0.25,
@@ -64,6 +71,8 @@ class KokoroSpeech(HookProvider):
     ) -> None:
         if mode not in ("bidi", "batch"):
             raise ValueError(f"mode must be 'bidi' or 'batch', got {mode!r}")
+        if pacing not in PACING_POLICIES:
+            raise ValueError(f"pacing must be 'latency' or 'smooth', got {pacing!r}")
         self.endpoint = endpoint
         self.options = SpeechOptions(
             mode=mode,
@@ -71,7 +80,7 @@ class KokoroSpeech(HookProvider):
             speed=speed,
             sample_rate=sample_rate,
             lang=lang,
-            first_chunk_words=first_chunk_words,
+            pacing=pacing,
             max_chars=max_chars,
             reconnect_attempts=max(0, reconnect_attempts),
             reconnect_backoff_s=reconnect_backoff_s,

@@ -14,9 +14,15 @@ What it does:
 - inline code is read as its content; fenced code blocks are not read at all;
 - emoji are dropped, including ZWJ sequences, skin tones, flags, tags and keycaps (see
   :func:`is_emoji_char`);
-- headings, list items and table rows end with a blank line, so the sentence chunker that runs after
-  this filter (``KokoroSpeech`` runs ``SpeechTextFilter.feed`` first, then
-  ``IncrementalSentenceChunker.feed``) starts a new chunk there even without a final period.
+- where something was dropped after a space, no space is left before the punctuation or line end
+  that follows (``Bye 👋.`` reads ``Bye.``, not ``Bye .``), and one space between words;
+- headings, list items and table rows end with a blank line, and start with one after a line of
+  text, so the sentence chunker that runs after this filter starts a new chunk there even without a
+  final period.
+
+This filter is the only layer that knows markdown. The production path is ``SpeechTextFilter.feed``
+then ``IncrementalSentenceChunker.feed``, whose sentences are sent to the TTS model as they are: the
+filter's output must be speakable without any cleaning after it.
 
 :func:`clean_for_speech` applies the same filter to one whole piece of text (e.g. one sentence) and
 collapses whitespace.
@@ -71,7 +77,8 @@ _UNDECIDED_PREFIX = re.compile(
     r"[ \t]*(?:`{1,2}|~{1,2}|#{1,6}|[-*+•_=][-*_= \t]*|\d{1,9}[.)]?|\|.*|>[> \t]*)?"
 )
 _TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>\n]{0,200})?/?>|<(?:https?://|mailto:)[^<>\s]{1,500}>")
-_SPACE_BEFORE_PUNCT = re.compile(r" ([.,!?;:])(?=\s|$)")
+_RUNS = re.compile(r"[ \t]+|[^ \t]+")  # output cut into runs of spaces and runs of the rest
+_AFTER_GAP = frozenset(".,!?;:…)]}”’\r\n")  # no space before these where markup was removed
 _SPAN_LIMIT = 500  # a link, tag or bracket held back longer than this is read as plain text
 
 
@@ -88,6 +95,10 @@ class SpeechTextFilter:
         self._drop_line = False  # fence lines, rules, table separators
         self._structural = False  # heading / list item / table row: ends with a blank line
         self._prev = ""  # last character of the current line seen (for intraword "_")
+        self._held = ""  # spaces at the end of the output, held until the next text decides them
+        self._cut = False  # markup or an emoji was removed after the held spaces began
+        self._line_text = False  # the current line has put out some text
+        self._gap = False  # the previous line was text ending in one newline (no blank line yet)
 
     def feed(self, fragment: str) -> str:
         """Add a fragment; return the speakable text it completed ("" while a span is undecided)."""
@@ -99,8 +110,40 @@ class SpeechTextFilter:
     def flush(self) -> str:
         """End of input: return what was held back (an unfinished span is read as plain text)."""
         out = self._run(final=True)
+        if not self._cut:
+            out += self._held
         self._reset()
         return out
+
+    # -- output -----------------------------------------------------------------------------------
+
+    def _put(self, out: list[str], text: str) -> None:
+        """Append speakable text, holding trailing spaces back until what follows them is known.
+
+        Where something was removed after a space (an emoji, an image, a tag, a footnote mark: ``Bye
+        👋.``, ``see <br>,``), the space goes if punctuation or a line end follows (``Bye.``), and later
+        spaces add nothing (``a 🙂 b`` reads ``a b``). Markers around words that are read (``**``,
+        ``` ` ```) remove nothing: ``Type `.env` now`` keeps its space. Held spaces only wait for the
+        next character, which the chunker needs anyway, and the decision never depends on where a
+        fragment ended.
+        """
+        for run in _RUNS.findall(text):
+            if run[0] in " \t":
+                # Spaces before a line's first text say nothing (and where a heading's or a bullet's
+                # marker ends depends on how much of the line has arrived): they go.
+                if not self._cut and self._line_text:
+                    self._held += run
+                continue
+            if self._held and not (self._cut and run[0] in _AFTER_GAP):
+                out.append(self._held)
+            self._held, self._cut = "", False
+            self._line_text = self._line_text or run[0] not in "\r\n"
+            out.append(run)
+
+    def _removed(self) -> None:
+        """Markup or an emoji produced no output (see :meth:`_put`)."""
+        if self._held:
+            self._cut = True
 
     # -- the state machine ------------------------------------------------------------------------
 
@@ -143,13 +186,14 @@ class SpeechTextFilter:
         self._line_start = False
         self._structural = False
         self._prev = ""
+        gap, self._gap = self._gap, False
         fence = _FENCE.match(line)
         if self._fence is not None:
             marker = fence.group(1) if fence else ""
             closing = marker[:1] == self._fence[0] and len(marker) >= len(self._fence)
             if fence and closing and not line[fence.end() :].strip():
                 self._fence = None
-                out.append("\n")
+                self._put(out, "\n")
             self._drop_line = True
             return i
         if fence:
@@ -162,18 +206,22 @@ class SpeechTextFilter:
         if line.lstrip().startswith("|"):
             if not complete:
                 self._line_start = True
+                self._gap = gap
                 return None  # a table row is read cell by cell: wait for the whole row
             cells = [clean_for_speech(cell) for cell in line.split("|")]
-            out.append(", ".join(c for c in cells if c))
             self._structural = True
+            self._put(out, "\n" if gap else "")  # a blank line before it too, after a text line
+            self._put(out, ", ".join(c for c in cells if c))
             return i + len(line)
         for pattern in (_HEADING, _BULLET, _ORDERED, _QUOTE):
             m = pattern.match(line)
             if m:
                 self._structural = pattern is not _QUOTE
+                if self._structural and gap:
+                    self._put(out, "\n")
                 keep = m.group(0).strip() if pattern is _ORDERED else ""
                 if keep:
-                    out.append(keep + " ")
+                    self._put(out, keep + " ")
                 return i + m.end()
         return i
 
@@ -181,7 +229,7 @@ class SpeechTextFilter:
         """Handle the text at p[i] inside a line; None to wait for more input."""
         m = _PLAIN.match(p, i)
         if m:
-            out.append(m.group(0))
+            self._put(out, m.group(0))
             self._prev = m.group(0)[-1]
             return m.end()
         c = p[i]
@@ -190,40 +238,45 @@ class SpeechTextFilter:
         if needs_next and not nxt and not final:
             return None
         if c == "\n":
-            out.append("\n\n" if self._structural else "\n")
+            blank = self._structural
+            self._put(out, "\n\n" if blank else "\n")
+            self._gap = self._line_text and not blank
+            self._line_text = False
             self._line_start = True
             return i + 1
         if is_emoji_char(c):
+            self._removed()
             return i + 1
         if c in _KEYCAP_BASE:
             if nxt in ("\ufe0f", "\u20e3"):
+                self._removed()
                 return i + 1  # the keycap's base; the components after it go as emoji
             if c == "*":
                 return i + 1  # emphasis
-            out.append(c)
+            self._put(out, c)
             self._prev = c
             return i + 1
         if c == "\\":
-            if nxt and not nxt.isalnum() and nxt != "\n":
-                out.append(nxt)
+            if nxt and not nxt.isalnum() and nxt != "\n" and not is_emoji_char(nxt):
+                self._put(out, nxt)
                 self._prev = nxt
                 return i + 2
-            out.append(c)
+            self._put(out, c)
             return i + 1
         if c == "`":
             return i + 1  # inline code is read as its content
         if c == "~":
             if nxt == "~":
                 return i + 2
-            out.append(c)
+            self._put(out, c)
             return i + 1
         if c == "_":
             if self._prev.isalnum() and nxt.isalnum():
-                out.append(" ")  # snake_case reads as two words
+                self._put(out, " ")  # snake_case reads as two words
                 self._prev = " "
             return i + 1
         if c == "!" and nxt != "[":
-            out.append(c)
+            self._put(out, c)
             self._prev = c
             return i + 1
         if c in "![":
@@ -242,24 +295,29 @@ class SpeechTextFilter:
             return None
         text = p[start:close]
         if p.startswith("^", start) and not image:
+            self._removed()
             return after  # footnote mark
         if after < len(p) and p[after] in "([":
             end = _find_closing(p, after + 1, p[after], "]" if p[after] == "[" else ")")
             if end is None:
                 return self._undecided(p, i, final, out)
-            if not image:
-                out.append(clean_for_speech(text))
+            spoken = "" if image else clean_for_speech(text)
+            if spoken:
+                self._put(out, spoken)
+            else:
+                self._removed()
             return end + 1
-        out.append(p[i])  # just brackets: read what is inside as usual
+        self._put(out, p[i])  # just brackets: read what is inside as usual
         return i + 1
 
     def _angle(self, p: str, i: int, final: bool, out: list[str]) -> int | None:
         m = _TAG.match(p, i)
         if m:
+            self._removed()
             return m.end()
         if ">" not in p[i : i + _SPAN_LIMIT] and "\n" not in p[i : i + _SPAN_LIMIT]:
             return self._undecided(p, i, final, out)
-        out.append("<")
+        self._put(out, "<")
         self._prev = "<"
         return i + 1
 
@@ -268,7 +326,7 @@ class SpeechTextFilter:
         rest = p[i : i + _SPAN_LIMIT]
         if not final and "\n" not in rest and len(rest) < _SPAN_LIMIT:
             return None
-        out.append(p[i])
+        self._put(out, p[i])
         self._prev = p[i]
         return i + 1
 
@@ -290,7 +348,7 @@ def _find_closing(p: str, start: int, opener: str, closer: str) -> int | None:
 
 
 def clean_for_speech(text: str) -> str:
-    """Speakable form of one whole piece of text (a sentence, a table cell): markup out, spaces collapsed."""
+    """Speakable form of one whole piece of text (a sentence, a table cell): the filter's output with
+    whitespace runs collapsed to one space and the ends stripped."""
     f = SpeechTextFilter()
-    spoken = " ".join((f.feed(text) + f.flush()).split())
-    return _SPACE_BEFORE_PUNCT.sub(r"\1", spoken)  # "ok 🙂." -> "ok ." -> "ok."
+    return " ".join((f.feed(text) + f.flush()).split())

@@ -1,36 +1,43 @@
-"""One spoken agent turn: the agent, the chunker and the session receiver in ONE task group.
+"""One spoken agent turn: the agent, the speaker and the session receiver in ONE task group.
 
 Why this shape (DESIGN §5): the model's text must reach the listener as audio while the model is still
 writing, and the consumer must see text and audio interleaved in true arrival order. So three tasks
 share one ordered event queue:
 
 - the agent task drives ``agent.stream_async``; the Strands middleware tap (in ``speech.py``) calls
-  :meth:`SpeechTurn.on_text` for every text delta (a ``text_delta`` event + text for the chunker) and
+  :meth:`SpeechTurn.on_text` for every text delta (a ``text_delta`` event + text for the speaker) and
   :meth:`SpeechTurn.end_segment` at the end of every model call;
-- the speaker task cleans and chunks the text and sends each sentence the moment it is complete
-  (``bidi``), or the whole answer at the end (``batch``);
+- the speaker task filters the text for speech, finds its sentences, and lets the
+  :class:`~strands_kokoro.pacer.SpeechPacer` decide where to cut it into requests and when to send them
+  (``bidi``), or sends the whole answer at the end (``batch``, the baseline: no pacer);
 - the receiver task owns the session: it opens it, turns its frames into ``audio_chunk`` /
-  ``sentence_complete`` events and, when the connection drops, reopens it and re-sends what was not
-  yet fully spoken.
+  ``sentence_complete`` events, tells the pacer what arrived (which wakes the speaker) and, when the
+  connection drops, reopens it and re-sends what was not yet fully spoken.
 
-Reconnect rule (nothing said twice, nothing skipped): a sentence whose ``synthesis_complete`` arrived is
-never re-sent. A sentence that was cut mid-audio is re-sent whole, and the first ``emitted_bytes`` of its
+Reconnect rule (nothing said twice, nothing skipped): a request whose ``synthesis_complete`` arrived is
+never re-sent. A request that was cut mid-audio is re-sent whole, and the first ``emitted_bytes`` of its
 new audio are dropped: Kokoro's durations are deterministic, so the re-synthesized audio has the same
-length and the listener hears the sentence continue where it broke off (at worst a click at the seam).
+length and the listener hears it continue where it broke off (at worst a click at the seam).
+
+Speech never ends the text answer: a session that cannot be opened, a transport that fails, a server
+that refuses a request all become ``speech_error`` events (coded, in words; details go to the log) and
+the agent goes on writing.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from strands_kokoro import events
 from strands_kokoro.chunker import IncrementalSentenceChunker
 from strands_kokoro.events import Event
+from strands_kokoro.pacer import PacingPolicy, SpeechPacer
 from strands_kokoro.protocol import DEFAULT_SAMPLE_RATE, MAX_TEXT_CHARS, audio_ms
 from strands_kokoro.sessions.base import (
     AudioData,
@@ -43,6 +50,8 @@ from strands_kokoro.sessions.base import (
     SynthesisStarted,
 )
 from strands_kokoro.speech_text import SpeechTextFilter, clean_for_speech
+
+logger = logging.getLogger(__name__)
 
 SpeechMode = Literal["bidi", "batch"]
 SessionFactory = Callable[[], SpeechSession]
@@ -59,17 +68,21 @@ class SpeechOptions:
     speed: float | None = None
     sample_rate: int | None = None
     lang: str | None = None
-    first_chunk_words: int | None = 6
+    pacing: PacingPolicy = "latency"
     max_chars: int | None = 350
     reconnect_attempts: int = 2
     reconnect_backoff_s: float = 0.25
 
 
 @dataclass(eq=False, slots=True)
-class _Sentence:
+class _Request:
+    """One request of the turn (a pacer piece in bidi, a part of the whole answer in batch)."""
+
     index: int
     text: str
     request_id: str
+    predicted_buffer_ms: float | None = None
+    buffer_ms: float | None = None  # audio the listener had left when this request's audio began
     sent_on: int = -1  # connection generation it was last sent on
     emitted_bytes: int = 0  # audio already handed to the consumer (kept across reconnects)
     received_bytes: int = 0  # audio received in the current attempt
@@ -79,9 +92,14 @@ class _Sentence:
 
 @dataclass(eq=False, slots=True)
 class _Flush:
-    """End of a model call: speak everything buffered; ``done`` lets a tool wait until it is sent."""
+    """End of a model call: ``done`` is set once its text was handed to the session; a tool that is
+    about to run waits for it (``awaited``), which makes the speaker send everything at once."""
 
     done: asyncio.Event = field(default_factory=asyncio.Event)
+    awaited: bool = False
+
+
+_WAKE: Final = object()  # something the pacer depends on changed: decide again
 
 
 def split_for_request(text: str, limit: int = MAX_TEXT_CHARS) -> list[str]:
@@ -106,17 +124,22 @@ class SpeechTurn:
         self._open_session = open_session
         self.events: asyncio.Queue[Event | None] = asyncio.Queue()
         self.result: Any = None
-        self._text: asyncio.Queue[str | _Flush | None] = asyncio.Queue()
+        self._inbox: asyncio.Queue[str | _Flush | object | None] = asyncio.Queue()
         self._last_flush: _Flush | None = None
-        self._pending: list[_Sentence] = []
-        self._by_id: dict[str, _Sentence] = {}
+        self._pacer = SpeechPacer(policy=options.pacing)
+        self._pending: list[_Request] = []  # sent (or to be sent on connect), not yet complete
+        self._by_id: dict[str, _Request] = {}
         self._send_lock = asyncio.Lock()
         self._session: SpeechSession | None = None
         self._generation = 0
-        self._next_sentence = 0
+        self._requests = 0
         self._input_done = False
         self._failed = False
         self._muted = False
+        # ``smooth`` pacing: audio events wait here until the predicted schedule has no stall.
+        self._playing = options.pacing == "latency"
+        self._held: list[Event] = []
+        self._held_ms = 0.0
         self._task_group: asyncio.TaskGroup | None = None
         self._loop = asyncio.get_running_loop()
         self._t0 = time.perf_counter()
@@ -134,39 +157,44 @@ class SpeechTurn:
     def _emit(self, event: Event) -> None:
         self.events.put_nowait(event)
 
+    def _wake(self) -> None:
+        self._inbox.put_nowait(_WAKE)
+
     def _finished(self) -> bool:
         return self._input_done and not self._pending
 
-    def _request(self, sentence: _Sentence) -> SpeechRequest:
+    def _wire_request(self, request: _Request) -> SpeechRequest:
         o = self.options
-        return SpeechRequest(sentence.request_id, sentence.text, o.voice, o.speed, o.sample_rate, o.lang)
+        return SpeechRequest(request.request_id, request.text, o.voice, o.speed, o.sample_rate, o.lang)
 
     # ------------------------------------------------------------------- called from the agent task
 
     def on_text(self, text: str) -> None:
-        """A text delta from the model: shown now, spoken once its sentence is complete."""
+        """A text delta from the model: shown now, spoken once the pacer cuts it into a request."""
         if self._first_text_ms is None:
             self._first_text_ms = self._now_ms()
         self._emit(events.text_delta(self._text_seq, text))
         self._text_seq += 1
-        self._text.put_nowait(text)
+        self._inbox.put_nowait(text)
 
     def end_segment(self) -> None:
-        """The model call ended (maybe before a tool call): speak what is buffered now."""
+        """The model call ended (maybe before a tool call): its last sentence is complete."""
         self._last_flush = _Flush()
-        self._text.put_nowait(self._last_flush)
+        self._inbox.put_nowait(self._last_flush)
 
     async def wait_flushed(self) -> None:
-        """Wait until the text of the last model call was handed to the session (called before tools)."""
+        """Hand the text of the last model call to the session now and wait until it is (before tools)."""
         flush = self._last_flush
         if flush is not None:
+            flush.awaited = True
+            self._wake()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(flush.done.wait(), FLUSH_WAIT_S)
 
     # ---------------------------------------------------------------------------------- interrupt
 
     def interrupt(self) -> None:
-        """Barge-in: stop speaking now, drop every unspoken sentence; the text goes on (thread-safe)."""
+        """Barge-in: stop speaking now, drop every unspoken request; the text goes on (thread-safe)."""
         try:
             same_loop = asyncio.get_running_loop() is self._loop
         except RuntimeError:
@@ -183,7 +211,10 @@ class SpeechTurn:
         dropped = len(self._pending)
         self._pending.clear()
         self._by_id.clear()
+        self._pacer.drop_all()
+        self._held.clear()
         self._emit(events.speech_interrupted(dropped, self._now_ms()))
+        self._wake()
         with contextlib.suppress(RuntimeError):  # the group is already finishing: nothing in flight
             self._task_group.create_task(self._cancel_in_flight(), name="kokoro-cancel")
 
@@ -203,10 +234,12 @@ class SpeechTurn:
             async with asyncio.TaskGroup() as task_group:
                 self._task_group = task_group
                 task_group.create_task(self._drive_agent(agent_stream), name="kokoro-agent")
-                task_group.create_task(self._speak(), name="kokoro-speaker")
+                speak = self._speak_bidi if self.options.mode == "bidi" else self._speak_batch
+                task_group.create_task(self._speaker(speak), name="kokoro-speaker")
                 task_group.create_task(self._receive(), name="kokoro-receiver")
         finally:
             self._task_group = None
+            self._start_playback()  # smooth pacing: nothing held back is lost
             self._emit(
                 events.agent_end(
                     self.request_id,
@@ -216,6 +249,9 @@ class SpeechTurn:
                     total_ms=self._now_ms(),
                     audio_ms=self._audio_ms,
                     chunks=self._audio_seq,
+                    requests=self._requests,
+                    rtf=self._pacer.speed.rtf,
+                    stall_ms=self._pacer.stall_ms,
                 )
             )
             self.events.put_nowait(None)
@@ -227,61 +263,92 @@ class SpeechTurn:
                     self.result = event["result"]
         except Exception as exc:
             # Never str(exc): it can carry internals (or a bare key) that look like a message.
+            logger.warning("agent turn %s failed", self.request_id, exc_info=True)
             self._emit(events.error("agent_failed", f"the agent turn failed ({type(exc).__name__})"))
         finally:
-            self._text.put_nowait(None)  # the tap's last flush is already queued before this
+            self._inbox.put_nowait(None)  # the tap's last flush is already queued before this
             if (aclose := getattr(agent_stream, "aclose", None)) is not None:
                 await aclose()
 
     # --------------------------------------------------------------------------------- the speaker
 
-    async def _speak(self) -> None:
-        o = self.options
-        chunker = IncrementalSentenceChunker(first_chunk_words=o.first_chunk_words, max_chars=o.max_chars)
-        text_filter = SpeechTextFilter()
-        whole: list[str] = []
+    async def _speaker(self, speak: Callable[[], Any]) -> None:
         try:
-            while (item := await self._text.get()) is not None:
-                if isinstance(item, _Flush):
-                    if o.mode == "bidi":
-                        await self._submit_all(chunker.feed(text_filter.flush()))
-                        await self._submit_all([chunker.flush() or ""])
-                    item.done.set()
-                elif o.mode == "batch":
-                    whole.append(item)
-                else:
-                    await self._submit_all(chunker.feed(text_filter.feed(item)))
-            if o.mode == "bidi":
-                await self._submit_all([*chunker.feed(text_filter.flush()), chunker.flush() or ""])
-            else:
-                await self._submit_all(split_for_request(clean_for_speech("".join(whole))))
+            await speak()
         finally:
             self._input_done = True
+            self._release_flushes()
             # A tool may be waiting on a flush this task never reached (it failed): release it.
-            while not self._text.empty():
-                if isinstance(leftover := self._text.get_nowait(), _Flush):
+            while not self._inbox.empty():
+                if isinstance(leftover := self._inbox.get_nowait(), _Flush):
                     leftover.done.set()
             await self._close_if_finished()
 
-    async def _submit_all(self, texts: list[str]) -> None:
-        for text in texts:
-            await self._submit(text)
+    async def _speak_bidi(self) -> None:
+        """Text → speech filter → sentence chunker → pacer → session, until all text is sent."""
+        chunker = IncrementalSentenceChunker(max_chars=self.options.max_chars)
+        text_filter = SpeechTextFilter()
+        flushes: list[_Flush] = []  # model calls whose text is in the pacer but not all sent yet
+        writing = True
+        while writing or self._pacer.unsent:
+            item = await self._inbox.get()
+            while True:  # take everything already queued: decide once per burst of tokens
+                if isinstance(item, str):
+                    clean = text_filter.feed(item)
+                    self._pacer.write(clean, chunker.feed(clean), chunker.settled)
+                elif isinstance(item, _Flush) or item is None:
+                    clean = text_filter.flush()
+                    self._pacer.write(clean, [*chunker.feed(clean), *chunker.flush()], None)
+                    self._pacer.end_segment()
+                    if isinstance(item, _Flush):
+                        flushes.append(item)
+                    else:
+                        writing = False
+                if self._inbox.empty():
+                    break
+                item = self._inbox.get_nowait()
+            if self._failed or self._muted:
+                self._pacer.drop_all()
+            urgent = any(flush.awaited for flush in flushes)
+            while (piece := self._pacer.next_piece(self._now_ms(), urgent=urgent)) is not None:
+                await self._submit(piece.text, piece.predicted_buffer_ms)
+            if not self._pacer.unsent:
+                for flush in flushes:
+                    flush.done.set()
+                flushes.clear()
 
-    async def _submit(self, text: str) -> None:
+    async def _speak_batch(self) -> None:
+        """The baseline: the whole answer, cleaned, in as few requests as the server takes."""
+        whole: list[str] = []
+        while (item := await self._inbox.get()) is not None:
+            if isinstance(item, str):
+                whole.append(item)
+            elif isinstance(item, _Flush):
+                item.done.set()
+        for text in split_for_request(clean_for_speech("".join(whole))):
+            await self._submit(text, None)
+
+    def _release_flushes(self) -> None:
+        if self._last_flush is not None:
+            self._last_flush.done.set()
+
+    async def _submit(self, text: str, predicted_buffer_ms: float | None) -> None:
         text = text.strip()
         if not text or self._failed or self._muted:
             return
-        sentence = _Sentence(self._next_sentence, text, f"{self.request_id}-{self._next_sentence}")
-        self._next_sentence += 1
-        self._pending.append(sentence)
-        self._by_id[sentence.request_id] = sentence
+        index = self._requests
+        self._requests += 1
+        request = _Request(index, text, f"{self.request_id}-{index}", predicted_buffer_ms)
+        self._pending.append(request)
+        self._by_id[request.request_id] = request
         async with self._send_lock:
             session = self._session
-            if session is None or sentence.sent_on == self._generation:
+            if session is None or request.sent_on == self._generation:
                 return  # not connected yet: the receiver sends it when the session opens
             try:
-                await session.send(self._request(sentence))
-                sentence.sent_on = self._generation
+                await session.send(self._wire_request(request))
+                request.sent_on = self._generation
+                self._pacer.sent(index, self._now_ms())
             except SessionClosedError:
                 pass  # the receiver sees the drop, reconnects and re-sends
 
@@ -301,13 +368,13 @@ class SpeechTurn:
                 async with self._open_session() as session:
                     await self._attach(session)
                     ever_connected = True
-                    events = session.events()
+                    session_events = session.events()
                     try:
-                        async for event in events:
+                        async for event in session_events:
                             await self._handle(event)
                     finally:
                         # Close the iterator here, not in a GC finalizer task that outlives the turn.
-                        if (aclose := getattr(events, "aclose", None)) is not None:
+                        if (aclose := getattr(session_events, "aclose", None)) is not None:
                             await aclose()
                 return
             except SessionClosedError as exc:
@@ -323,13 +390,14 @@ class SpeechTurn:
                 await asyncio.sleep(self.options.reconnect_backoff_s * 2**attempt)
 
     async def _attach(self, session: SpeechSession) -> None:
-        """A session opened: (re-)send every sentence not yet fully spoken, in order, then go live."""
+        """A session opened: (re-)send every request not yet fully spoken, in order, then go live."""
         async with self._send_lock:
             self._generation += 1
-            for sentence in list(self._pending):
-                sentence.received_bytes = 0
-                await session.send(self._request(sentence))
-                sentence.sent_on = self._generation
+            for request in list(self._pending):
+                request.received_bytes = 0
+                await session.send(self._wire_request(request))
+                request.sent_on = self._generation
+                self._pacer.sent(request.index, self._now_ms())
             self._session = session
         await self._close_if_finished()
 
@@ -337,6 +405,8 @@ class SpeechTurn:
         self._failed = True
         self._pending.clear()
         self._by_id.clear()
+        self._pacer.drop_all()
+        self._wake()
         attempts = self.options.reconnect_attempts + 1
         if ever_connected:
             code, what = "connection_lost", "the speech connection dropped and was not restored"
@@ -348,41 +418,90 @@ class SpeechTurn:
     async def _handle(self, event: SessionEvent) -> None:
         match event:
             case SynthesisStarted(request_id=request_id, sample_rate=rate):
-                if (sentence := self._by_id.get(request_id)) is not None:
-                    sentence.received_bytes = 0
-                    sentence.sample_rate = rate
+                if (request := self._by_id.get(request_id)) is not None:
+                    request.received_bytes = 0
+                    request.sample_rate = rate
             case AudioData(request_id=request_id, pcm=pcm):
-                if (sentence := self._by_id.get(request_id)) is not None and not self._muted:
-                    self._on_audio(sentence, pcm)
+                if (request := self._by_id.get(request_id)) is not None and not self._muted:
+                    self._on_audio(request, pcm)
             case SynthesisCompleted(request_id=request_id):
-                if (sentence := self._by_id.pop(request_id, None)) is not None:
-                    self._pending.remove(sentence)
-                    spoken_ms = audio_ms(sentence.emitted_bytes, sentence.sample_rate)
-                    self._emit(
+                if (request := self._by_id.pop(request_id, None)) is not None:
+                    self._pending.remove(request)
+                    spoken_ms = audio_ms(request.emitted_bytes, request.sample_rate)
+                    self._pacer.completed(request.index, spoken_ms, self._now_ms())
+                    self._play(
                         events.sentence_complete(
-                            sentence.index, sentence.text, spoken_ms, sentence.first_audio_ms
+                            request.index,
+                            request.text,
+                            spoken_ms,
+                            request.first_audio_ms,
+                            predicted_buffer_ms=request.predicted_buffer_ms,
+                            buffer_ms=request.buffer_ms,
                         )
                     )
+                    self._wake()
                     await self._close_if_finished()
             case ServerError(request_id=request_id, code=code, message=message):
                 if not self._muted:
-                    self._emit(events.speech_error(code, message))
-                if request_id is not None and (sentence := self._by_id.pop(request_id, None)) is not None:
-                    self._pending.remove(sentence)
+                    self._play(events.speech_error(code, message))
+                if request_id is not None and (request := self._by_id.pop(request_id, None)) is not None:
+                    self._pending.remove(request)
+                    self._pacer.failed(request.index)
+                    self._wake()
                     await self._close_if_finished()
+        if not self._playing and (
+            self._finished() or self._pacer.may_start_playback(self._held_ms, self._now_ms())
+        ):
+            self._start_playback()
 
-    def _on_audio(self, sentence: _Sentence, pcm: bytes) -> None:
-        start = sentence.received_bytes
-        sentence.received_bytes += len(pcm)
-        if sentence.received_bytes <= sentence.emitted_bytes:
+    def _on_audio(self, request: _Request, pcm: bytes) -> None:
+        start = request.received_bytes
+        request.received_bytes += len(pcm)
+        if request.received_bytes <= request.emitted_bytes:
             return  # already spoken before the connection dropped
-        fresh = pcm[max(0, sentence.emitted_bytes - start) :]
-        sentence.emitted_bytes += len(fresh)
+        fresh = pcm[max(0, request.emitted_bytes - start) :]
+        request.emitted_bytes += len(fresh)
+        fresh_ms = audio_ms(len(fresh), request.sample_rate)
+        self._audio_ms += fresh_ms
         now = self._now_ms()
-        if sentence.first_audio_ms is None:
-            sentence.first_audio_ms = now
-        if self._first_audio_ms is None:
-            self._first_audio_ms = now
-        self._audio_ms += audio_ms(len(fresh), sentence.sample_rate)
-        self._emit(events.audio_chunk(self._audio_seq, sentence.index, fresh, sentence.sample_rate))
+        buffered = self._pacer.audio(request.index, fresh_ms, now, playing=self._playing)
+        if self._playing:
+            if request.first_audio_ms is None:
+                request.first_audio_ms = now
+                request.buffer_ms = buffered
+            if self._first_audio_ms is None:
+                self._first_audio_ms = now
+        else:
+            self._held_ms += fresh_ms
+        self._play(events.audio_chunk(self._audio_seq, request.index, fresh, request.sample_rate))
         self._audio_seq += 1
+
+    # -------------------------------------------------------------------------------- smooth start
+
+    def _play(self, event: Event) -> None:
+        """Emit an audio-side event now, or hold it until playback starts (``smooth`` pacing)."""
+        if self._playing:
+            self._emit(event)
+        else:
+            self._held.append(event)
+
+    def _start_playback(self) -> None:
+        """``smooth``: the predicted schedule has no stall (or the turn ended): release what was held.
+
+        First-audio times are when the consumer gets the audio, so held requests count from now.
+        """
+        if self._playing:
+            return
+        self._playing = True
+        now = self._now_ms()
+        self._pacer.start_playback(self._held_ms, now)
+        if self._held_ms and self._first_audio_ms is None:
+            self._first_audio_ms = now
+        for event in self._held:
+            if event["type"] == "sentence_complete" and event["audio_ms"]:
+                event["first_audio_ms"] = round(now, 1)
+            self._emit(event)
+        self._held.clear()
+        for request in self._pending:
+            if request.emitted_bytes and request.first_audio_ms is None:
+                request.first_audio_ms = now

@@ -1,4 +1,4 @@
-"""The REAL Kokoro model server as a subprocess, for tests that need one over a real socket.
+"""The model server on a real socket: the REAL one as a subprocess, or an app (with a fake engine) in-process.
 
 Kept out of ``conftest.py`` so tests can import it by a unique module name (several test folders have a
 ``conftest.py`` of their own, and ``from conftest import ...`` would pick whichever loaded first).
@@ -6,16 +6,29 @@ Kept out of ``conftest.py`` so tests can import it by a unique module name (seve
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 import httpx
+import uvicorn
+from starlette.applications import Starlette
 
 from agentcore_app.local_stack import free_port, model_server_command
+from tts_container.__main__ import WS_MAX_FRAME_BYTES
 
-__all__ = ["RunningServer", "free_port", "start_model_server", "stop_model_server"]
+__all__ = [
+    "RunningServer",
+    "free_port",
+    "running_app",
+    "start_model_server",
+    "stop_model_server",
+    "wait_for_ping",
+]
 
 
 @dataclass(frozen=True)
@@ -60,3 +73,33 @@ def stop_model_server(server: RunningServer) -> None:
     except subprocess.TimeoutExpired:
         server.process.kill()
         server.process.wait()
+
+
+@asynccontextmanager
+async def running_app(app: Starlette, *, wait_ready: bool = True) -> AsyncIterator[str]:
+    """Serve ``app`` on 127.0.0.1 (a free port); yield ``host:port``; stop it on exit."""
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=0, log_level="warning", ws_max_size=WS_MAX_FRAME_BYTES
+    )
+    server = uvicorn.Server(config)
+    async with asyncio.TaskGroup() as tasks:
+        serving = tasks.create_task(server.serve())
+        while not server.started:
+            if serving.done():
+                raise RuntimeError("uvicorn did not start")
+            await asyncio.sleep(0.01)
+        address = f"127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}"
+        if wait_ready:
+            await wait_for_ping(address)
+        try:
+            yield address
+        finally:
+            server.should_exit = True
+
+
+async def wait_for_ping(address: str, timeout_s: float = 30.0) -> None:
+    async with httpx.AsyncClient() as client, asyncio.timeout(timeout_s):
+        while True:
+            if (await client.get(f"http://{address}/ping")).status_code == 200:
+                return
+            await asyncio.sleep(0.02)

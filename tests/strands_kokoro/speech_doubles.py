@@ -145,6 +145,9 @@ AGENT_END_FIELDS = {
     "total_ms",
     "audio_ms",
     "chunks",
+    "requests",
+    "rtf",
+    "stall_ms",
 }
 
 

@@ -2,7 +2,8 @@
 
 Data (MIT, provenance inside each file): pySBD's 48 Golden Rules and sentencex's 236 English cases,
 copied into ``chunker_data/``. Compared after collapsing whitespace, as both projects do. The floors
-are the issue's acceptance bar; the measured scores are printed by benchmarks/chunker_scores.py.
+are the scores reached so far (a rule change may add passes, never lose one); the scores for each way
+of feeding are printed by benchmarks/chunker_scores.py.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import pytest
 from strands_kokoro.chunker import IncrementalSentenceChunker
 
 DATA = Path(__file__).parent / "chunker_data"
-FLOORS = {"golden": 47, "sentencex": 210}
+FLOORS = {"golden": 48, "sentencex": 231}
 
 
 def load(name: str) -> list[tuple[str, list[str]]]:
@@ -35,8 +36,7 @@ def normalise(segments: list[str]) -> list[str]:
 def segment(pieces: list[str]) -> list[str]:
     chunker = IncrementalSentenceChunker()
     out = [sentence for piece in pieces for sentence in chunker.feed(piece)]
-    rest = chunker.flush()
-    return [*out, rest] if rest is not None else out
+    return out + chunker.flush()
 
 
 def token_pieces(text: str, rng: random.Random) -> list[str]:

@@ -59,7 +59,7 @@ def test_import_and_chunk_without_extras() -> None:
     out = json.loads(result.stdout.strip().splitlines()[-1])
     assert out == {
         "sentences": ["Hello there."],
-        "rest": "How are you",
+        "rest": ["How are you"],
         "clean": "Hi",
         "session": "WebSocketSession",
         "loaded": [],

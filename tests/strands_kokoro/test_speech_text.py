@@ -1,4 +1,8 @@
-"""SpeechTextFilter / clean_for_speech: markdown and emoji out, the words in, however the text arrives."""
+"""SpeechTextFilter / clean_for_speech: markdown and emoji out, the words in, however the text arrives.
+
+The filter owns markdown; the chunker after it owns sentences. What a listener hears is tested on the
+production path: ``SpeechTextFilter.feed`` then ``IncrementalSentenceChunker.feed``, the chunker's
+sentences sent as they are (no ``clean_for_speech`` after)."""
 
 from __future__ import annotations
 
@@ -15,6 +19,25 @@ from strands_kokoro.speech_text import SpeechTextFilter, clean_for_speech, is_em
 def stream(pieces: list[str]) -> str:
     f = SpeechTextFilter()
     return "".join(f.feed(p) for p in pieces) + f.flush()
+
+
+def speak(pieces: list[str]) -> list[str]:
+    """The production path: filter, then chunker; the sentences exactly as they would be sent."""
+    f = SpeechTextFilter()
+    chunker = IncrementalSentenceChunker()
+    sentences = []
+    for piece in pieces:
+        sentences += chunker.feed(f.feed(piece))
+    return sentences + chunker.feed(f.flush()) + chunker.flush()
+
+
+def speak_every_way(markdown: str) -> list[str]:
+    """``speak`` fed whole, per character and in random pieces; all must agree."""
+    whole = speak([markdown])
+    assert speak(list(markdown)) == whole
+    for seed in range(3):
+        assert speak(pieces_of(markdown, seed)) == whole
+    return whole
 
 
 def pieces_of(text: str, seed: int) -> list[str]:
@@ -50,6 +73,7 @@ CASES = [
         "Keep © 2024, 3 < 4, a b, C# and 5 ~ 6 and *stars*.",
     ),
     ("[brackets] stay [1]", "[brackets] stay [1]"),
+    ("An escaped \\🙂 emoji is still dropped, \\* kept.", "An escaped \\ emoji is still dropped, * kept."),
     ("---\n***\nText", "Text"),
 ]
 
@@ -70,30 +94,86 @@ def test_filter_output_does_not_depend_on_fragmentation(markdown: str, spoken: s
 def test_spans_split_across_fragments_are_held_back_only_until_decided() -> None:
     f = SpeechTextFilter()
     assert f.feed("Say **he") == "Say he"
-    assert f.feed("llo** to [my fr") == "llo to "  # the link is undecided
+    assert f.feed("llo** to [my fr") == "llo to"  # the link is undecided (and so is the space)
     assert f.feed("iend](https://x.y") == ""
-    assert f.feed(") now") == "my friend now"
+    assert f.feed(") now") == " my friend now"
     assert f.flush() == ""
 
 
 def test_structural_lines_end_with_a_blank_line_so_the_chunker_splits_there() -> None:
     spoken = stream(["## Install\n- run `uv sync`\n- then test\nDone"])
-    chunker = IncrementalSentenceChunker()
-    chunks = chunker.feed(spoken)
-    chunks.append(chunker.flush() or "")
-    assert chunks == ["Install", "run uv sync", "then test", "Done"]
+    assert spoken == "Install\n\nrun uv sync\n\nthen test\n\nDone"
+    assert speak_every_way("## Install\n- run `uv sync`\n- then test\nDone") == [
+        "Install",
+        "run uv sync",
+        "then test",
+        "Done",
+    ]
 
 
-def test_filter_then_chunker_never_speaks_code() -> None:
-    markdown = "Here is code:\n```js\nalert('Hi. There.');\n```\nThat is all. Bye 👋."
-    chunker = IncrementalSentenceChunker()
+MARKDOWN_LINES = [
+    # a heading, list item or table row after a line of text starts a chunk of its own, period or not
+    ("Steps:\n- install it\n- run it", ["Steps:", "install it", "run it"]),
+    ("Intro text\n## Setup\nRun the script.", ["Intro text", "Setup", "Run the script."]),
+    ("Here are the steps:\n1. Install it\n2. Run it", ["Here are the steps:", "1. Install it", "2. Run it"]),
+    ("Results\n| Name | Age |\n|---|---|\n| Bob | 5 |", ["Results", "Name, Age", "Bob, 5"]),
+    # a quotation's lines go on as one text; a plain line break is not a sentence end
+    ("He said\n> it is fine\n> really.", ["He said\nit is fine\nreally."]),
+    ("one line\nand the next. Then more.", ["one line\nand the next.", "Then more."]),
+    # fenced code is never spoken, whatever sentences it holds; the text around it is
+    (
+        "Run this. Then:\n```python\nx = 1. y = 2\nprint('a. B. C.')\n\nz = 3\n```\nDone. Bye.",
+        ["Run this.", "Then:", "Done.", "Bye."],
+    ),
+    ("```\na. B.\n```\nOk.", ["Ok."]),  # a block at the very start
+    ("Hi.\n~~~\nnever. closed.", ["Hi."]),  # unclosed at the end
+    (
+        "Here is code:\n```js\nalert('Hi. There.');\n```\nThat is all. Bye 👋.",
+        ["Here is code:", "That is all.", "Bye."],
+    ),
+]
+
+
+@pytest.mark.parametrize(("markdown", "sentences"), MARKDOWN_LINES, ids=[m[0][:30] for m in MARKDOWN_LINES])
+def test_production_path_speaks_markdown_as_sentences(markdown: str, sentences: list[str]) -> None:
+    assert speak_every_way(markdown) == sentences
+
+
+REMOVALS = [
+    # no space is left before punctuation where an emoji, image, tag or footnote was removed
+    ("Done ✅. Next.", ["Done.", "Next."]),
+    ("That is all. Bye 👋.", ["That is all.", "Bye."]),
+    ("Great 🎉 🎉! See you 👋🏽, Bob 🙂?", ["Great!", "See you, Bob?"]),
+    ("Look ![a cat](cat.png). It sleeps.", ["Look.", "It sleeps."]),
+    ("A line <br/>. And a [link](x.html) [](empty.html).", ["A line.", "And a link."]),
+    ("True [^1]; see notes.", ["True; see notes."]),
+    ("Press 1️⃣.", ["Press."]),
+    ("Wave 👋\n\nBye", ["Wave", "Bye"]),
+    # and one space is left between words where something was removed between them
+    ("We 🙂 won, 🎉 again.", ["We won, again."]),
+    # what is read keeps its space, and so does a space the text itself has before punctuation
+    ("Type `.env` and **!** now.", ["Type .env and ! now."]),
+    ("It was wrong . Then he left .", ["It was wrong .", "Then he left ."]),
+]
+
+
+@pytest.mark.parametrize(("markdown", "sentences"), REMOVALS, ids=[m[0][:30] for m in REMOVALS])
+def test_no_stray_space_where_something_was_removed(markdown: str, sentences: list[str]) -> None:
+    assert speak_every_way(markdown) == sentences
+
+
+def test_held_spaces_wait_only_for_the_next_character() -> None:
     f = SpeechTextFilter()
-    sentences = []
-    for piece in pieces_of(markdown, 7):
-        sentences += chunker.feed(f.feed(piece))
-    sentences += chunker.feed(f.flush())
-    sentences.append(chunker.flush() or "")
-    assert [clean_for_speech(s) for s in sentences] == ["Here is code:", "That is all.", "Bye."]
+    assert f.feed("Bye ") == "Bye"  # the space waits: an emoji and a period may follow
+    assert f.feed("👋") == ""
+    assert f.feed(".") == "."
+    assert f.feed(" See ") == " See"
+    assert f.feed("you") == " you"
+    assert f.flush() == ""
+    assert f.feed("Trailing  ") == "Trailing"
+    assert f.flush() == "  "  # nothing removed: the text is kept as it was
+    assert f.feed("Gone 🙂 ") == "Gone"
+    assert f.flush() == ""  # the space before a removal at the end goes
 
 
 def test_an_unclosed_span_is_read_as_text_at_the_end() -> None:
@@ -130,3 +210,23 @@ def test_property_fragmentation_invariant_and_no_emoji_out(text: str, data) -> N
     whole = stream([text])
     assert stream(pieces) == whole
     assert not any(is_emoji_char(c) for c in whole)
+    sentences = speak([text])
+    assert speak(pieces) == sentences  # the production path, sentence by sentence
+    assert all(s == s.strip() and s for s in sentences)
+
+
+REMOVABLE_BITS = [
+    "🙂", "👩‍💻", "1️⃣", "<br/>", "![a](b.png)", "[^1]", "[](x)", "Bye", "ok", " ", "\n", *".,!?;:"
+]  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(bits=st.lists(st.sampled_from(REMOVABLE_BITS), max_size=30), seed=st.integers(0, 1000))
+def test_property_no_space_before_punctuation_that_the_text_did_not_have(bits: list[str], seed: int) -> None:
+    """Removing an emoji, image, tag or footnote never leaves a space before punctuation."""
+    text = "".join(bits)
+    sentences = speak(pieces_of(text, seed))
+    assert sentences == speak([text])
+    for sentence in sentences:
+        for p in ".,!?;:":
+            assert " " + p not in sentence or " " + p in text, sentence

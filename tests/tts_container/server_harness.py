@@ -1,55 +1,22 @@
 """Helpers for the server tests: an in-process uvicorn on a real socket, and a WS transcript reader.
 
-The in-process server runs on the test's own event loop (no thread, no second loop); tests that need
-the real model use the ``model_server`` subprocess fixture from tests/conftest.py instead.
+The in-process server (``running_app``, shared with other test folders through
+``model_server_process``) runs on the test's own event loop; tests that need the real model use the
+``model_server`` subprocess fixture from tests/conftest.py instead.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
-import uvicorn
-from starlette.applications import Starlette
 from websockets.asyncio.client import ClientConnection
 
 from strands_kokoro.protocol import control_frame
-from tts_container.__main__ import WS_MAX_FRAME_BYTES
-
-
-@asynccontextmanager
-async def running_app(app: Starlette, *, wait_ready: bool = True) -> AsyncIterator[str]:
-    """Serve ``app`` on 127.0.0.1 (a free port); yield ``host:port``; stop it on exit."""
-    config = uvicorn.Config(
-        app, host="127.0.0.1", port=0, log_level="warning", ws_max_size=WS_MAX_FRAME_BYTES
-    )
-    server = uvicorn.Server(config)
-    async with asyncio.TaskGroup() as tasks:
-        serving = tasks.create_task(server.serve())
-        while not server.started:
-            if serving.done():
-                raise RuntimeError("uvicorn did not start")
-            await asyncio.sleep(0.01)
-        address = f"127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}"
-        if wait_ready:
-            await wait_for_ping(address)
-        try:
-            yield address
-        finally:
-            server.should_exit = True
-
-
-async def wait_for_ping(address: str, timeout_s: float = 30.0) -> None:
-    async with httpx.AsyncClient() as client, asyncio.timeout(timeout_s):
-        while True:
-            if (await client.get(f"http://{address}/ping")).status_code == 200:
-                return
-            await asyncio.sleep(0.02)
 
 
 async def stats(address: str) -> dict[str, Any]:
