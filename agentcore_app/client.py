@@ -67,6 +67,8 @@ class TurnRecord:
         """Client-side numbers: first text, first audio, total (ms), audio seconds, chunks, errors."""
         first_text = self.first("text_delta")
         first_audio = self.first("audio_chunk")
+        end = self.first("agent_end")
+        turn_end = {} if end is None else end.event
         return {
             "mode": self.mode,
             "first_text_ms": None if first_text is None else round(first_text.at_ms, 1),
@@ -75,6 +77,8 @@ class TurnRecord:
             "audio_s": round(self.audio_s, 3),
             "chunks": len(self.of_type("audio_chunk")),
             "sentences": len(self.of_type("sentence_complete")),
+            "requests": turn_end.get("requests"),
+            "rtf": turn_end.get("rtf"),
             "errors": [e.event for e in self.events if e.event.get("type") in ("error", "speech_error")],
             "text": self.text,
         }

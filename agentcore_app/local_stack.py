@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import socket
 import subprocess
 import sys
@@ -53,7 +52,7 @@ class LocalStack:
 
 def provision_weights() -> Path:
     """Fill the Kokoro weight cache if needed (progress bar from the weight sources); return its folder."""
-    from tts_container.weights import ensure_weights
+    from tts_container.provisioning import ensure_weights
 
     return Path(ensure_weights(part="onnx").root)
 
@@ -153,27 +152,18 @@ async def warm_up_model(model: str, prompt: str | None = None) -> None:
             pass
 
 
-def tts_threads(model: str) -> int:
-    """Engine threads: every core the embedded LLM does not use (all of them for a remote LLM)."""
-    from agentcore_app.local_llm import default_threads
-
-    cores = os.cpu_count() or 1
-    return max(1, cores - default_threads()) if model == "local" else cores
-
-
 @contextlib.asynccontextmanager
 async def local_stack(
     log_dir: Path, *, model: str = "local", engine: str = "onnx", threads: int | None = None
 ) -> AsyncIterator[LocalStack]:
     """Weights, model server and agent app, all torn down when the block ends.
 
-    The cores are split between the engine and the embedded LLM (``tts_threads``), because both run on
-    this machine and oversubscribed inference threads spin against each other.
+    Both inference engines share this machine's cores. Speech is the bottleneck on a CPU, so the model
+    server gets every core (``threads`` None) and the embedded LLM runs at a lower OS priority
+    (:func:`agentcore_app.local_llm.llm_nice`): synthesis wins the cores whenever it needs them.
     """
     await asyncio.to_thread(provision_weights)
-    async with model_server(
-        log_dir / "model_server.log", engine=engine, threads=threads or tts_threads(model)
-    ) as server_url:
+    async with model_server(log_dir / "model_server.log", engine=engine, threads=threads) as server_url:
         speech_endpoint = server_url.replace("http://", "ws://", 1)
         await warm_up_model(model)
         async with agent_app(speech_endpoint, model) as agent_url:

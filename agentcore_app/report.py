@@ -21,6 +21,14 @@ def _fmt_ms(value: float | None) -> str:
     return "-" if value is None else f"{value:,.0f} ms"
 
 
+def _fmt_count(value: int | None) -> str:
+    return "-" if value is None else str(value)
+
+
+def _fmt_rtf(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
 def speedup(batch_ms: float | None, bidi_ms: float | None) -> float | None:
     """How many times sooner bidi's first audio came than batch's (None when either has no audio)."""
     if not batch_ms or not bidi_ms:
@@ -65,7 +73,8 @@ def table(records: Sequence[TurnRecord]) -> str:
         ("audio", [f"{s['audio_s']:.2f} s" for s in summaries]),
         ("audio chunks", [str(s["chunks"]) for s in summaries]),
         ("playback stall", [_fmt_ms(stall_ms(r)) for r in records]),
-        ("sentences", [str(s["sentences"]) for s in summaries]),
+        ("speech requests", [_fmt_count(s["requests"]) for s in summaries]),
+        ("engine RTF (measured)", [_fmt_rtf(s["rtf"]) for s in summaries]),
     ]
     label_width = max(len(label) for label, _ in rows)
     col_width = max(12, *(len(v) for _, values in rows for v in values))

@@ -1,20 +1,27 @@
-"""End-to-end latency: how much sooner a listener hears the agent in bidi mode than in batch mode.
+"""End-to-end latency: how much sooner, and how evenly, a listener hears the agent in bidi than in batch.
 
 Everything runs for real on this machine: the embedded LLM (or ``--model``), the agent app over HTTP,
-the Kokoro model server over its WebSocket. For each of 5 fixed prompts (3-6 sentence answers), N trials
-per variant, alternating (batch, bidi, bidi without the clause-shortened first chunk), the client
-measures (DESIGN §7):
+the Kokoro model server over its WebSocket. For each of 5 fixed prompts (3-5 sentence answers), N trials
+per variant, alternating the order (batch, bidi; ``--variants`` adds ``smooth``), the client measures
+(DESIGN §7):
 
 - TTFA: request sent -> first audio byte at the client; ratio TTFA(batch) / TTFA(bidi);
-- the bidi floor: LLM time to the first chunk's last character (when that text_delta reached the client)
-  + the engine's time to first audio for that chunk alone, synthesized on a warm session in the same run;
-  the gap is TTFA(bidi) - floor (what our plumbing adds);
 - stall: a real-time player starts at the first audio byte; every moment it has nothing to play before
   the last byte is stall;
-- bidi with and without the clause-shortened first chunk (``first_chunk_words=None``).
+- the bidi floor: LLM time to the first request's last character (when that text_delta reached the
+  client) + the engine's time to first audio for that text alone, synthesized on a warm session in the
+  same run; the gap is TTFA(bidi) - floor (what our plumbing adds);
+- the pacer at work: each request's size (characters, words), the engine's real-time factor as the
+  pacer measured it, and per request the buffer the pacer predicted against the one the listener had;
+- intelligibility: after all timed runs, Whisper-base transcribes each bidi answer's joined audio and
+  the word error rate against the spoken text is recorded (DESIGN §7: judge speech as a listener would).
 
-Usage: ``uv run --all-extras python benchmarks/e2e_latency.py --trials 3`` (prints a table, writes JSON
-to benchmarks/results/). Ratios are from one run on one machine; absolute numbers only mean something on
+The model server gets every core and the embedded LLM runs at nice +10 (the local stack's setting);
+``--tts-threads`` and ``--llm-nice`` measure other splits. The load average is recorded before and after
+every turn: a figure taken at load > 1 on a 2-core machine is not a measurement.
+
+Usage: ``uv run --all-extras python -m benchmarks.e2e_latency`` (prints a table, writes JSON to
+benchmarks/results/). Ratios are from one run on one machine; absolute numbers only mean something on
 the hardware they were taken on.
 """
 
@@ -23,6 +30,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import platform
 import statistics
 import sys
@@ -34,9 +42,11 @@ from typing import Any
 import httpx
 
 from agentcore_app.client import TimedEvent, TurnRecord, run_turn
-from agentcore_app.local_stack import agent_app, model_server, provision_weights, tts_threads, warm_up_model
+from agentcore_app.local_llm import LLM_NICE_ENV
+from agentcore_app.local_stack import agent_app, model_server, provision_weights, warm_up_model
 from agentcore_app.report import stall_ms
 from strands_kokoro.sessions import AudioData, SpeechRequest, SynthesisCompleted, open_session
+from strands_kokoro.speech_text import clean_for_speech
 
 PROMPTS: tuple[str, ...] = (
     "In four sentences, explain why the sky is blue.",
@@ -45,12 +55,12 @@ PROMPTS: tuple[str, ...] = (
     "Give me five sentences about how bees make honey.",
     "In four sentences, explain how a bicycle stays upright.",
 )
-VARIANTS: tuple[str, ...] = ("batch", "bidi", "bidi_whole_first_sentence")
+VARIANTS: tuple[str, ...] = ("batch", "bidi", "smooth")
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
 
-def first_chunk(record: TurnRecord) -> tuple[str, float] | None:
-    """The first spoken chunk's text and when the text_delta holding its last character arrived."""
+def first_request(record: TurnRecord) -> tuple[str, float] | None:
+    """The first request's text and when the text_delta holding its last character arrived."""
     sentences = record.of_type("sentence_complete")
     if not sentences:
         return None
@@ -64,17 +74,17 @@ def first_chunk(record: TurnRecord) -> tuple[str, float] | None:
     return chunk_text, record.of_type("text_delta")[-1].at_ms
 
 
-async def engine_first_audio_ms(speech_endpoint: str, text: str, voice: str | None) -> float:
+async def engine_first_audio_ms(speech_endpoint: str, text: str) -> float:
     """Time to first audio for ``text`` alone on an already open session (bidi keeps its session open)."""
     first: float | None = None
     async with open_session(speech_endpoint) as session:
         events = aiter(session.events())  # one iterator: the frame decoder's state spans both requests
-        await session.send(SpeechRequest(request_id="warm", text="Hi.", voice=voice))
+        await session.send(SpeechRequest(request_id="warm", text="Hi."))
         async for event in events:
             if isinstance(event, SynthesisCompleted):
                 break
         started = time.perf_counter()
-        await session.send(SpeechRequest(request_id="floor", text=text, voice=voice))
+        await session.send(SpeechRequest(request_id="floor", text=text))
         async for event in events:
             if isinstance(event, AudioData) and first is None:
                 first = (time.perf_counter() - started) * 1000.0
@@ -91,38 +101,53 @@ def ttfa(record: TurnRecord) -> float | None:
     return None if first is None else first.at_ms
 
 
+def requests_of(record: TurnRecord) -> list[dict[str, Any]]:
+    """Each request as the pacer cut it: size, and predicted vs actual buffer when its audio came."""
+    return [
+        {
+            "chars": len(e.event["text"]),
+            "words": len(e.event["text"].split()),
+            "audio_ms": e.event["audio_ms"],
+            "predicted_buffer_ms": e.event.get("predicted_buffer_ms"),
+            "buffer_ms": e.event.get("buffer_ms"),
+        }
+        for e in record.of_type("sentence_complete")
+    ]
+
+
 def _median(values: list[float]) -> float | None:
     return round(statistics.median(values), 1) if values else None
+
+
+def _load() -> float:
+    return round(os.getloadavg()[0], 2)
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     await asyncio.to_thread(provision_weights)
     trials: list[dict[str, Any]] = []
+    audio: list[tuple[dict[str, Any], bytes, int, str]] = []  # bidi trials to transcribe afterwards
     with tempfile.TemporaryDirectory() as tmp:
         async with (
-            model_server(
-                Path(tmp) / "model_server.log", threads=args.tts_threads or tts_threads(args.model)
-            ) as server_url,
+            model_server(Path(tmp) / "model_server.log", threads=args.tts_threads) as server_url,
             httpx.AsyncClient(timeout=300) as http,
         ):
             speech = server_url.replace("http://", "ws://", 1)
             await warm_up_model(args.model)
             async with (
                 agent_app(speech, args.model) as app_url,
-                agent_app(speech, args.model, {"first_chunk_words": None}) as whole_sentence_app_url,
+                agent_app(speech, args.model, {"pacing": "smooth"}) as smooth_app_url,
             ):
-                urls = {
-                    "batch": app_url,
-                    "bidi": app_url,
-                    "bidi_whole_first_sentence": whole_sentence_app_url,
-                }
+                urls = {"batch": app_url, "bidi": app_url, "smooth": smooth_app_url}
                 for p_index, prompt in enumerate(PROMPTS[: args.prompts]):
                     await warm_up_model(args.model, prompt)  # same prompt cache state for every variant
                     for trial in range(args.trials):
-                        order = VARIANTS if trial % 2 == 0 else tuple(reversed(VARIANTS))
+                        order = args.variants if trial % 2 == 0 else tuple(reversed(args.variants))
                         for variant in order:
+                            load_before = _load()
                             mode = "batch" if variant == "batch" else "bidi"
                             record = await run_turn(urls[variant], prompt, mode, http_client=http)
+                            summary = record.summary()
                             row: dict[str, Any] = {
                                 "prompt": p_index,
                                 "trial": trial,
@@ -130,55 +155,89 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                                 "ttfa_ms": ttfa(record),
                                 "stall_ms": round(stall_ms(record), 1),
                                 "audio_s": round(record.audio_s, 2),
-                                "total_ms": record.summary()["total_ms"],
-                                "errors": record.summary()["errors"],
+                                "total_ms": summary["total_ms"],
+                                "requests": summary["requests"],
+                                "rtf": summary["rtf"],
+                                "request_sizes": requests_of(record),
+                                "errors": summary["errors"],
+                                "load_before": load_before,
+                                "load_after": _load(),
                             }
-                            if variant == "bidi" and (chunk := first_chunk(record)) is not None:
+                            if variant == "bidi" and (chunk := first_request(record)) is not None:
                                 text, llm_ms = chunk
-                                engine_ms = await engine_first_audio_ms(speech, text, None)
+                                engine_ms = await engine_first_audio_ms(speech, text)
                                 row |= {
-                                    "first_chunk": text,
-                                    "llm_first_chunk_ms": round(llm_ms, 1),
-                                    "engine_first_chunk_ms": round(engine_ms, 1),
+                                    "first_request": text,
+                                    "llm_first_request_ms": round(llm_ms, 1),
+                                    "engine_first_request_ms": round(engine_ms, 1),
                                     "floor_ms": round(llm_ms + engine_ms, 1),
                                 }
+                            if variant != "batch" and record.pcm:
+                                audio.append((row, bytes(record.pcm), record.sample_rate, record.text))
                             trials.append(row)
                             # Written after every turn: a long run stopped early still leaves its numbers.
                             write_result(summarize(trials, args), args.out)
                             print(
-                                f"prompt {p_index} trial {trial} {variant:>26}: TTFA {row['ttfa_ms']} ms, "
-                                f"stall {row['stall_ms']} ms",
+                                f"prompt {p_index} trial {trial} {variant:>7}: TTFA {row['ttfa_ms']} ms, "
+                                f"stall {row['stall_ms']} ms, {row['requests']} requests, "
+                                f"load {load_before}",
                                 file=sys.stderr,
                             )
+    if not args.no_whisper:
+        await asyncio.to_thread(score_with_whisper, audio)
     return summarize(trials, args)
+
+
+def score_with_whisper(audio: list[tuple[dict[str, Any], bytes, int, str]]) -> None:
+    """After the timed runs (Whisper would steal their CPU): WER of each answer's audio vs its text."""
+    from benchmarks.speech_check import transcribe, word_error_rate
+
+    for row, pcm, sample_rate, text in audio:
+        heard = transcribe(pcm, sample_rate)
+        row["wer"] = round(word_error_rate(clean_for_speech(text), heard), 3)
+        row["heard"] = heard
+        print(
+            f"prompt {row['prompt']} trial {row['trial']} {row['variant']}: WER {row['wer']}", file=sys.stderr
+        )
 
 
 def summarize(trials: list[dict[str, Any]], args: argparse.Namespace) -> dict[str, Any]:
     def stats(rows: list[dict[str, Any]]) -> dict[str, Any]:
-        by = {v: [r for r in rows if r["variant"] == v] for v in VARIANTS}
-        med = {v: _median([r["ttfa_ms"] for r in by[v] if r["ttfa_ms"] is not None]) for v in VARIANTS}
-        bidi = by["bidi"]
+        by = {v: [r for r in rows if r["variant"] == v] for v in args.variants}
+        med = {v: _median([r["ttfa_ms"] for r in by[v] if r["ttfa_ms"] is not None]) for v in by}
+        bidi = by.get("bidi", [])
         gaps = [r["ttfa_ms"] - r["floor_ms"] for r in bidi if "floor_ms" in r and r["ttfa_ms"] is not None]
-        ratio = med["batch"] / med["bidi"] if med["batch"] and med["bidi"] else None
-        whole = med["bidi_whole_first_sentence"]
+        ratio = med.get("batch") and med.get("bidi") and med["batch"] / med["bidi"]
+        errors = [(p["predicted_buffer_ms"] - p["buffer_ms"]) for r in bidi for p in r["request_sizes"]
+                  if p["predicted_buffer_ms"] is not None and p["buffer_ms"] is not None]  # fmt: skip
         return {
             "ttfa_median_ms": med,
-            "ratio_batch_over_bidi": None if ratio is None else round(ratio, 2),
+            "ratio_batch_over_bidi": round(ratio, 2) if ratio else None,
             "floor_median_ms": _median([r["floor_ms"] for r in bidi if "floor_ms" in r]),
             "floor_gap_median_ms": _median(gaps),
-            "shortened_first_chunk_gain": None
-            if not whole or not med["bidi"]
-            else round(1.0 - med["bidi"] / whole, 3),
-            "stall_median_ms": {v: _median([r["stall_ms"] for r in by[v]]) for v in VARIANTS},
-            "stall_max_ms": {v: max((r["stall_ms"] for r in by[v]), default=None) for v in VARIANTS},
+            "stall_median_ms": {v: _median([r["stall_ms"] for r in by[v]]) for v in by},
+            "stall_max_ms": {v: max((r["stall_ms"] for r in by[v]), default=None) for v in by},
+            "requests_median": {v: _median([r["requests"] for r in by[v] if r["requests"]]) for v in by},
+            "rtf_median": _median([r["rtf"] for r in bidi if r["rtf"] is not None]),
+            "buffer_prediction_error_median_ms": _median(errors),
+            "wer_max": {v: max((r["wer"] for r in by[v] if "wer" in r), default=None) for v in by},
         }
 
     prompts = sorted({r["prompt"] for r in trials})
+    loads = [r["load_before"] for r in trials]
     return {
         "benchmark": "e2e_latency",
         "model": args.model,
         "trials_per_variant": args.trials,
-        "machine": {"platform": platform.platform(), "python": platform.python_version()},
+        "variants": list(args.variants),
+        "tts_threads": args.tts_threads,
+        "llm_nice": os.environ.get(LLM_NICE_ENV, "default (10)"),
+        "machine": {
+            "platform": platform.platform(),
+            "python": platform.python_version(),
+            "cpus": os.cpu_count(),
+            "load_before_max": max(loads, default=None),
+        },
         "prompts": [PROMPTS[i] for i in prompts],
         "per_prompt": {str(i): stats([r for r in trials if r["prompt"] == i]) for i in prompts},
         "overall": stats(trials),
@@ -187,38 +246,52 @@ def summarize(trials: list[dict[str, Any]], args: argparse.Namespace) -> dict[st
 
 
 def print_table(result: dict[str, Any]) -> None:
-    head = (
-        f"{'prompt':<8}{'batch':>10}{'bidi':>10}{'bidi whole':>12}{'ratio':>8}{'floor':>9}{'gap':>8}"
-        f"{'1st-chunk gain':>16}{'stall bidi':>12}{'stall batch':>12}"
-    )
+    variants = result["variants"]
+    head = f"{'prompt':<8}" + "".join(f"{'TTFA ' + v:>14}" for v in variants)
+    head += f"{'ratio':>8}{'floor':>8}{'gap':>7}" + "".join(f"{'stall ' + v:>14}" for v in variants)
+    head += f"{'requests':>10}{'RTF':>6}{'WER':>7}"
     print(head)
     print("-" * len(head))
-    rows = [*result["per_prompt"].items(), ("overall", result["overall"])]
-    for name, s in rows:
-        med = s["ttfa_median_ms"]
-        gain = s["shortened_first_chunk_gain"]
 
-        def ms(v: float | None) -> str:
-            return "-" if v is None else f"{v:,.0f}"
+    def ms(v: float | None) -> str:
+        return "-" if v is None else f"{v:,.0f}"
 
+    for name, s in [*result["per_prompt"].items(), ("overall", result["overall"])]:
+        ratio = s["ratio_batch_over_bidi"]
+        wer = s["wer_max"].get("bidi")
         print(
-            f"{name:<8}{ms(med['batch']):>10}{ms(med['bidi']):>10}{ms(med['bidi_whole_first_sentence']):>12}"
-            f"{(str(s['ratio_batch_over_bidi']) + '×') if s['ratio_batch_over_bidi'] else '-':>8}"
-            f"{ms(s['floor_median_ms']):>9}{ms(s['floor_gap_median_ms']):>8}"
-            f"{'-' if gain is None else f'{gain:.0%}':>16}"
-            f"{ms(s['stall_median_ms']['bidi']):>12}{ms(s['stall_median_ms']['batch']):>12}"
+            f"{name:<8}"
+            + "".join(f"{ms(s['ttfa_median_ms'][v]):>14}" for v in variants)
+            + f"{(f'{ratio}×' if ratio else '-'):>8}"
+            + f"{ms(s['floor_median_ms']):>8}{ms(s['floor_gap_median_ms']):>7}"
+            + "".join(f"{ms(s['stall_median_ms'][v]):>14}" for v in variants)
+            + f"{ms(s['requests_median'].get('bidi')):>10}"
+            + f"{'-' if s['rtf_median'] is None else s['rtf_median']:>6}"
+            + f"{'-' if wer is None else wer:>7}"
         )
-    print("(median ms; ratio = TTFA batch / TTFA bidi; gap = TTFA bidi - floor; gain = 1 - bidi/bidi whole)")
+    overall = result["overall"]
+    print(
+        "(median ms; ratio = TTFA batch / TTFA bidi; gap = TTFA bidi - floor; WER: worst bidi answer)\n"
+        f"worst stall: {overall['stall_max_ms']}; load before turns ≤ {result['machine']['load_before_max']}"
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--trials", type=int, default=3, help="trials per prompt and variant")
     parser.add_argument("--prompts", type=int, default=len(PROMPTS), help="use the first N prompts")
+    parser.add_argument(
+        "--variants", nargs="+", choices=VARIANTS, default=["batch", "bidi"], help="what to compare"
+    )
     parser.add_argument("--model", default="local", help="local | bedrock:<id> | openai:<url>[#model]")
-    parser.add_argument("--tts-threads", type=int, default=None, help="model server engine threads")
+    parser.add_argument("--tts-threads", type=int, default=None, help="model server engine threads (all)")
+    parser.add_argument("--llm-nice", type=int, default=None, help="the embedded LLM's nice value (10)")
+    parser.add_argument("--no-whisper", action="store_true", help="skip the Whisper round trip")
     parser.add_argument("--out", type=Path, default=None, help="JSON path (default benchmarks/results/...)")
     args = parser.parse_args(argv)
+    args.variants = tuple(args.variants)
+    if args.llm_nice is not None:
+        os.environ[LLM_NICE_ENV] = str(args.llm_nice)  # read when the LLM loads, in this process
     args.out = args.out or RESULTS_DIR / f"e2e_latency-{time.strftime('%Y%m%d-%H%M%S')}.json"
     result = asyncio.run(run(args))
     print_table(result)
