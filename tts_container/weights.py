@@ -2,10 +2,12 @@
 
 Why a cache of our own instead of each library's downloader: the container must start offline (the model
 baked in at build time or pulled from S3), the same files must serve the onnx and the torch engine, and a
-failed start must say *every* place that was tried. So provisioning is explicit: sources are tried in
-order (:mod:`tts_container.weight_sources`), each checks the sha256 of what it brings, and the result is
-recorded in ``manifest.json``. A filled cache is recognised from the manifest alone (file sizes), so a
-restart costs milliseconds; ``kokoro-weights verify`` re-hashes everything when in doubt.
+failed start must say *every* place that was tried. So provisioning is explicit: the caller hands
+:func:`ensure_weights` its sources in order (this module imports none of them: the real ones live in
+:mod:`tts_container.weight_sources`, wired together by :mod:`tts_container.provisioning`), each checks the
+sha256 of what it brings, and the result is recorded in ``manifest.json``. Each start re-hashes the files
+it is about to load against the manifest (and, when asked, the pins), because a cache may be a folder
+someone else filled; writers take the cache lock (:mod:`tts_container.weights_lock`).
 
 Layout (also the layout of an explicit source directory and of an ``s3://`` model cache)::
 
@@ -21,15 +23,22 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import logging
 import os
-import shutil
-import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol
 
 from tqdm import tqdm
+
+from tts_container.weights_lock import (
+    cache_lock,
+    remove_stale_staging,
+    staging_dir,
+    stale_staging,
+    try_cache_lock,
+)
 
 CACHE_ENV = "STRANDS_KOKORO_CACHE"
 CONFIG_FILE = "config.json"
@@ -44,7 +53,14 @@ PART_FILES: dict[Part, frozenset[str]] = {
     "torch": frozenset({CONFIG_FILE, TORCH_FILE, VOICES_FILE}),
 }
 
+Pins = Mapping[str, frozenset[str]]
+"""File name -> every sha256 accepted for it (one file may have several pinned origins)."""
+
+MISSING = "missing"
+NOT_IN_MANIFEST = "not in the manifest"
+
 _HASH_BLOCK = 1 << 20
+_log = logging.getLogger(__name__)
 
 
 class IntegrityError(RuntimeError):
@@ -126,11 +142,13 @@ def sha256_of(path: Path, *, progress: bool = False) -> str:
     return digest.hexdigest()
 
 
-def check_sha256(path: Path, expected: str, what: str) -> str:
-    """Raise :class:`IntegrityError` unless ``path`` hashes to ``expected``; return the digest."""
+def check_sha256(path: Path, expected: str | Collection[str], what: str) -> str:
+    """Raise :class:`IntegrityError` unless ``path`` hashes to ``expected`` (or one of them); return it."""
+    accepted = frozenset({expected}) if isinstance(expected, str) else frozenset(expected)
     actual = sha256_of(path, progress=True)
-    if actual != expected:
-        raise IntegrityError(f"{what}: sha256 {actual} does not match the pinned {expected}")
+    if actual not in accepted:
+        pinned = next(iter(accepted)) if len(accepted) == 1 else f"one of {', '.join(sorted(accepted))}"
+        raise IntegrityError(f"{what}: sha256 {actual} does not match the pinned {pinned}")
     return actual
 
 
@@ -144,92 +162,136 @@ def read_manifest(root: Path) -> dict[str, dict[str, object]]:
     return files if isinstance(files, dict) else {}
 
 
-def missing_files(root: Path, names: frozenset[str]) -> frozenset[str]:
-    """Names the manifest does not vouch for (absent from it, or the file's size differs)."""
+def cache_problems(root: Path, names: Iterable[str], *, pins: Pins | None = None) -> dict[str, str]:
+    """Why each of ``names`` cannot be used as it lies in ``root``; an empty dict means all can.
+
+    Every present file is re-hashed, not only sized: a cache may be a folder someone else filled (a model
+    dir SageMaker downloaded from a bucket, a baked image layer), and a same-size swap or bit flip must not
+    be loaded. ~1.5 GB/s here, so the onnx part costs ~0.1 s per start. With ``pins``, a pinned file must
+    also hash to one of its pins, whatever the manifest beside it claims.
+    """
     manifest = read_manifest(root)
-    missing = set()
-    for name in names:
+    problems: dict[str, str] = {}
+    for name in sorted(names):
         entry = manifest.get(name)
         path = root / name
-        if not entry or not path.is_file() or path.stat().st_size != entry.get("size"):
-            missing.add(name)
-    return frozenset(missing)
+        if not path.is_file():
+            problems[name] = MISSING
+        elif not isinstance(entry, dict) or not isinstance(entry.get("sha256"), str):
+            problems[name] = NOT_IN_MANIFEST
+        elif path.stat().st_size != entry.get("size"):
+            problems[name] = "size differs from the manifest"
+        else:
+            actual = sha256_of(path, progress=True)
+            if actual != entry["sha256"]:
+                problems[name] = "sha256 differs from the manifest"
+            elif pins is not None and name in pins and actual not in pins[name]:
+                problems[name] = f"sha256 {actual} is not a pinned one"
+    return problems
 
 
 def ensure_weights(
     cache_dir: Path | str | None = None,
     *,
     part: Part = "onnx",
-    sources: Sequence[WeightsSource] | None = None,
+    sources: Sequence[WeightsSource],
+    pins: Pins | None = None,
 ) -> CachedWeights:
-    """Return a cache holding ``part``'s files, filling what is missing from the first source that works.
+    """Return a cache holding ``part``'s files; what is missing or bad comes from the first working source.
 
-    Idempotent: when the manifest already vouches for every file nothing is read or fetched.
+    ``sources`` is the caller's choice (the production order is
+    :func:`tts_container.weight_sources.default_sources`, wired by :mod:`tts_container.provisioning`), so
+    this module knows nothing of hubs or buckets. ``pins`` (name -> accepted sha256s) makes a cached file
+    that is not one of its pins count as bad. When every file checks out nothing is locked or fetched;
+    otherwise the fill runs under the cache's writer lock (:mod:`tts_container.weights_lock`).
     """
     root = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
-    needed = missing_files(root, PART_FILES[part])
-    if not needed:
+    names = PART_FILES[part]
+    problems = cache_problems(root, names, pins=pins)
+    if not problems:
+        _tidy(root)
         return CachedWeights(root)
-    if sources is None:
-        from tts_container.weight_sources import default_sources
+    with contextlib.ExitStack() as held:
+        try:
+            held.enter_context(cache_lock(root))
+        except OSError as exc:  # a read-only cache (baked image, model dir) whose files are bad or missing
+            failures = [*_findings(root, problems), (f"cache {root}", f"cannot lock it to write: {exc}")]
+            raise WeightsUnavailable(failures) from exc
+        remove_stale_staging(root)
+        # Re-check under the lock: another process may have filled the cache while we waited for it.
+        problems = cache_problems(root, names, pins=pins)
+        if problems:
+            _fill(root, frozenset(problems), sources, pins, _findings(root, problems))
+    return CachedWeights(root)
 
-        sources = default_sources()
-    root.mkdir(parents=True, exist_ok=True)
-    failures: list[tuple[str, str]] = []
+
+def verify_cache(cache_dir: Path | str | None = None, *, pins: Pins | None = None) -> list[str]:
+    """Re-hash every file the manifest lists (and check ``pins``); return the problems (empty = all good)."""
+    root = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
+    manifest = read_manifest(root)
+    if not manifest:
+        return [f"{root / MANIFEST_FILE}: missing or unreadable"]
+    return [f"{name}: {reason}" for name, reason in cache_problems(root, manifest, pins=pins).items()]
+
+
+def _findings(root: Path, problems: Mapping[str, str]) -> list[tuple[str, str]]:
+    """Files present but not usable, as report lines (a plain miss is not worth reporting)."""
+    findings = [
+        (f"cache {root}", f"{name}: {reason}")
+        for name, reason in problems.items()
+        if reason not in (MISSING, NOT_IN_MANIFEST)
+    ]
+    for label, reason in findings:
+        _log.warning("%s: %s; fetching it again", label, reason)
+    return findings
+
+
+def _fill(
+    root: Path,
+    needed: frozenset[str],
+    sources: Sequence[WeightsSource],
+    pins: Pins | None,
+    failures: list[tuple[str, str]],
+) -> None:
+    """Try each source in order (cache lock held); raise with every failure when none works."""
     for source in sources:
         try:
-            with _staging_dir(root) as staging:
+            with staging_dir(root) as staging:
                 source.fetch(needed, staging)
-                _install(root, staging, needed, source.label)
-            return CachedWeights(root)
+                _install(root, staging, needed, source.label, pins)
+            return
         except Exception as exc:  # every failure is reported below, none is swallowed
             failures.append((source.label, f"{type(exc).__name__}: {exc}"))
     raise WeightsUnavailable(failures)
 
 
-def verify_cache(cache_dir: Path | str | None = None) -> list[str]:
-    """Re-hash every file the manifest lists; return the problems found (empty list = all good)."""
-    root = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
-    manifest = read_manifest(root)
-    if not manifest:
-        return [f"{root / MANIFEST_FILE}: missing or unreadable"]
-    problems = []
-    for name, entry in sorted(manifest.items()):
-        path = root / name
-        if not path.is_file():
-            problems.append(f"{name}: missing")
-        elif sha256_of(path, progress=True) != entry.get("sha256"):
-            problems.append(f"{name}: sha256 differs from the manifest")
-    return problems
+def _tidy(root: Path) -> None:
+    """Remove staging folders a killed fetch left behind, unless a live writer holds the lock right now."""
+    if stale_staging(root):
+        with try_cache_lock(root) as held:
+            if held:
+                remove_stale_staging(root)
 
 
-@contextlib.contextmanager
-def _staging_dir(root: Path) -> Iterator[Path]:
-    """A scratch folder on the cache's own filesystem, so installing a file is an atomic rename."""
-    staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=root))
-    try:
-        yield staging
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+def _install(root: Path, staging: Path, names: frozenset[str], label: str, pins: Pins | None) -> None:
+    """Move staged files into the cache and record them; the manifest is written last, atomically.
 
-
-def _install(root: Path, staging: Path, names: frozenset[str], label: str) -> None:
-    """Move staged files into the cache and record them; the manifest is written last, atomically."""
+    Runs under the cache lock: the manifest read here is the latest, and nobody writes it until we are done.
+    With ``pins``, nothing is installed unless every pinned file is one of its pins (whatever the source).
+    """
     absent = sorted(name for name in names if not (staging / name).is_file())
     if absent:
         raise SourceUnavailable(f"did not provide {', '.join(absent)}")
+    digests = {name: sha256_of(staging / name) for name in sorted(names)}
+    if pins is not None:
+        for name, digest in digests.items():
+            if name in pins and digest not in pins[name]:
+                raise IntegrityError(f"{name}: sha256 {digest} is not a pinned one")
     manifest = read_manifest(root)
-    for name in sorted(names):
+    for name, digest in digests.items():
         staged = staging / name
-        manifest[name] = {"sha256": sha256_of(staged), "size": staged.stat().st_size, "source": label}
+        manifest[name] = {"sha256": digest, "size": staged.stat().st_size, "source": label}
         os.replace(staged, root / name)
     tmp = staging / MANIFEST_FILE
     tmp.write_text(json.dumps({"version": 1, "files": manifest}, indent=2, sort_keys=True), encoding="utf-8")
     os.replace(tmp, root / MANIFEST_FILE)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """The ``kokoro-weights`` console script (argparse front end: :mod:`tts_container.weights_cli`)."""
-    from tts_container.weights_cli import main as cli_main
-
-    return cli_main(argv)

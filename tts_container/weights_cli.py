@@ -6,6 +6,8 @@
     kokoro-weights path [--cache-dir D]
 
 Exit status 0 on success; 1 with the list of every source tried when none could provide the weights.
+``verify`` checks the pins too: it answers "is this the pinned Kokoro-82M", not only "is it intact".
+The ``kokoro-weights`` console script points here (``python -m tts_container.weights_cli`` is the same).
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from tts_container.provisioning import ensure_weights
 from tts_container.weight_sources import (
+    PINNED_SHA256,
     DirectorySource,
     HubSource,
     RegistryPackagesSource,
@@ -27,7 +31,6 @@ from tts_container.weights import (
     WeightsSource,
     WeightsUnavailable,
     default_cache_dir,
-    ensure_weights,
     verify_cache,
 )
 
@@ -71,14 +74,14 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """The ``kokoro-weights`` command line (the console script enters through ``weights.main``)."""
+    """The ``kokoro-weights`` command line (the console script's entry point)."""
     args = _parser().parse_args(argv)
     cache_dir: Path = args.cache_dir or default_cache_dir()
     if args.command == "path":
         print(cache_dir)
         return 0
     if args.command == "verify":
-        problems = verify_cache(cache_dir)
+        problems = verify_cache(cache_dir, pins=PINNED_SHA256)
         for problem in problems:
             print(f"kokoro-weights: {problem}", file=sys.stderr)
         print("ok" if not problems else f"{len(problems)} problem(s)")

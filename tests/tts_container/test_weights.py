@@ -1,7 +1,8 @@
 """Weight provisioning: source order, sha256 checks, the all-sources-failed report, idempotency, the CLI.
 
 Unit tests use ``ScriptedSource`` (a test double writing chosen bytes); the registry-package source and
-the directory source are also exercised for real, once, on the actual Kokoro files.
+the directory source are also exercised for real, once, on the actual Kokoro files. Pins, load-time
+hashing, the cache lock and the import graph have their own ``test_weights_*.py`` files.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tts_container import weights as weights_module
 from tts_container import weights_cli
 from tts_container.weight_sources import (
     CONFIG_SHA256,
@@ -41,6 +41,7 @@ from tts_container.weights import (
     sha256_of,
     verify_cache,
 )
+from tts_container.weights_lock import LOCK_FILE
 
 
 class ScriptedSource:
@@ -86,7 +87,8 @@ def test_every_failure_is_listed_with_its_reason(tmp_path: Path) -> None:
         assert text in message
     assert [label for label, _ in caught.value.failures] == ["alpha", "beta", "gamma"]
     assert not (tmp_path / MANIFEST_FILE).exists()
-    assert [p.name for p in tmp_path.iterdir()] == []  # no staging leftovers, nothing half-installed
+    # no staging leftovers, nothing half-installed; only the (empty) writer lock file stays
+    assert [p.name for p in tmp_path.iterdir()] == [LOCK_FILE]
 
 
 def test_default_sources_report_unconfigured_directory_and_s3(
@@ -178,12 +180,13 @@ def test_directory_source_refuses_a_file_whose_sha256_is_not_pinned(tmp_path: Pa
 
 
 def test_sha_mismatch_in_a_source_manifest_is_reported_and_nothing_installed(tmp_path: Path) -> None:
+    """Without pins (``pins={}``) the source's manifest vouches for its files, and a mismatch is refused."""
     source_dir = tmp_path / "source"
     ensure_weights(source_dir, sources=[ScriptedSource("filler")])
     (source_dir / ONNX_FILE).write_bytes(b"tampered")
     cache = tmp_path / "cache"
-    with pytest.raises(WeightsUnavailable, match=r"IntegrityError: .*kokoro-v1\.0\.int8\.onnx: sha256"):
-        ensure_weights(cache, sources=[DirectorySource(source_dir)])
+    with pytest.raises(WeightsUnavailable, match=r"IntegrityError: .*kokoro-v1\.0\.int8\.onnx.*: sha256"):
+        ensure_weights(cache, sources=[DirectorySource(source_dir, pins={})])
     assert not (cache / ONNX_FILE).exists()
 
 
@@ -220,7 +223,7 @@ def test_cli_fetch_verify_and_path(tmp_path: Path, capsys: pytest.CaptureFixture
     assert f"directory {empty}: SourceUnavailable" in capsys.readouterr().err
 
     assert weights_cli.main(["verify", "--cache-dir", str(tmp_path / "c")]) == 1
-    assert weights_module.main(["path", "--cache-dir", str(tmp_path / "c")]) == 0  # the console-script entry
+    assert weights_cli.main(["path", "--cache-dir", str(tmp_path / "c")]) == 0
     assert capsys.readouterr().out.strip().endswith(str(tmp_path / "c"))
 
 
@@ -255,10 +258,11 @@ def test_s3_source_checks_files_against_the_bucket_manifest_with_fake_s3_client(
     ensure_weights(tmp_path / "bucket" / "models" / "kokoro", sources=[ScriptedSource("uploaded")])
     client = ScriptedS3Client(tmp_path)
     monkeypatch.setattr(boto3, "client", lambda service: client)
-    weights = ensure_weights(tmp_path / "cache", sources=[S3Source("s3://bucket/models/kokoro/")])
+    # pins={}: the scripted bytes are pinned nowhere, so the bucket's manifest vouches for them here
+    weights = ensure_weights(tmp_path / "cache", sources=[S3Source("s3://bucket/models/kokoro/", pins={})])
     assert read_manifest(weights.root)[CONFIG_FILE]["source"] == "s3://bucket/models/kokoro"
     assert client.downloaded[0] == "models/kokoro/manifest.json"
 
     (tmp_path / "bucket" / "models" / "kokoro" / ONNX_FILE).write_bytes(b"swapped")
     with pytest.raises(WeightsUnavailable, match=r"s3://bucket/models/kokoro: IntegrityError"):
-        ensure_weights(tmp_path / "cache2", sources=[S3Source("s3://bucket/models/kokoro")])
+        ensure_weights(tmp_path / "cache2", sources=[S3Source("s3://bucket/models/kokoro", pins={})])

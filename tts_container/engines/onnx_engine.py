@@ -21,7 +21,8 @@ import onnxruntime as ort
 from tts_container.engines.base import Audio
 from tts_container.engines.voices import DEFAULT_VOICE, UnknownVoice, VoiceTables
 from tts_container.g2p import Phonemizer, split_phonemes
-from tts_container.weights import CachedWeights, ensure_weights
+from tts_container.provisioning import ensure_weights
+from tts_container.weights import CachedWeights
 
 
 def load_vocab(config_path: Path) -> dict[str, int]:

