@@ -1,9 +1,11 @@
 """``speech-infra`` and ``agent-infra deploy|diff|synth|destroy``: drive the CDK app in the right order.
 
     speech-infra deploy|diff|synth|destroy kokoro-82m [--instance-type ml.g5.xlarge] [--instance-count 1]
-                 [--max-instance-count 4] [--weights-dir DIR] [--region R] [--profile P] [--output DIR]
+                 [--max-instance-count 4] [--weights-dir DIR] [--log-retention-days 30]
+                 [--no-network-isolation] [--tts-run-as-root] [--region R] [--profile P] [--output DIR]
     speech-infra list
-    agent-infra deploy|diff|synth|destroy --bedrock-model-id ID [--endpoint-name kokoro-82m] [...]
+    agent-infra deploy|diff|synth|destroy --bedrock-model-id ID [--endpoint-name kokoro-82m]
+                [--log-retention-days 30] [...]
 
 ``synth`` runs in-process (aws-cdk-lib + cdk-nag; no npm CLI, no Docker, no AWS account) and prints the
 cdk-nag verdict. ``deploy``, ``diff`` and ``destroy`` run the CDK CLI (``cdk`` or ``npx aws-cdk@2``) with
@@ -24,6 +26,8 @@ from pathlib import Path
 
 from cdk.config import (
     AGENT_STACKS,
+    DEFAULT_LOG_RETENTION_DAYS,
+    LOG_RETENTION_DAYS,
     MODEL_NAME,
     REPO_ROOT,
     SPEECH_STACKS,
@@ -52,13 +56,13 @@ Left in place on purpose (they hold data a redeploy reuses):
   - the tts_container image and the zipped weights in the CDK bootstrap assets (ECR repository
     cdk-<qualifier>-container-assets-<account>-<region>, bucket cdk-<qualifier>-assets-<account>-<region>),
     shared by every CDK app in the account/region. Remove unused ones with: npx aws-cdk@2 gc --unstable=gc
-  - the endpoint's CloudWatch log group /aws/sagemaker/Endpoints/<endpoint> (delete it in CloudWatch)."""
+The endpoint's and the copy job's log groups were deleted with their stacks."""
 
 AGENT_LEFT_BEHIND = """\
 Left in place on purpose:
   - the agent image in the CDK bootstrap ECR repository (shared by every CDK app in the account/region).
     Remove unused images with: npx aws-cdk@2 gc --unstable=gc
-  - the runtime's log groups under /aws/bedrock-agentcore/runtimes/ (delete them in CloudWatch)."""
+The runtime's log groups were deleted with the runtime stack."""
 
 
 def speech_main(argv: Sequence[str] | None = None) -> int:
@@ -77,6 +81,17 @@ def speech_main(argv: Sequence[str] | None = None) -> int:
         sub.add_argument(
             "--weights-dir", type=Path, help="weight cache to upload (default: kokoro-weights path)"
         )
+        sub.add_argument(
+            "--no-network-isolation",
+            action="store_true",
+            help="let the model container reach the network (only if bidi fails with isolation on)",
+        )
+        sub.add_argument(
+            "--tts-run-as-root",
+            action="store_true",
+            help="build the model server image to run as root (only if /opt/ml is unreadable otherwise)",
+        )
+        _retention_argument(sub)
         _common_arguments(sub)
     args = parser.parse_args(argv)
     if args.action == "list":
@@ -90,6 +105,9 @@ def speech_main(argv: Sequence[str] | None = None) -> int:
         "kokoro:instance_count": args.instance_count,
         "kokoro:max_instance_count": args.max_instance_count,
         "kokoro:weights_dir": str(args.weights_dir.expanduser()) if args.weights_dir else None,
+        "kokoro:network_isolation": "false" if args.no_network_isolation else None,
+        "kokoro:tts_run_as_root": "true" if args.tts_run_as_root else None,
+        "kokoro:log_retention_days": args.log_retention_days,
     }
     return _guarded(lambda: _run_speech(args, _present(context)))
 
@@ -106,14 +124,27 @@ def agent_infra(argv: Sequence[str]) -> int:
     parser.add_argument(
         "--endpoint-name", default=MODEL_NAME, help=f"the speech endpoint (default {MODEL_NAME})"
     )
+    _retention_argument(parser)
     _common_arguments(parser)
     args = parser.parse_args(list(argv))
     context = {
         "kokoro:stacks": "agent",
         "kokoro:bedrock_model_id": args.bedrock_model_id,
         "kokoro:endpoint_name": args.endpoint_name,
+        "kokoro:log_retention_days": args.log_retention_days,
     }
-    return _guarded(lambda: _run_agent(args, context))
+    return _guarded(lambda: _run_agent(args, _present(context)))
+
+
+def _retention_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--log-retention-days",
+        type=int,
+        choices=LOG_RETENTION_DAYS,
+        metavar="DAYS",
+        help=f"how long CloudWatch keeps the logs (default {DEFAULT_LOG_RETENTION_DAYS}; "
+        "a CloudWatch Logs retention period: 1, 3, 5, 7, 14, 30, 60, 90, ... 2557)",
+    )
 
 
 def _common_arguments(parser: argparse.ArgumentParser) -> None:

@@ -43,8 +43,16 @@ SPEECH_STACKS = ("KokoroSpeechFoundation", "KokoroModelCache", "KokoroSpeechEndp
 AGENT_STACKS = ("KokoroAgentFoundation", "KokoroAgentRuntime")
 """Deployed by ``agent-infra`` once the speech endpoint exists."""
 
+LOG_RETENTION_DAYS = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557)
+"""The retention periods CloudWatch Logs accepts (``RetentionInDays``); "never expire" is not offered."""
+
+DEFAULT_LOG_RETENTION_DAYS = 30
+"""Long enough to debug last month's incident, short enough that logs of every session do not pile up."""
+
 _ENDPOINT_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
 _MODEL_ID = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9.:_-]{2,199}$")
+_RUNTIME_NAME = re.compile(r"^[a-zA-Z][a-zA-Z0-9_]{0,47}$")
+"""AgentCore's runtime name pattern; the name also prefixes the runtime's workload identity."""
 
 
 def default_weights_dir() -> Path:
@@ -55,6 +63,29 @@ def default_weights_dir() -> Path:
 
 class ConfigError(ValueError):
     """A context value that cannot produce a valid deployment (raised before any construct exists)."""
+
+
+def boolean(raw: object) -> bool:
+    """A flag from context: ``true``/``false`` strings from ``-c``/the CLI, real booleans from ``cdk.json``.
+
+    Why not ``bool``: ``bool("false")`` is ``True``.
+    """
+    if isinstance(raw, bool):
+        return raw
+    text = str(raw).strip().lower()
+    if text in ("true", "1", "yes", "on"):
+        return True
+    if text in ("false", "0", "no", "off"):
+        return False
+    raise ValueError(f"{raw!r} is not true or false")
+
+
+def _check_retention(days: int) -> None:
+    if days not in LOG_RETENTION_DAYS:
+        raise ConfigError(
+            f"log retention {days} days is not a CloudWatch Logs retention period: "
+            f"use one of {', '.join(map(str, LOG_RETENTION_DAYS))}"
+        )
 
 
 @dataclass(frozen=True)
@@ -70,7 +101,21 @@ class SpeechConfig:
     target_concurrency: float = 4.0
     scale_out_cooldown_s: int = 60
     scale_in_cooldown_s: int = 600
-    latency_alarm_ms: int = 1500
+    # p90 of the container's own time to first audio per request (first_audio_ms, see
+    # cdk.stacks.observability): one sentence on a g5 is far below this; above it, listeners wait.
+    first_audio_alarm_ms: int = 1500
+    # Share of invocations answered 4XX (bad requests, overload refusals) that pages someone.
+    client_error_alarm_pct: float = 5.0
+    # Concurrent requests per model above target x this factor for 5 minutes: autoscaling cannot keep
+    # up (usually: already at max_instance_count), so new sessions queue.
+    saturation_factor: float = 1.5
+    # The container needs no network (SageMaker copies the weights in); turn isolation off only if a
+    # first deployment shows bidirectional streaming fails with it (docs/deploy.md, first-deployment list).
+    network_isolation: bool = True
+    # SageMaker's docs say containers are expected to run as root; the image runs as an unprivileged user.
+    # If a first deployment shows /opt/ml is unreadable for it, this rebuilds the image to run as root.
+    tts_run_as_root: bool = False
+    log_retention_days: int = DEFAULT_LOG_RETENTION_DAYS
     weights_dir: Path = field(default_factory=default_weights_dir)
 
     def __post_init__(self) -> None:
@@ -84,8 +129,15 @@ class SpeechConfig:
             raise ConfigError(
                 f"need 1 <= instance count ({self.instance_count}) <= max ({self.max_instance_count})"
             )
-        if self.target_concurrency <= 0 or self.latency_alarm_ms <= 0:
-            raise ConfigError("target concurrency and latency alarm threshold must be positive")
+        if self.target_concurrency <= 0 or self.first_audio_alarm_ms <= 0:
+            raise ConfigError("target concurrency and first-audio alarm threshold must be positive")
+        if not 0 < self.client_error_alarm_pct <= 100:
+            raise ConfigError(f"client error alarm {self.client_error_alarm_pct}% must be in (0, 100]")
+        if self.saturation_factor < 1:
+            raise ConfigError(
+                f"saturation factor {self.saturation_factor} must be >= 1: below the scaling target is normal"
+            )
+        _check_retention(self.log_retention_days)
 
 
 @dataclass(frozen=True)
@@ -95,12 +147,16 @@ class AgentConfig:
     bedrock_model_id: str
     speech_endpoint_name: str = MODEL_NAME
     runtime_name: str = "strands_kokoro_agent"
+    log_retention_days: int = DEFAULT_LOG_RETENTION_DAYS
 
     def __post_init__(self) -> None:
         if not _MODEL_ID.match(self.bedrock_model_id):
             raise ConfigError(f"bedrock model id {self.bedrock_model_id!r} is not a valid model id")
         if not _ENDPOINT_NAME.match(self.speech_endpoint_name):
             raise ConfigError(f"endpoint name {self.speech_endpoint_name!r} is not a valid endpoint name")
+        if not _RUNTIME_NAME.match(self.runtime_name):
+            raise ConfigError(f"runtime name {self.runtime_name!r} is not a valid AgentCore runtime name")
+        _check_retention(self.log_retention_days)
 
     @property
     def is_inference_profile(self) -> bool:
@@ -117,15 +173,7 @@ class AgentConfig:
 
 def speech_config(get: Callable[[str], Any]) -> SpeechConfig:
     """Build from ``kokoro:<field>`` lookups (strings from ``-c``/the CLI, typed values from ``cdk.json``)."""
-    values: dict[str, Any] = {}
-    for name, kind in _SPEECH_FIELDS:
-        raw = get(f"kokoro:{name}")
-        if raw is None or raw == "":
-            continue
-        try:
-            values[name] = kind(raw)
-        except (TypeError, ValueError):
-            raise ConfigError(f"context kokoro:{name}={raw!r} is not a {kind.__name__}") from None
+    values = _read_fields(get, _SPEECH_FIELDS)
     if "weights_dir" in values:
         values["weights_dir"] = values["weights_dir"].expanduser()
     return SpeechConfig(**values)
@@ -137,7 +185,8 @@ def agent_config(get: Callable[[str], Any]) -> AgentConfig | None:
     if not model_id:
         return None
     endpoint = get("kokoro:endpoint_name") or MODEL_NAME
-    return AgentConfig(bedrock_model_id=str(model_id), speech_endpoint_name=str(endpoint))
+    values = _read_fields(get, _AGENT_FIELDS)
+    return AgentConfig(bedrock_model_id=str(model_id), speech_endpoint_name=str(endpoint), **values)
 
 
 def speech_config_from_context(scope: Construct) -> SpeechConfig:
@@ -150,6 +199,22 @@ def agent_config_from_context(scope: Construct) -> AgentConfig | None:
     return agent_config(scope.node.try_get_context)
 
 
+def _read_fields(
+    get: Callable[[str], Any], fields: tuple[tuple[str, Callable[[Any], Any]], ...]
+) -> dict[str, Any]:
+    """Typed values of the ``kokoro:<field>`` keys that are set (a value of the wrong type: ConfigError)."""
+    values: dict[str, Any] = {}
+    for name, kind in fields:
+        raw = get(f"kokoro:{name}")
+        if raw is None or raw == "":
+            continue
+        try:
+            values[name] = kind(raw)
+        except (TypeError, ValueError):
+            raise ConfigError(f"context kokoro:{name}={raw!r} is not a {kind.__name__}") from None
+    return values
+
+
 _SPEECH_FIELDS: tuple[tuple[str, Callable[[Any], Any]], ...] = (
     ("endpoint_name", str),
     ("instance_type", str),
@@ -158,6 +223,13 @@ _SPEECH_FIELDS: tuple[tuple[str, Callable[[Any], Any]], ...] = (
     ("target_concurrency", float),
     ("scale_out_cooldown_s", int),
     ("scale_in_cooldown_s", int),
-    ("latency_alarm_ms", int),
+    ("first_audio_alarm_ms", int),
+    ("client_error_alarm_pct", float),
+    ("saturation_factor", float),
+    ("network_isolation", boolean),
+    ("tts_run_as_root", boolean),
+    ("log_retention_days", int),
     ("weights_dir", Path),
 )
+
+_AGENT_FIELDS: tuple[tuple[str, Callable[[Any], Any]], ...] = (("log_retention_days", int),)

@@ -11,17 +11,23 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from cdk.config import AgentConfig
-from cdk.stacks.common import acknowledge, bootstrap_image_repository_arn, sagemaker_endpoint_arn
+from cdk.stacks.common import (
+    SAGEMAKER_INVOKE_ACTIONS,
+    acknowledge,
+    bootstrap_image_repository_arn,
+    sagemaker_endpoint_arn,
+)
 from cdk.stacks.speech_foundation import ECR_PULL_ACTIONS
 
 BEDROCK_INVOKE_ACTIONS = ["bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream"]
-SPEECH_INVOKE_ACTIONS = [
-    # bidi mode: one HTTP/2 session per turn (strands_kokoro.sessions.sagemaker)
-    "sagemaker:InvokeEndpointWithBidirectionalStream",
-    # batch mode, the baseline the entrypoint also serves: InvokeEndpointWithResponseStream is
-    # authorised by the sagemaker:InvokeEndpoint action (SageMaker Runtime API reference)
-    "sagemaker:InvokeEndpoint",
+SPEECH_INVOKE_ACTIONS = SAGEMAKER_INVOKE_ACTIONS
+"""bidi mode opens one HTTP/2 session per turn; batch mode, the baseline, POSTs (streamed) once."""
+WORKLOAD_TOKEN_ACTIONS = [
+    "bedrock-agentcore:GetWorkloadAccessToken",
+    "bedrock-agentcore:GetWorkloadAccessTokenForJWT",
+    "bedrock-agentcore:GetWorkloadAccessTokenForUserId",
 ]
+"""AgentCore Identity: the runtime obtains the agent's workload access token on its behalf."""
 XRAY_ACTIONS = [
     "xray:PutTraceSegments",
     "xray:PutTelemetryRecords",
@@ -75,6 +81,7 @@ class AgentFoundationStack(Stack):
             iam.PolicyStatement(sid="EcrLogin", actions=["ecr:GetAuthorizationToken"], resources=["*"])
         )
         self._grant_logs_and_traces(role)
+        self._grant_workload_identity(role)
         self._acknowledge(role)
         CfnOutput(self, "ExecutionRoleArn", value=role.role_arn)
 
@@ -89,7 +96,11 @@ class AgentFoundationStack(Stack):
         ]
 
     def _grant_logs_and_traces(self, role: iam.Role) -> None:
-        """Runtime logs go to AgentCore's own log groups; traces and metrics to X-Ray / CloudWatch."""
+        """Runtime logs go to AgentCore's own log groups; traces and metrics to X-Ray / CloudWatch.
+
+        As in AWS's AgentCore runtime-permissions guide and aws-cdk-lib's ``bedrockagentcore.Runtime``
+        (which grants the same statements to the roles it manages).
+        """
         log_groups = f"arn:{Aws.PARTITION}:logs:{Aws.REGION}:{Aws.ACCOUNT_ID}:log-group:{RUNTIME_LOG_GROUP}/*"
         role.add_to_policy(
             iam.PolicyStatement(
@@ -105,6 +116,15 @@ class AgentFoundationStack(Stack):
                 resources=[f"{log_groups}:log-stream:*"],
             )
         )
+        # Listed by AWS's runtime-permissions guide (and granted by aws-cdk-lib's Runtime) on the region's
+        # log-group:*; it reads group metadata (names, retention), never log data.
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="DescribeLogGroups",
+                actions=["logs:DescribeLogGroups"],
+                resources=[self._all_log_groups_arn()],
+            )
+        )
         role.add_to_policy(iam.PolicyStatement(sid="Traces", actions=XRAY_ACTIONS, resources=["*"]))
         role.add_to_policy(
             iam.PolicyStatement(
@@ -112,6 +132,30 @@ class AgentFoundationStack(Stack):
                 actions=["cloudwatch:PutMetricData"],
                 resources=["*"],
                 conditions={"StringEquals": {"cloudwatch:namespace": "bedrock-agentcore"}},
+            )
+        )
+
+    def _all_log_groups_arn(self) -> str:
+        return f"arn:{Aws.PARTITION}:logs:{Aws.REGION}:{Aws.ACCOUNT_ID}:log-group:*"
+
+    def workload_identity_arns(self) -> list[str]:
+        """The default workload identity directory, and the identities AgentCore makes for this runtime.
+
+        AgentCore names the runtime's workload identity ``<runtime-name>-<generated suffix>``, so only the
+        suffix is a wildcard (AWS's runtime-permissions guide scopes it the same way).
+        """
+        directory = (
+            f"arn:{Aws.PARTITION}:bedrock-agentcore:{Aws.REGION}:{Aws.ACCOUNT_ID}:"
+            "workload-identity-directory/default"
+        )
+        return [directory, f"{directory}/workload-identity/{self.config.runtime_name}-*"]
+
+    def _grant_workload_identity(self, role: iam.Role) -> None:
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="WorkloadAccessToken",
+                actions=WORKLOAD_TOKEN_ACTIONS,
+                resources=self.workload_identity_arns(),
             )
         )
 
@@ -135,6 +179,21 @@ class AgentFoundationStack(Stack):
             f"{RUNTIME_LOG_GROUP}/*:log-stream:*]",
             "Log streams are named per runtime session at run time; the wildcard stays inside AgentCore's "
             "runtime log groups.",
+        )
+        acknowledge(
+            role,
+            "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:logs:<AWS::Region>:<AWS::AccountId>:log-group:*]",
+            "Only logs:DescribeLogGroups, which AgentCore's runtime-permissions guide grants on log-group:* "
+            "of the region: it lists group metadata (names, retention), never log data, and writes stay "
+            "limited to /aws/bedrock-agentcore/runtimes/.",
+        )
+        acknowledge(
+            role,
+            "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:bedrock-agentcore:<AWS::Region>:<AWS::AccountId>:"
+            f"workload-identity-directory/default/workload-identity/{self.config.runtime_name}-*]",
+            "AgentCore creates this runtime's workload identity as <runtime-name>-<generated suffix>; the "
+            "wildcard covers only that suffix, in this account and region (AgentCore runtime-permissions "
+            "guide).",
         )
         if self.config.is_inference_profile:
             acknowledge(

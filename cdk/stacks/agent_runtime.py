@@ -8,6 +8,7 @@ for an imported role). With the L1 the role's permissions live in one reviewed p
 from __future__ import annotations
 
 from aws_cdk import (
+    Aws,
     CfnOutput,
     Stack,
 )
@@ -24,18 +25,30 @@ from constructs import Construct
 
 from cdk.config import REPO_ROOT, AgentConfig
 from cdk.stacks.common import DOCKER_EXCLUDES
+from cdk.stacks.log_groups import AGENTCORE_LOG_GROUP_PREFIX, owned_log_group
 
 AGENT_DOCKERFILE = "agentcore_app/Dockerfile"
 MODEL_ENV = "STRANDS_KOKORO_MODEL"
 SPEECH_ENDPOINT_ENV = "STRANDS_KOKORO_SPEECH_ENDPOINT"
+REGION_ENVS = ("AWS_REGION", "AWS_DEFAULT_REGION")
 ENDPOINT_NAME = "live"
+DEFAULT_ENDPOINT_NAME = "DEFAULT"
+"""The endpoint AgentCore creates with every runtime; invocations without a qualifier go there."""
 
 
-def runtime_environment(config: AgentConfig) -> dict[str, str]:
-    """What the entrypoint reads: the Bedrock model and the SageMaker endpoint it speaks through."""
+def runtime_environment(config: AgentConfig, region: str) -> dict[str, str]:
+    """What the entrypoint reads: the Bedrock model, the SageMaker endpoint it speaks through, the region.
+
+    Why the region is written out: nothing documents that AgentCore sets one, and without it the two
+    clients fail differently. The speech session raises ``no_region`` (botocore reads only
+    ``AWS_DEFAULT_REGION``), and Strands' ``BedrockModel`` silently falls back to us-west-2 (it reads
+    ``AWS_REGION``), where the role may not call the model. So the speech endpoint carries
+    ``?region=`` (explicit, whatever the environment says) and both variables are set for Bedrock.
+    """
     return {
         MODEL_ENV: f"bedrock:{config.bedrock_model_id}",
-        SPEECH_ENDPOINT_ENV: f"sagemaker:{config.speech_endpoint_name}",
+        SPEECH_ENDPOINT_ENV: f"sagemaker:{config.speech_endpoint_name}?region={region}",
+        **dict.fromkeys(REGION_ENVS, region),
     }
 
 
@@ -75,8 +88,9 @@ class AgentRuntimeStack(Stack):
             ),
             network_configuration=agentcore.CfnRuntime.NetworkConfigurationProperty(network_mode="PUBLIC"),
             protocol_configuration="HTTP",
-            environment_variables=runtime_environment(config),
+            environment_variables=runtime_environment(config, Aws.REGION),
         )
+        self._own_log_groups(config, runtime)
         endpoint = agentcore.CfnRuntimeEndpoint(
             self,
             "RuntimeEndpoint",
@@ -85,5 +99,25 @@ class AgentRuntimeStack(Stack):
             name=ENDPOINT_NAME,
             description="The endpoint clients invoke; follows each new runtime version on deploy.",
         )
+        # The groups exist before the endpoint serves (and logs) anything.
+        endpoint.node.add_dependency(*self.log_groups)
         CfnOutput(self, "AgentRuntimeArn", value=runtime.attr_agent_runtime_arn)
         CfnOutput(self, "AgentRuntimeEndpointArn", value=endpoint.attr_agent_runtime_endpoint_arn)
+
+    def _own_log_groups(self, config: AgentConfig, runtime: agentcore.CfnRuntime) -> None:
+        """The runtime's log groups, created with a retention before AgentCore first writes to them.
+
+        AgentCore writes to ``/aws/bedrock-agentcore/runtimes/<runtime-id>-<endpoint-name>`` and creates the
+        group on the first invocation (aws-cdk-lib's own ``Runtime`` pre-creates the ``-DEFAULT`` group
+        the same way, for tags). The name needs the generated runtime id, so the group follows the runtime;
+        one per endpoint a client may invoke: ``DEFAULT`` (no qualifier) and ``live``.
+        """
+        self.log_groups = [
+            owned_log_group(
+                self,
+                f"RuntimeLogs{endpoint.capitalize()}",
+                name=f"{AGENTCORE_LOG_GROUP_PREFIX}{runtime.attr_agent_runtime_id}-{endpoint}",
+                days=config.log_retention_days,
+            )
+            for endpoint in (DEFAULT_ENDPOINT_NAME, ENDPOINT_NAME)
+        ]

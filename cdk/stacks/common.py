@@ -5,6 +5,17 @@ from __future__ import annotations
 from aws_cdk import Acknowledgment, DefaultStackSynthesizer, Fn, Stack, Validations
 from constructs import IConstruct
 
+SAGEMAKER_INVOKE_ACTIONS = [
+    # POST /invocations, streamed or not. There is no separate IAM action for the streamed call: the
+    # SageMaker Runtime API reference says InvokeEndpointWithResponseStream is authorised by
+    # sagemaker:InvokeEndpoint, so granting a "sagemaker:InvokeEndpointWithResponseStream" action would
+    # only suggest a boundary that does not exist.
+    "sagemaker:InvokeEndpoint",
+    # the bidirectional session (HTTP/2 on port 8443): an action of its own.
+    "sagemaker:InvokeEndpointWithBidirectionalStream",
+]
+"""What any speech client may do on the endpoint: the agent's role and the speech client role alike."""
+
 MIN_REASON_CHARS = 40
 """An acknowledgment shorter than this cannot say why the finding is acceptable; refuse it."""
 

@@ -38,6 +38,7 @@ from constructs import Construct
 
 from cdk.config import WEIGHTS_PREFIX, ConfigError, SpeechConfig
 from cdk.stacks.common import acknowledge
+from cdk.stacks.log_groups import owned_log_group
 from cdk.stacks.speech_foundation import WEIGHTS_BUCKET_ARN_EXPORT, WEIGHTS_BUCKET_NAME_EXPORT
 
 MANIFEST_FILE = "manifest.json"
@@ -103,11 +104,13 @@ class ModelCacheStack(Stack):
             bucket_name=Fn.import_value(WEIGHTS_BUCKET_NAME_EXPORT),
             bucket_arn=Fn.import_value(WEIGHTS_BUCKET_ARN_EXPORT),
         )
+        # The copy job's Lambda would otherwise log to a group Lambda creates on first run, kept forever.
+        self.copy_job_logs = owned_log_group(self, "CopyJobLogs", days=config.log_retention_days)
         deployment = s3deploy.BucketDeployment(
             self,
             "Weights",
             sources=[
-                s3deploy.Source.asset(str(config.weights_dir), exclude=[".staging-*", "*.tmp", "*.part"])
+                s3deploy.Source.asset(str(config.weights_dir), exclude=[".staging-*", "*.tmp", "*.part", ".lock"])
             ],
             destination_bucket=weights_bucket,
             destination_key_prefix=self.key_prefix,
@@ -117,6 +120,7 @@ class ModelCacheStack(Stack):
             # The fp32 checkpoint is ~330 MB: the zip and its extraction must both fit in /tmp.
             memory_limit=2048,
             ephemeral_storage_size=Size.gibibytes(4),
+            log_group=self.copy_job_logs,
         )
         self.model_data_uri = f"s3://{weights_bucket.bucket_name}/{self.key_prefix}"
         self._acknowledge_deployment_handler(deployment)

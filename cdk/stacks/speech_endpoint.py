@@ -1,21 +1,18 @@
 """Speech endpoint: the tts_container image, SageMaker model + endpoint config + endpoint, scaling, alarms.
 
 L1 SageMaker constructs: aws-cdk-lib 2.275 has no stable L2 for SageMaker hosting, and the L1 keeps every
-property visible (network isolation, uncompressed S3 model data, startup timeouts) in one place.
+property visible (network isolation, uncompressed S3 model data, startup timeouts, routing) in one place.
+Alarms and the dashboard live in :mod:`cdk.stacks.observability`.
 """
 
 from __future__ import annotations
 
 from aws_cdk import (
     CfnOutput,
-    Duration,
     Stack,
 )
 from aws_cdk import (
     aws_applicationautoscaling as appscaling,
-)
-from aws_cdk import (
-    aws_cloudwatch as cloudwatch,
 )
 from aws_cdk import (
     aws_ecr_assets as ecr_assets,
@@ -30,9 +27,27 @@ from constructs import Construct
 
 from cdk.config import CONTAINER_MODEL_DIR, REPO_ROOT, SpeechConfig
 from cdk.stacks.common import DOCKER_EXCLUDES
+from cdk.stacks.log_groups import SAGEMAKER_LOG_GROUP_PREFIX, owned_log_group
+from cdk.stacks.observability import EndpointMonitoring
 
 VARIANT_NAME = "AllTraffic"
 TTS_DOCKERFILE = "tts_container/Dockerfile"
+ROUTING_STRATEGY = "LEAST_OUTSTANDING_REQUESTS"
+"""A bidi session holds its instance for minutes: send new ones where the fewest are open, not at random."""
+ROOT_USER_BUILD_ARG = "APP_USER"
+"""The Dockerfile's build argument naming the user the server runs as (``0`` = root, the fallback)."""
+
+
+def tts_build_args(config: SpeechConfig) -> dict[str, str]:
+    """Build arguments of the TTS image.
+
+    The weights come from the S3 model cache (SageMaker copies them to /opt/ml/model), so the image does
+    not bake them in: one copy of the weights, and the build needs no hub access.
+    """
+    args = {"BAKE_WEIGHTS": "0"}
+    if config.tts_run_as_root:
+        args[ROOT_USER_BUILD_ARG] = "0"
+    return args
 
 
 class SpeechEndpointStack(Stack):
@@ -57,18 +72,25 @@ class SpeechEndpointStack(Stack):
             file=TTS_DOCKERFILE,
             platform=ecr_assets.Platform.LINUX_AMD64,
             exclude=[*DOCKER_EXCLUDES, "agentcore_app", "cdk"],
-            # The weights come from the S3 model cache (SageMaker copies them to /opt/ml/model), so the
-            # image does not bake them in: one copy of the weights, and the build needs no hub access.
-            build_args={"BAKE_WEIGHTS": "0"},
+            build_args=tts_build_args(config),
             display_name="kokoro tts_container",
+        )
+        # Created before the endpoint so SageMaker writes into a group that expires its logs.
+        self.log_group = owned_log_group(
+            self,
+            "EndpointLogs",
+            name=SAGEMAKER_LOG_GROUP_PREFIX + config.endpoint_name,
+            days=config.log_retention_days,
         )
 
         model = sagemaker.CfnModel(
             self,
             "Model",
             execution_role_arn=execution_role.role_arn,
-            # The container needs no network: SageMaker copies the weights to /opt/ml/model itself.
-            enable_network_isolation=True,
+            # The container needs no network: SageMaker copies the weights to /opt/ml/model itself. Whether
+            # bidirectional streaming works with isolation is not documented either way: the first
+            # deployment confirms it (docs/deploy.md), and kokoro:network_isolation=false turns it off.
+            enable_network_isolation=config.network_isolation,
             primary_container=sagemaker.CfnModel.ContainerDefinitionProperty(
                 image=self.image.image_uri,
                 mode="SingleModel",
@@ -98,6 +120,9 @@ class SpeechEndpointStack(Stack):
                     initial_variant_weight=1.0,
                     container_startup_health_check_timeout_in_seconds=600,
                     model_data_download_timeout_in_seconds=600,
+                    routing_config=sagemaker.CfnEndpointConfig.RoutingConfigProperty(
+                        routing_strategy=ROUTING_STRATEGY
+                    ),
                 )
             ],
         )
@@ -107,9 +132,12 @@ class SpeechEndpointStack(Stack):
             endpoint_name=config.endpoint_name,
             endpoint_config_name=endpoint_config.attr_endpoint_config_name,
         )
+        endpoint.node.add_dependency(self.log_group)
         self.endpoint_name = config.endpoint_name
         self._autoscale(config, endpoint)
-        self._alarm(config)
+        self.monitoring = EndpointMonitoring(
+            self, "Monitoring", config=config, variant_name=VARIANT_NAME, log_group=self.log_group
+        )
         CfnOutput(self, "EndpointName", value=endpoint.attr_endpoint_name)
         CfnOutput(self, "SpeechEndpoint", value=f"sagemaker:{config.endpoint_name}")
 
@@ -147,44 +175,4 @@ class SpeechEndpointStack(Stack):
                 scale_out_cooldown=config.scale_out_cooldown_s,
                 scale_in_cooldown=config.scale_in_cooldown_s,
             ),
-        )
-
-    def _alarm(self, config: SpeechConfig) -> None:
-        """5XX errors (any, three minutes running) and p90 model latency (first audio, microseconds)."""
-        dimensions = {"EndpointName": config.endpoint_name, "VariantName": VARIANT_NAME}
-        errors = cloudwatch.Metric(
-            namespace="AWS/SageMaker",
-            metric_name="Invocation5XXErrors",
-            dimensions_map=dimensions,
-            statistic="Sum",
-            period=Duration.minutes(1),
-        )
-        self.error_alarm = errors.create_alarm(
-            self,
-            "Invocation5XXAlarm",
-            alarm_description=f"{config.endpoint_name}: the model container answered 5XX",
-            threshold=1,
-            evaluation_periods=3,
-            datapoints_to_alarm=3,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-        )
-        # ModelLatency (microseconds) is the server-side time spent in the container: the closest metric
-        # SageMaker publishes to first-audio latency (client-side TTFA is measured by benchmarks/).
-        latency = cloudwatch.Metric(
-            namespace="AWS/SageMaker",
-            metric_name="ModelLatency",
-            dimensions_map=dimensions,
-            statistic="p90",
-            period=Duration.minutes(1),
-        )
-        self.latency_alarm = latency.create_alarm(
-            self,
-            "FirstAudioLatencyAlarm",
-            alarm_description=f"{config.endpoint_name}: p90 model latency above {config.latency_alarm_ms} ms",
-            threshold=config.latency_alarm_ms * 1000,
-            evaluation_periods=5,
-            datapoints_to_alarm=3,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
         )

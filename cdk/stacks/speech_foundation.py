@@ -12,14 +12,12 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from cdk.config import WEIGHTS_PREFIX, SpeechConfig
-from cdk.stacks.common import acknowledge, bootstrap_image_repository_arn, sagemaker_endpoint_arn
-
-CLIENT_INVOKE_ACTIONS = [
-    "sagemaker:InvokeEndpoint",
-    "sagemaker:InvokeEndpointWithResponseStream",
-    "sagemaker:InvokeEndpointWithBidirectionalStream",
-]
-"""What a speech client may do: the batch POST, the streamed POST and the bidirectional session."""
+from cdk.stacks.common import (
+    SAGEMAKER_INVOKE_ACTIONS,
+    acknowledge,
+    bootstrap_image_repository_arn,
+    sagemaker_endpoint_arn,
+)
 
 WEIGHTS_BUCKET_NAME_EXPORT = "strands-kokoro-weights-bucket-name"
 WEIGHTS_BUCKET_ARN_EXPORT = "strands-kokoro-weights-bucket-arn"
@@ -73,9 +71,11 @@ class SpeechFoundationStack(Stack):
             assumed_by=iam.AccountRootPrincipal(),
             description="Speech clients in this account: invoke the Kokoro endpoint, nothing else.",
         )
+        # The same actions as the agent's role (cdk.stacks.common says why there is no separate action
+        # for the streamed POST).
         self.client_role.add_to_policy(
             iam.PolicyStatement(
-                actions=CLIENT_INVOKE_ACTIONS,
+                actions=SAGEMAKER_INVOKE_ACTIONS,
                 resources=[sagemaker_endpoint_arn(self, config.endpoint_name)],
             )
         )

@@ -10,8 +10,10 @@ from aws_cdk import App
 from aws_cdk.assertions import Template
 from synth_support import PROFILE_MODEL_ID, Synthesized
 
-from cdk.config import AgentConfig, ConfigError
-from cdk.stacks.agent_foundation import AgentFoundationStack
+from cdk.config import AgentConfig, ConfigError, agent_config
+from cdk.stacks.agent_foundation import WORKLOAD_TOKEN_ACTIONS, AgentFoundationStack
+from cdk.stacks.common import SAGEMAKER_INVOKE_ACTIONS
+from strands_kokoro.sessions import parse_sagemaker_endpoint
 
 # A full synth takes 20-60 s, several minutes on a loaded CI machine: more than the default 300 s.
 pytestmark = pytest.mark.timeout(900)
@@ -48,6 +50,8 @@ def test_execution_role_invokes_one_model_and_one_endpoint(synthesized: Synthesi
         "EcrLogin",
         "RuntimeLogGroups",
         "RuntimeLogStreams",
+        "DescribeLogGroups",
+        "WorkloadAccessToken",
         "Traces",
         "Metrics",
     }
@@ -63,6 +67,7 @@ def test_execution_role_invokes_one_model_and_one_endpoint(synthesized: Synthesi
         "sagemaker:InvokeEndpointWithBidirectionalStream",
         "sagemaker:InvokeEndpoint",
     }
+    assert as_set(speak["Action"]) == set(SAGEMAKER_INVOKE_ACTIONS)
     assert json.dumps(speak["Resource"]).endswith(':endpoint/kokoro-82m"]]}')
 
     assert "repository/cdk-hnb659fds-container-assets-" in json.dumps(by_sid["PullImage"]["Resource"])
@@ -91,6 +96,43 @@ def test_foundation_model_id_is_scoped_to_this_region_only() -> None:
     assert "inference-profile" not in rendered and "bedrock:*" not in rendered
 
 
+def test_execution_role_has_what_the_agentcore_runtime_guide_lists(synthesized: Synthesized) -> None:
+    """logs:DescribeLogGroups on the region's groups; workload access tokens for this runtime only."""
+    by_sid = statements_by_sid(synthesized.template_json(FOUNDATION))
+    describe = by_sid["DescribeLogGroups"]
+    assert as_set(describe["Action"]) == {"logs:DescribeLogGroups"}
+    rendered = json.dumps(describe["Resource"])
+    assert rendered.endswith(':log-group:*"]]}')
+    assert ':logs:", {"Ref": "AWS::Region"}, ":", {"Ref": "AWS::AccountId"}' in rendered
+
+    tokens = by_sid["WorkloadAccessToken"]
+    assert (
+        as_set(tokens["Action"])
+        == set(WORKLOAD_TOKEN_ACTIONS)
+        == {
+            "bedrock-agentcore:GetWorkloadAccessToken",
+            "bedrock-agentcore:GetWorkloadAccessTokenForJWT",
+            "bedrock-agentcore:GetWorkloadAccessTokenForUserId",
+        }
+    )
+    directory, identities = (json.dumps(r) for r in tokens["Resource"])
+    for arn in (directory, identities):
+        assert ':bedrock-agentcore:", {"Ref": "AWS::Region"}, ":", {"Ref": "AWS::AccountId"}' in arn
+    assert directory.endswith(':workload-identity-directory/default"]]}')
+    assert identities.endswith(
+        ':workload-identity-directory/default/workload-identity/strands_kokoro_agent-*"]]}'
+    )
+
+
+def test_workload_identity_wildcard_follows_the_runtime_name() -> None:
+    config = AgentConfig(bedrock_model_id="amazon.nova-lite-v1:0", runtime_name="other_agent")
+    stack = AgentFoundationStack(App(), "Foundation", config=config)
+    by_sid = statements_by_sid(Template.from_stack(stack).to_json())
+    assert json.dumps(by_sid["WorkloadAccessToken"]["Resource"][1]).endswith(
+        '/workload-identity/other_agent-*"]]}'
+    )
+
+
 @pytest.mark.parametrize("bad", ["", "has space", "x", "a" * 300])
 def test_bad_model_ids_are_refused_before_any_construct(bad: str) -> None:
     with pytest.raises(ConfigError):
@@ -113,9 +155,12 @@ def test_runtime_points_at_the_bedrock_model_and_the_speech_endpoint(synthesized
     t = Template.from_json(synthesized.template_json(RUNTIME))
     (runtime,) = t.find_resources("AWS::BedrockAgentCore::Runtime").values()
     props = runtime["Properties"]
+    region = {"Ref": "AWS::Region"}
     assert props["EnvironmentVariables"] == {
         "STRANDS_KOKORO_MODEL": f"bedrock:{PROFILE_MODEL_ID}",
-        "STRANDS_KOKORO_SPEECH_ENDPOINT": "sagemaker:kokoro-82m",
+        "STRANDS_KOKORO_SPEECH_ENDPOINT": {"Fn::Join": ["", ["sagemaker:kokoro-82m?region=", region]]},
+        "AWS_REGION": region,
+        "AWS_DEFAULT_REGION": region,
     }
     assert props["ProtocolConfiguration"] == "HTTP"
     assert props["NetworkConfiguration"] == {"NetworkMode": "PUBLIC"}
@@ -127,3 +172,57 @@ def test_runtime_points_at_the_bedrock_model_and_the_speech_endpoint(synthesized
     # The agent stacks name the endpoint instead of importing the speech stacks' exports.
     assert "KokoroSpeech" not in json.dumps(synthesized.template_json(RUNTIME))
     assert "KokoroSpeech" not in json.dumps(synthesized.template_json(FOUNDATION))
+
+
+def resolve_region(value: Any, region: str) -> str:
+    """What CloudFormation makes of a rendered value in ``region`` (only Ref AWS::Region and Fn::Join)."""
+    if isinstance(value, str):
+        return value
+    if value == {"Ref": "AWS::Region"}:
+        return region
+    separator, parts = value["Fn::Join"]
+    return str(separator).join(resolve_region(part, region) for part in parts)
+
+
+def test_deployed_environment_gives_both_clients_the_stack_region(synthesized: Synthesized) -> None:
+    """The speech session reads ?region= (botocore alone knows only AWS_DEFAULT_REGION); Bedrock reads
+    AWS_REGION. As deployed in eu-west-1, every one of them says eu-west-1."""
+    (runtime,) = (
+        Template.from_json(synthesized.template_json(RUNTIME))
+        .find_resources("AWS::BedrockAgentCore::Runtime")
+        .values()
+    )
+    env = {
+        k: resolve_region(v, "eu-west-1") for k, v in runtime["Properties"]["EnvironmentVariables"].items()
+    }
+    assert env["AWS_REGION"] == env["AWS_DEFAULT_REGION"] == "eu-west-1"
+    assert parse_sagemaker_endpoint(env["STRANDS_KOKORO_SPEECH_ENDPOINT"]) == (
+        "kokoro-82m",
+        {"region": "eu-west-1"},
+    )
+
+
+def test_runtime_log_groups_expire_and_exist_before_the_endpoint_serves(synthesized: Synthesized) -> None:
+    t = Template.from_json(synthesized.template_json(RUNTIME))
+    groups = t.find_resources("AWS::Logs::LogGroup")
+    assert len(groups) == 2
+    suffixes = set()
+    for group in groups.values():
+        assert group["Properties"]["RetentionInDays"] == 30
+        assert group["DeletionPolicy"] == "Delete"
+        prefix, runtime_id, suffix = group["Properties"]["LogGroupName"]["Fn::Join"][1]
+        assert prefix == "/aws/bedrock-agentcore/runtimes/"
+        assert runtime_id == {"Fn::GetAtt": ["Runtime", "AgentRuntimeId"]}
+        suffixes.add(suffix)
+    assert suffixes == {"-DEFAULT", "-live"}  # AgentCore's DEFAULT endpoint and the stack's own
+    (endpoint,) = t.find_resources("AWS::BedrockAgentCore::RuntimeEndpoint").values()
+    assert set(endpoint["DependsOn"]) == set(groups)
+
+
+def test_log_retention_is_configurable_and_checked() -> None:
+    context = {"kokoro:bedrock_model_id": PROFILE_MODEL_ID, "kokoro:log_retention_days": "90"}
+    config = agent_config(context.get)
+    assert config is not None and config.log_retention_days == 90
+    assert AgentConfig(bedrock_model_id=PROFILE_MODEL_ID).log_retention_days == 30
+    with pytest.raises(ConfigError, match="retention"):
+        agent_config({**context, "kokoro:log_retention_days": "31"}.get)

@@ -16,7 +16,10 @@ from packaging.version import Version
 from cdk.config import BIDI_LABEL, CONTAINER_MODEL_DIR, CONTAINER_PORT, REPO_ROOT
 from cdk.stacks.agent_runtime import AGENT_DOCKERFILE, MODEL_ENV, SPEECH_ENDPOINT_ENV
 from cdk.stacks.model_cache import ONNX_FILES, TORCH_FILES
-from cdk.stacks.speech_endpoint import TTS_DOCKERFILE
+from cdk.stacks.speech_endpoint import ROOT_USER_BUILD_ARG, TTS_DOCKERFILE
+
+PINNED = re.compile(r"^[a-z0-9./_-]+(:[A-Za-z0-9._-]+)@sha256:[0-9a-f]{64}$")
+"""``name:tag@sha256:<digest>``: the digest is what Docker uses, the tag is what a reader checks."""
 
 
 def instructions(path: Path) -> list[tuple[str, str]]:
@@ -39,9 +42,59 @@ AGENT = REPO_ROOT / AGENT_DOCKERFILE
 TTS = REPO_ROOT / TTS_DOCKERFILE
 
 
+def build_args(path: Path) -> dict[str, str]:
+    """``ARG name=default`` declarations (the last one wins, as in Docker)."""
+    found: dict[str, str] = {}
+    for rest in args_of(path, "ARG"):
+        name, _, default = rest.partition("=")
+        found[name.strip()] = default.strip()
+    return found
+
+
+def image_references(path: Path) -> list[str]:
+    """Every image the build pulls: FROM lines (ARG defaults substituted) and the syntax frontend."""
+    args = build_args(path)
+    stages = set()
+    images = []
+    for rest in args_of(path, "FROM"):
+        words = [w for w in rest.split() if not w.startswith("--platform=")]
+        image = re.sub(r"\$\{(\w+)\}", lambda m: args[m.group(1)], words[0])
+        if image not in stages:
+            images.append(image)
+        if len(words) == 3 and words[1].upper() == "AS":
+            stages.add(words[2])
+    first_line = path.read_text(encoding="utf-8").splitlines()[0]
+    assert first_line.startswith("# syntax="), path
+    images.append(first_line.removeprefix("# syntax="))
+    return images
+
+
+@pytest.mark.parametrize("dockerfile", [AGENT, TTS])
+def test_every_base_image_is_pinned_by_digest_with_its_tag(dockerfile: Path) -> None:
+    images = image_references(dockerfile)
+    assert len(images) >= 3  # frontend, uv, the base
+    for image in images:
+        assert PINNED.match(image), image
+    # COPY --from names a pinned stage, never an image by tag.
+    for rest in args_of(dockerfile, "COPY"):
+        for word in rest.split():
+            if word.startswith("--from="):
+                assert ":" not in word and "/" not in word, rest
+    text = dockerfile.read_text(encoding="utf-8")
+    assert "pip install" not in text  # uv comes from the pinned image, not an unpinned download
+
+
+def test_both_images_pin_the_same_uv_and_frontend() -> None:
+    def pins(path: Path) -> set[str]:
+        return {i for i in image_references(path) if "astral-sh/uv" in i or "docker/dockerfile" in i}
+
+    assert pins(AGENT) == pins(TTS)
+    assert len(pins(TTS)) == 2
+
+
 def test_agent_image_is_arm64_non_root_on_8080_running_the_agentcore_entrypoint() -> None:
-    (base,) = args_of(AGENT, "FROM")
-    assert base.startswith("--platform=linux/arm64 ")
+    bases = args_of(AGENT, "FROM")
+    assert bases and all(base.startswith("--platform=linux/arm64 ") for base in bases)
     users = args_of(AGENT, "USER")
     assert users and users[-1] not in ("root", "0")
     assert args_of(AGENT, "EXPOSE") == [str(CONTAINER_PORT)]
@@ -91,6 +144,55 @@ def test_tts_image_carries_the_bidi_label_and_serves_on_8080() -> None:
     assert f"--host 0.0.0.0 --port {CONTAINER_PORT}" in serve
     # The stack builds it with BAKE_WEIGHTS=0: the Dockerfile must declare that build argument.
     assert any(arg.startswith("BAKE_WEIGHTS") for arg in args_of(TTS, "ARG"))
+
+
+def tts_user() -> str:
+    """The user the TTS server runs as: the last USER, its build argument resolved to the default."""
+    users = args_of(TTS, "USER")
+    assert users, "the TTS image must name its user"
+    return re.sub(r"\$\{(\w+)\}", lambda m: build_args(TTS)[m.group(1)], users[-1])
+
+
+def env_of(path: Path) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for rest in args_of(path, "ENV"):
+        for item in shlex.split(rest):
+            name, _, value = item.partition("=")
+            found[name] = value
+    return found
+
+
+def test_tts_server_runs_as_an_unprivileged_user_that_owns_what_it_writes() -> None:
+    user = tts_user()
+    assert user not in ("root", "0") and user.isdigit()
+    # The stack's root fallback sets exactly this build argument.
+    assert (
+        ROOT_USER_BUILD_ARG in build_args(TTS) and f"${{{ROOT_USER_BUILD_ARG}}}" in args_of(TTS, "USER")[-1]
+    )
+    runs = " ".join(args_of(TTS, "RUN"))
+    (setup,) = [run for run in args_of(TTS, "RUN") if "useradd" in run]
+    assert f"--uid {user}" in setup
+    env = env_of(TTS)
+    # Written at run time: the weight cache (baked or provisioned at start) and the home's caches.
+    writable = [env["STRANDS_KOKORO_CACHE"], env["HOME"], env["XDG_CACHE_HOME"]]
+    owned = re.search(r"install -d -o (\S+) -g \S+ -m 0755 ([^&]+)", setup)
+    assert owned and owned.group(1) in ("kokoro", user)
+    created = owned.group(2).split()
+    for path in writable:
+        assert path in created or f"--home-dir {path} --create-home" in setup, path
+    assert CONTAINER_MODEL_DIR not in runs  # SageMaker's mount: only read, never created or re-owned
+
+
+def test_tts_weights_are_baked_by_the_user_that_reads_them() -> None:
+    lines = instructions(TTS)
+    user_at = max(i for i, (word, _) in enumerate(lines) if word == "USER")
+    bake_at = next(
+        i for i, (word, rest) in enumerate(lines) if word == "RUN" and "kokoro-weights fetch" in rest
+    )
+    assert bake_at > user_at
+    # Nothing after the switch needs root (no RUN that changes system paths).
+    for word, rest in lines[user_at + 1 :]:
+        assert not (word == "RUN" and ("chmod" in rest or "apt-get" in rest or "chown" in rest)), rest
 
 
 def test_tts_image_reads_weights_where_the_stack_puts_them() -> None:

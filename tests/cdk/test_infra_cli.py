@@ -130,6 +130,56 @@ def test_speech_diff_runs_the_cdk_cli_on_this_app_with_the_cli_context(
     }
 
 
+def test_speech_options_reach_the_cdk_cli_as_context(
+    bare_machine: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, fake_weights_cache: Path
+) -> None:
+    record = install_recording_cdk_stub(bare_machine)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIAEXAMPLEEXAMPLE00")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "example-secret-not-real")
+    argv = ["diff", "kokoro-82m", "--region", "eu-west-1", "--no-network-isolation", "--tts-run-as-root"]
+    argv += [
+        "--log-retention-days",
+        "90",
+        "--weights-dir",
+        str(fake_weights_cache),
+        "--output",
+        str(tmp_path),
+    ]
+    assert speech_main(argv) == 0
+    (called,) = [json.loads(line) for line in record.read_text().splitlines()]
+    contexts = {called[i + 1] for i, word in enumerate(called) if word == "--context"}
+    assert {
+        "kokoro:network_isolation=false",
+        "kokoro:tts_run_as_root=true",
+        "kokoro:log_retention_days=90",
+    } <= contexts
+
+
+def test_agent_log_retention_reaches_the_cdk_cli(bare_machine: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    record = install_recording_cdk_stub(bare_machine)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIAEXAMPLEEXAMPLE00")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "example-secret-not-real")
+    argv = [
+        "diff",
+        "--bedrock-model-id",
+        PROFILE_MODEL_ID,
+        "--region",
+        "eu-west-1",
+        "--log-retention-days",
+        "7",
+    ]
+    assert agent_infra(argv) == 0
+    (called,) = [json.loads(line) for line in record.read_text().splitlines()]
+    assert "kokoro:log_retention_days=7" in called
+
+
+@pytest.mark.parametrize("days", ["31", "0", "forever"])
+def test_a_retention_cloudwatch_does_not_offer_is_an_argument_error(days: str) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        speech_main(["synth", "kokoro-82m", "--log-retention-days", days])
+    assert exit_info.value.code == 2
+
+
 def test_speech_diff_without_a_weight_cache_says_what_to_run(
     bare_machine: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

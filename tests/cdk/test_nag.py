@@ -40,6 +40,11 @@ EXPECTED = {
         "/aws/bedrock-agentcore/runtimes/*]",
         "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:logs:<AWS::Region>:<AWS::AccountId>:log-group:"
         "/aws/bedrock-agentcore/runtimes/*:log-stream:*]",
+        # logs:DescribeLogGroups, as AWS's AgentCore runtime-permissions guide grants it
+        "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:logs:<AWS::Region>:<AWS::AccountId>:log-group:*]",
+        # the runtime's workload identity: <runtime-name>-<suffix AgentCore generates>
+        "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:bedrock-agentcore:<AWS::Region>:<AWS::AccountId>:"
+        "workload-identity-directory/default/workload-identity/strands_kokoro_agent-*]",
         "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:bedrock:*::foundation-model/"
         "anthropic.claude-haiku-4-5-20251001-v1:0]",
     },

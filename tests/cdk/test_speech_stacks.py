@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+from aws_cdk import App, Stack
+from aws_cdk import aws_iam as iam
 from aws_cdk.assertions import Match, Template
 from synth_support import Synthesized
+
+from cdk.app import cdk_json_context
+from cdk.config import ConfigError, SpeechConfig, speech_config
+from cdk.stacks.common import SAGEMAKER_INVOKE_ACTIONS
+from cdk.stacks.speech_endpoint import ROOT_USER_BUILD_ARG, SpeechEndpointStack
 
 # A full synth takes 20-60 s, several minutes on a loaded CI machine: more than the default 300 s.
 pytestmark = pytest.mark.timeout(900)
@@ -135,12 +144,25 @@ def test_pull_permission_names_the_repository_the_image_asset_is_published_to(
 def test_client_role_may_only_invoke_the_endpoint(synthesized: Synthesized) -> None:
     statements = policy_statements(synthesized, FOUNDATION, "SpeechClientRole")
     assert len(statements) == 1
+    # No "InvokeEndpointWithResponseStream": sagemaker:InvokeEndpoint authorises that API.
     assert actions(statements[0]) == {
         "sagemaker:InvokeEndpoint",
-        "sagemaker:InvokeEndpointWithResponseStream",
         "sagemaker:InvokeEndpointWithBidirectionalStream",
     }
     assert rendered(statements[0]["Resource"]).endswith(':endpoint/kokoro-82m"]]}')
+
+
+def test_speech_client_role_and_agent_role_invoke_with_the_same_actions(synthesized: Synthesized) -> None:
+    (client,) = policy_statements(synthesized, FOUNDATION, "SpeechClientRole")
+    agent = [
+        statement
+        for resource in synthesized.template_json("KokoroAgentFoundation")["Resources"].values()
+        if resource["Type"] == "AWS::IAM::Policy"
+        for statement in resource["Properties"]["PolicyDocument"]["Statement"]
+        if statement.get("Sid") == "Speak"
+    ]
+    assert len(agent) == 1
+    assert actions(client) == actions(agent[0]) == set(SAGEMAKER_INVOKE_ACTIONS)
 
 
 def test_model_cache_copies_the_manifest_revision_and_keeps_it(synthesized: Synthesized) -> None:
@@ -198,6 +220,36 @@ def test_endpoint_config_defaults_to_one_g5_xlarge(synthesized: Synthesized) -> 
     t.has_resource_properties("AWS::SageMaker::Endpoint", {"EndpointName": "kokoro-82m"})
 
 
+def test_endpoint_routes_new_sessions_to_the_least_busy_instance(synthesized: Synthesized) -> None:
+    t = template(synthesized, ENDPOINT)
+    variant = only(t.find_resources("AWS::SageMaker::EndpointConfig"))["Properties"]["ProductionVariants"][0]
+    assert variant["RoutingConfig"] == {"RoutingStrategy": "LEAST_OUTSTANDING_REQUESTS"}
+
+
+def test_endpoint_logs_expire_and_the_group_exists_before_the_endpoint(synthesized: Synthesized) -> None:
+    t = template(synthesized, ENDPOINT)
+    groups = t.find_resources("AWS::Logs::LogGroup")
+    logical, group = only(groups), next(iter(groups))
+    assert logical["Properties"]["LogGroupName"] == "/aws/sagemaker/Endpoints/kokoro-82m"
+    assert logical["Properties"]["RetentionInDays"] == 30
+    # Deleted with the stack: a retained group of the same fixed name would break the next deploy.
+    assert logical["DeletionPolicy"] == "Delete"
+    endpoint = only(t.find_resources("AWS::SageMaker::Endpoint"))
+    assert group in endpoint["DependsOn"]
+    # The SageMaker role may write exactly there.
+    by_sid = {s["Sid"]: s for s in policy_statements(synthesized, FOUNDATION, "SageMakerExecutionRole")}
+    assert "log-group:/aws/sagemaker/Endpoints/kokoro-82m" in rendered(by_sid["EndpointLogs"]["Resource"])
+
+
+def test_copy_job_logs_to_a_group_that_expires(synthesized: Synthesized) -> None:
+    t = template(synthesized, CACHE)
+    group_id, group = next(iter(t.find_resources("AWS::Logs::LogGroup").items()))
+    assert len(t.find_resources("AWS::Logs::LogGroup")) == 1
+    assert group["Properties"]["RetentionInDays"] == 30
+    handler = only(t.find_resources("AWS::Lambda::Function"))
+    assert handler["Properties"]["LoggingConfig"] == {"LogGroup": {"Ref": group_id}}
+
+
 def test_autoscaling_tracks_concurrent_requests_with_bounds_and_cooldowns(synthesized: Synthesized) -> None:
     t = template(synthesized, ENDPOINT)
     target = only(t.find_resources("AWS::ApplicationAutoScaling::ScalableTarget"))
@@ -223,20 +275,156 @@ def test_autoscaling_tracks_concurrent_requests_with_bounds_and_cooldowns(synthe
     assert not t.find_resources("AWS::IAM::Role")  # the endpoint stack creates no role at all
 
 
+def alarms_by_metric(t: Template) -> dict[str, dict[str, Any]]:
+    found: dict[str, dict[str, Any]] = {}
+    for alarm in t.find_resources("AWS::CloudWatch::Alarm").values():
+        props = alarm["Properties"]
+        assert props["MetricName"] not in found, props["MetricName"]
+        found[props["MetricName"]] = props
+    return found
+
+
+SAGEMAKER_DIMENSIONS = [
+    {"Name": "EndpointName", "Value": "kokoro-82m"},
+    {"Name": "VariantName", "Value": "AllTraffic"},
+]
+
+
 @pytest.mark.parametrize(
-    ("metric", "statistic", "threshold"),
-    [("Invocation5XXErrors", "Sum", 1), ("ModelLatency", "p90", 1_500_000)],
+    ("metric", "namespace", "statistic", "threshold"),
+    [
+        ("FirstAudioLatency", "StrandsKokoro/kokoro-82m", "p90", 1500),  # ms, from the server's log
+        ("Invocation5XXErrors", "AWS/SageMaker", "Sum", 1),
+        ("Invocation4XXErrors", "AWS/SageMaker", "Average", 0.05),  # 1 per 4XX, 0 otherwise: a rate
+        ("ConcurrentRequestsPerModel", "AWS/SageMaker", "Average", 6),  # scaling target 4 x 1.5
+    ],
 )
-def test_alarms_watch_errors_and_first_audio_latency(
-    synthesized: Synthesized, metric: str, statistic: str, threshold: int
+def test_alarms_watch_first_audio_errors_and_saturation(
+    synthesized: Synthesized, metric: str, namespace: str, statistic: str, threshold: float
 ) -> None:
-    alarms = template(synthesized, ENDPOINT).find_resources("AWS::CloudWatch::Alarm")
-    (alarm,) = [a["Properties"] for a in alarms.values() if a["Properties"]["MetricName"] == metric]
-    assert alarm["Namespace"] == "AWS/SageMaker"
-    assert alarm["Dimensions"] == [
-        {"Name": "EndpointName", "Value": "kokoro-82m"},
-        {"Name": "VariantName", "Value": "AllTraffic"},
-    ]
+    alarm = alarms_by_metric(template(synthesized, ENDPOINT))[metric]
+    assert alarm["Namespace"] == namespace
     assert alarm.get("Statistic", alarm.get("ExtendedStatistic")) == statistic
     assert alarm["Threshold"] == threshold
     assert alarm["TreatMissingData"] == "notBreaching"
+    if namespace == "AWS/SageMaker":
+        assert alarm["Dimensions"] == SAGEMAKER_DIMENSIONS
+
+
+def test_no_alarm_on_model_latency_which_may_span_a_whole_session(synthesized: Synthesized) -> None:
+    alarms = alarms_by_metric(template(synthesized, ENDPOINT))
+    assert set(alarms) == {
+        "FirstAudioLatency",
+        "Invocation5XXErrors",
+        "Invocation4XXErrors",
+        "ConcurrentRequestsPerModel",
+    }
+    assert alarms["ConcurrentRequestsPerModel"]["EvaluationPeriods"] == 5
+    assert alarms["ConcurrentRequestsPerModel"]["DatapointsToAlarm"] == 5
+
+
+def test_first_audio_metric_comes_from_the_model_servers_log_line(synthesized: Synthesized) -> None:
+    t = template(synthesized, ENDPOINT)
+    metric_filter = only(t.find_resources("AWS::Logs::MetricFilter"))["Properties"]
+    group = next(iter(t.find_resources("AWS::Logs::LogGroup")))
+    assert metric_filter["LogGroupName"] == {"Ref": group}
+    assert metric_filter["FilterPattern"] == '{ ($.event = "synthesis_complete") && ($.first_audio_ms >= 0) }'
+    assert metric_filter["MetricTransformations"] == [
+        {
+            "MetricName": "FirstAudioLatency",
+            "MetricNamespace": "StrandsKokoro/kokoro-82m",
+            "MetricValue": "$.first_audio_ms",
+            "Unit": "Milliseconds",
+        }
+    ]
+
+
+def test_dashboard_shows_the_alarms_concurrency_errors_and_scaling_state(synthesized: Synthesized) -> None:
+    t = template(synthesized, ENDPOINT)
+    dashboard = only(t.find_resources("AWS::CloudWatch::Dashboard"))["Properties"]
+    assert dashboard["DashboardName"] == "kokoro-82m-speech"
+    parts = dashboard["DashboardBody"]["Fn::Join"][1]
+    text = "".join(part for part in parts if isinstance(part, str))
+    alarm_arns = {part["Fn::GetAtt"][0] for part in parts if isinstance(part, dict) and "Fn::GetAtt" in part}
+    assert alarm_arns == set(t.find_resources("AWS::CloudWatch::Alarm"))
+    body = json.loads(text.replace('""', '"x"'))  # the alarm ARNs were tokens between the quotes
+    widgets = {w["properties"].get("title"): w["properties"] for w in body["widgets"]}
+    concurrency = widgets["Concurrent requests per model vs the scaling target"]
+    assert [m[1] for m in concurrency["metrics"]] == ["ConcurrentRequestsPerModel"] * 2
+    assert {a["value"] for a in concurrency["annotations"]["horizontal"]} == {4, 6}
+    errors = widgets["Invocations and errors"]
+    assert {m[1] for m in errors["metrics"]} == {"Invocation4XXErrors", "Invocation5XXErrors", "Invocations"}
+    scaling = widgets["Instances in service (autoscaling state)"]
+    (expression,) = [m[0] for m in scaling["metrics"] if isinstance(m[0], dict)]
+    assert expression["expression"] == "invocations / perinstance"
+    inputs = {m[1]: m[-1]["id"] for m in scaling["metrics"] if isinstance(m[0], str)}
+    assert inputs == {"Invocations": "invocations", "InvocationsPerInstance": "perinstance"}
+    assert {a["value"] for a in scaling["annotations"]["horizontal"]} == {1, 4}
+    first_audio = widgets["Time to first audio per request (model server, ms)"]
+    assert {m[0] for m in first_audio["metrics"]} == {"StrandsKokoro/kokoro-82m"}
+
+
+ALTERNATIVE = {
+    "kokoro:network_isolation": "false",
+    "kokoro:tts_run_as_root": "true",
+    "kokoro:log_retention_days": "90",
+    "kokoro:first_audio_alarm_ms": "800",
+    "kokoro:saturation_factor": "2",
+    "kokoro:target_concurrency": "3",
+}
+
+
+@pytest.fixture(scope="module")
+def alternative(fake_weights_cache: Path) -> Iterator[Template]:
+    """The endpoint stack alone, with every option this module can switch away from its default."""
+    config = speech_config({**ALTERNATIVE, "kokoro:weights_dir": str(fake_weights_cache)}.get)
+    app = App(context=cdk_json_context())
+    role = iam.Role.from_role_arn(Stack(app, "Roles"), "R", "arn:aws:iam::123456789012:role/sagemaker")
+    stack = SpeechEndpointStack(
+        app, "Alternative", config=config, execution_role=role, model_data_uri="s3://bucket/kokoro-82m/x/"
+    )
+    yield Template.from_stack(stack)
+
+
+def test_options_turn_isolation_off_run_as_root_and_change_retention_and_alarms(
+    alternative: Template, synthesized: Synthesized
+) -> None:
+    model = only(alternative.find_resources("AWS::SageMaker::Model"))["Properties"]
+    assert model["EnableNetworkIsolation"] is False
+    group = only(alternative.find_resources("AWS::Logs::LogGroup"))["Properties"]
+    assert group["RetentionInDays"] == 90
+    alarms = alarms_by_metric(alternative)
+    assert alarms["FirstAudioLatency"]["Threshold"] == 800
+    assert alarms["ConcurrentRequestsPerModel"]["Threshold"] == 6  # target 3 x 2
+    # The default image builds to run as the unprivileged user; the option rebuilds it as root.
+    default_args = only(synthesized.assets(ENDPOINT)["dockerImages"])["source"]["dockerBuildArgs"]
+    assert ROOT_USER_BUILD_ARG not in default_args
+
+
+def test_run_as_root_is_a_build_argument_of_the_image(fake_weights_cache: Path) -> None:
+    from cdk.stacks.speech_endpoint import tts_build_args
+
+    config = speech_config({**ALTERNATIVE, "kokoro:weights_dir": str(fake_weights_cache)}.get)
+    assert tts_build_args(config) == {"BAKE_WEIGHTS": "0", ROOT_USER_BUILD_ARG: "0"}
+    assert tts_build_args(SpeechConfig(weights_dir=fake_weights_cache)) == {"BAKE_WEIGHTS": "0"}
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("kokoro:log_retention_days", "10", "retention"),
+        ("kokoro:network_isolation", "maybe", "network_isolation"),
+        ("kokoro:saturation_factor", "0.5", "saturation"),
+        ("kokoro:client_error_alarm_pct", "0", "client error"),
+    ],
+)
+def test_bad_options_are_refused_before_any_construct(key: str, value: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        speech_config({key: value}.get)
+
+
+def test_boolean_options_read_cdk_json_booleans_and_cli_strings() -> None:
+    assert speech_config({"kokoro:network_isolation": False}.get).network_isolation is False
+    assert speech_config({"kokoro:network_isolation": "False"}.get).network_isolation is False
+    assert speech_config({"kokoro:network_isolation": "true"}.get).network_isolation is True
+    assert SpeechConfig().network_isolation is True

@@ -1,0 +1,265 @@
+"""Alarms and a dashboard for the speech endpoint that stay meaningful when sessions last minutes.
+
+Why not SageMaker's ``ModelLatency``: it is documented for InvokeEndpoint requests (the whole
+request, in microseconds). Nothing in SageMaker's documentation says what it measures for a
+bidirectional stream, and no SageMaker metric for the first chunk of a stream is documented
+(checked 2026-11-30: the SageMaker CloudWatch metrics page, the InvokeEndpointWithBidirectionalStream
+API reference and launch post, and the SageMaker guide of AWS's bidi partner Deepgram, which lists
+ModelLatency for pre-recorded InvokeEndpoint requests only and relies on ConcurrentRequestsPerModel
+for streams). An alarm on it could fire on every long session, or never. So:
+
+* first audio is measured where it is defined for every request on every path: the model server's
+  own ``synthesis_complete.first_audio_ms`` (DESIGN §3). The server logs one JSON line per completed
+  request (:data:`FIRST_AUDIO_LOG_FIELDS`); a metric filter on the endpoint's log group turns it into
+  :data:`FIRST_AUDIO_METRIC`. ``ModelLatency`` stays on the dashboard, for reference only;
+* errors: ``Invocation5XXErrors`` (any, three minutes running) and the share of
+  ``Invocation4XXErrors`` (SageMaker sends 1 per 4XX and 0 otherwise, so the Average is the rate);
+* saturation: ``ConcurrentRequestsPerModel`` (an open session counts for its whole life; the metric
+  the scaling policy tracks) held above the scaling target times a factor: scaling cannot keep up;
+* the dashboard adds the scaling state: instances in service (``Invocations`` /
+  ``InvocationsPerInstance``, which SageMaker defines as 1/instances per request) against the
+  scaling bounds.
+"""
+
+from __future__ import annotations
+
+from aws_cdk import Duration
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+from cdk.config import SpeechConfig
+
+SAGEMAKER_NAMESPACE = "AWS/SageMaker"
+CUSTOM_NAMESPACE_PREFIX = "StrandsKokoro/"
+"""Custom metrics go to ``StrandsKokoro/<endpoint-name>``: the log group is per endpoint, the metric too."""
+
+FIRST_AUDIO_METRIC = "FirstAudioLatency"
+FIRST_AUDIO_EVENT = "synthesis_complete"
+FIRST_AUDIO_LOG_FIELDS = ("event", "first_audio_ms")
+"""The log line the model server must print per completed request: a whole line that is one JSON object
+with ``"event": "synthesis_complete"`` and a number ``first_audio_ms`` (other fields may follow)."""
+
+ONE_MINUTE = Duration.minutes(1)
+
+
+class EndpointMonitoring(Construct):
+    """The four alarms and the dashboard of one endpoint variant."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: SpeechConfig,
+        variant_name: str,
+        log_group: logs.ILogGroup,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.config = config
+        self.dimensions = {"EndpointName": config.endpoint_name, "VariantName": variant_name}
+        self.first_audio_filter = self._first_audio_filter(log_group)
+        self.first_audio_alarm = self._first_audio_alarm()
+        self.server_error_alarm = self._server_error_alarm()
+        self.client_error_alarm = self._client_error_alarm()
+        self.saturation_alarm = self._saturation_alarm()
+        self.dashboard = self._dashboard()
+
+    @property
+    def alarms(self) -> list[cloudwatch.Alarm]:
+        return [
+            self.first_audio_alarm,
+            self.server_error_alarm,
+            self.client_error_alarm,
+            self.saturation_alarm,
+        ]
+
+    def sagemaker_metric(self, name: str, statistic: str, period: Duration = ONE_MINUTE) -> cloudwatch.Metric:
+        return cloudwatch.Metric(
+            namespace=SAGEMAKER_NAMESPACE,
+            metric_name=name,
+            dimensions_map=self.dimensions,
+            statistic=statistic,
+            period=period,
+        )
+
+    def first_audio(self, statistic: str) -> cloudwatch.Metric:
+        return cloudwatch.Metric(
+            namespace=CUSTOM_NAMESPACE_PREFIX + self.config.endpoint_name,
+            metric_name=FIRST_AUDIO_METRIC,
+            statistic=statistic,
+            period=ONE_MINUTE,
+            unit=cloudwatch.Unit.MILLISECONDS,
+        )
+
+    def _first_audio_filter(self, log_group: logs.ILogGroup) -> logs.MetricFilter:
+        event, value = FIRST_AUDIO_LOG_FIELDS
+        return logs.MetricFilter(
+            self,
+            "FirstAudioFilter",
+            log_group=log_group,
+            filter_pattern=logs.FilterPattern.all(
+                logs.FilterPattern.string_value(f"$.{event}", "=", FIRST_AUDIO_EVENT),
+                logs.FilterPattern.number_value(f"$.{value}", ">=", 0),
+            ),
+            metric_namespace=CUSTOM_NAMESPACE_PREFIX + self.config.endpoint_name,
+            metric_name=FIRST_AUDIO_METRIC,
+            metric_value=f"$.{value}",
+            unit=cloudwatch.Unit.MILLISECONDS,
+        )
+
+    def _first_audio_alarm(self) -> cloudwatch.Alarm:
+        limit = self.config.first_audio_alarm_ms
+        return self.first_audio("p90").create_alarm(
+            self,
+            "FirstAudioLatencyAlarm",
+            alarm_description=(
+                f"{self.config.endpoint_name}: p90 time to first audio above {limit} ms in 3 of 5 minutes "
+                "(the model server's own first_audio_ms per request, from its log)"
+            ),
+            threshold=limit,
+            evaluation_periods=5,
+            datapoints_to_alarm=3,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        )
+
+    def _server_error_alarm(self) -> cloudwatch.Alarm:
+        return self.sagemaker_metric("Invocation5XXErrors", "Sum").create_alarm(
+            self,
+            "Invocation5XXAlarm",
+            alarm_description=f"{self.config.endpoint_name}: 5XX answers in 3 minutes on end",
+            threshold=1,
+            evaluation_periods=3,
+            datapoints_to_alarm=3,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        )
+
+    def _client_error_alarm(self) -> cloudwatch.Alarm:
+        pct = self.config.client_error_alarm_pct
+        return self.sagemaker_metric("Invocation4XXErrors", "Average").create_alarm(
+            self,
+            "Invocation4XXAlarm",
+            alarm_description=(
+                f"{self.config.endpoint_name}: more than {pct:g}% of invocations answered 4XX in 3 of 5 "
+                "minutes (a client sending bad requests, or refusals under overload)"
+            ),
+            threshold=pct / 100,
+            evaluation_periods=5,
+            datapoints_to_alarm=3,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        )
+
+    @property
+    def saturation_threshold(self) -> float:
+        return self.config.target_concurrency * self.config.saturation_factor
+
+    def _saturation_alarm(self) -> cloudwatch.Alarm:
+        config = self.config
+        return self.sagemaker_metric("ConcurrentRequestsPerModel", "Average").create_alarm(
+            self,
+            "ConcurrencySaturationAlarm",
+            alarm_description=(
+                f"{config.endpoint_name}: concurrent requests per model above {self.saturation_threshold:g} "
+                f"(scaling target {config.target_concurrency:g} x {config.saturation_factor:g}) for 5 "
+                f"minutes: autoscaling cannot keep up (max {config.max_instance_count} instances?), "
+                "sessions queue"
+            ),
+            threshold=self.saturation_threshold,
+            evaluation_periods=5,
+            datapoints_to_alarm=5,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        )
+
+    def _dashboard(self) -> cloudwatch.Dashboard:
+        config = self.config
+        dashboard = cloudwatch.Dashboard(
+            self,
+            "Dashboard",
+            dashboard_name=f"{config.endpoint_name}-speech",
+            default_interval=Duration.hours(3),
+        )
+        dashboard.add_widgets(
+            cloudwatch.AlarmStatusWidget(title="Alarms", alarms=list(self.alarms), width=24, height=3)
+        )
+        dashboard.add_widgets(
+            cloudwatch.GraphWidget(
+                title="Time to first audio per request (model server, ms)",
+                left=[self.first_audio("p50"), self.first_audio("p90")],
+                left_annotations=[
+                    cloudwatch.HorizontalAnnotation(value=config.first_audio_alarm_ms, label="alarm")
+                ],
+                width=12,
+            ),
+            cloudwatch.GraphWidget(
+                title="ModelLatency (us; documented for InvokeEndpoint, reference only)",
+                left=[
+                    self.sagemaker_metric("ModelLatency", "p50"),
+                    self.sagemaker_metric("ModelLatency", "p90"),
+                ],
+                width=12,
+            ),
+        )
+        dashboard.add_widgets(
+            cloudwatch.GraphWidget(
+                title="Invocations and errors",
+                left=[
+                    self.sagemaker_metric("Invocation4XXErrors", "Sum"),
+                    self.sagemaker_metric("Invocation5XXErrors", "Sum"),
+                ],
+                right=[self.sagemaker_metric("Invocations", "Sum")],
+                width=12,
+            ),
+            cloudwatch.GraphWidget(
+                title="Concurrent requests per model vs the scaling target",
+                left=[
+                    self.sagemaker_metric("ConcurrentRequestsPerModel", "Average"),
+                    self.sagemaker_metric("ConcurrentRequestsPerModel", "Maximum"),
+                ],
+                left_annotations=[
+                    cloudwatch.HorizontalAnnotation(value=config.target_concurrency, label="scaling target"),
+                    cloudwatch.HorizontalAnnotation(
+                        value=self.saturation_threshold, label="saturation alarm"
+                    ),
+                ],
+                width=12,
+            ),
+        )
+        dashboard.add_widgets(
+            cloudwatch.GraphWidget(
+                title="Instances in service (autoscaling state)",
+                left=[self._instances_in_service()],
+                left_annotations=[
+                    cloudwatch.HorizontalAnnotation(value=config.instance_count, label="min instances"),
+                    cloudwatch.HorizontalAnnotation(value=config.max_instance_count, label="max instances"),
+                ],
+                left_y_axis=cloudwatch.YAxisProps(min=0, max=config.max_instance_count + 1),
+                width=12,
+            ),
+            cloudwatch.TextWidget(
+                markdown=(
+                    "**Reading this dashboard.** First audio comes from the model server's log "
+                    "(`synthesis_complete.first_audio_ms`). Instances = Invocations / InvocationsPerInstance "
+                    "(SageMaker sends 1/instances per request), so it shows only while requests arrive; "
+                    "the scaling history itself is in Application Auto Scaling's activities (`aws "
+                    "application-autoscaling describe-scaling-activities --service-namespace sagemaker`)."
+                ),
+                width=12,
+                height=6,
+            ),
+        )
+        return dashboard
+
+    def _instances_in_service(self) -> cloudwatch.MathExpression:
+        return cloudwatch.MathExpression(
+            expression="invocations / perinstance",
+            using_metrics={
+                "invocations": self.sagemaker_metric("Invocations", "Sum"),
+                "perinstance": self.sagemaker_metric("InvocationsPerInstance", "Sum"),
+            },
+            label="instances in service",
+            period=ONE_MINUTE,
+        )
