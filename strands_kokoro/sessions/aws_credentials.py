@@ -30,7 +30,8 @@ class SageMakerError(SessionClosedError):
     Codes: ``model_stream_error`` (SageMaker's ``ModelStreamError``: the container's stream broke or timed
     out), ``internal_stream_failure``, ``model_error`` (the container refused the connection),
     ``endpoint_unavailable`` (validation, throttling, service unavailable), ``no_credentials``,
-    ``no_region``, ``connection_failed``.
+    ``no_region``, ``unknown_region`` (in no partition botocore knows), ``frame_too_large`` (a response
+    frame joined from PARTIAL parts grew past the session's bound), ``connection_failed``.
     """
 
     def __init__(self, code: str, message: str, *, aws_code: str | None = None) -> None:

@@ -1,8 +1,19 @@
 """SageMaker bidirectional streaming: ``sagemaker:<endpoint-name>[?region=...]``.
 
 The same persistent session as ``ws://``, routed by SageMaker: every protocol message goes up as one
-``RequestPayloadPart``, every server frame (JSON control text or raw PCM) comes back as one
-``ResponsePayloadPart``, which is why the whole-JSON-object rule (DESIGN §3) classifies them.
+``RequestPayloadPart`` (``DataType=UTF8``); every server frame (JSON control text or raw PCM) comes back
+as one or more ``ResponsePayloadPart`` events.
+
+How a response frame is read (SageMaker's bidi contract: ``DataType`` is ``UTF8`` or ``BINARY``,
+``CompletionState`` is ``PARTIAL`` or ``COMPLETE``, an absent ``CompletionState`` means ``COMPLETE``,
+and SageMaker passes fragments through as-is, never joining them for us):
+
+- parts are joined until the one that completes the frame (:class:`PartAssembler`), bounded by
+  ``max_frame_bytes`` so a server that never says ``COMPLETE`` costs a coded error, not all the memory;
+- a ``UTF8`` frame is a control frame (JSON text); a ``BINARY`` frame is audio, even when its bytes
+  happen to parse as a JSON object (PCM can spell ``{"type":"error"}``);
+- only a frame without ``DataType`` (an older router, a test double) falls back to the whole-JSON-object
+  content rule of DESIGN §3.
 
 Things the HTTP/2 SDK (``aws-sdk-sagemaker-runtime-http2``) needs that are easy to get wrong:
 
@@ -21,16 +32,20 @@ Error mapping (all :class:`~strands_kokoro.sessions.aws_credentials.SageMakerErr
 ``ModelStreamError`` → ``model_stream_error`` (``aws_code`` keeps SageMaker's, e.g. ``StreamBroken``),
 ``InternalStreamFailure`` → ``internal_stream_failure``, ``ModelError`` at open → ``model_error``,
 ``InputValidationError`` / ``ServiceUnavailableError`` / ``InternalServerError`` → ``endpoint_unavailable``,
-anything the transport raises → ``connection_failed``. The server's own ``error`` frames stay
-:class:`~strands_kokoro.sessions.base.ServerError` events: the session goes on.
+anything the transport raises → ``connection_failed``; a response frame over ``max_frame_bytes`` →
+``frame_too_large``; a region in no partition botocore knows → ``unknown_region``. The server's own
+``error`` frames stay :class:`~strands_kokoro.sessions.base.ServerError` events: the session goes on.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
+import re
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from aws_sdk_sagemaker_runtime_http2.client import AsyncSageMakerRuntimeHTTP2Client
@@ -44,6 +59,7 @@ from aws_sdk_sagemaker_runtime_http2.models import (
     ModelStreamError,
     RequestPayloadPart,
     RequestStreamEventPayloadPart,
+    ResponsePayloadPart,
     ResponseStreamEventPayloadPart,
     ServiceUnavailableError,
 )
@@ -61,6 +77,7 @@ from strands_kokoro.sessions.aws_credentials import (
     resolve_region,
 )
 from strands_kokoro.sessions.base import (
+    AudioData,
     DrainTracker,
     SessionEvent,
     SpeechRequest,
@@ -68,6 +85,7 @@ from strands_kokoro.sessions.base import (
 from strands_kokoro.sessions.frames import FrameDecoder
 
 if TYPE_CHECKING:
+    import botocore.loaders
     import botocore.session
     from smithy_core.aio.eventstream import DuplexEventStream
     from smithy_core.aio.interfaces.eventstream import EventReceiver
@@ -79,8 +97,47 @@ BIDI_PORT = 8443
 """SageMaker serves bidirectional streams on the runtime host's port 8443, not 443."""
 
 
-def bidi_endpoint_uri(region: str) -> str:
-    return f"https://runtime.sagemaker.{region}.amazonaws.com:{BIDI_PORT}"
+MAX_FRAME_BYTES = 16 * 1024 * 1024
+"""Largest response frame joined from PARTIAL parts: ~5.8 min of 24 kHz PCM, far above any chunk the
+server sends, far below what a runaway PARTIAL sequence would take from the process."""
+
+UTF8 = "UTF8"
+BINARY = "BINARY"
+PARTIAL = "PARTIAL"
+
+
+@functools.cache
+def _default_loader() -> botocore.loaders.Loader:
+    """botocore's data loader, made once: it caches what it has read (``partitions.json``)."""
+    import botocore.loaders
+
+    return botocore.loaders.create_loader()
+
+
+def partition_dns_suffix(region: str, loader: botocore.loaders.Loader | None = None) -> str:
+    """The DNS suffix of the partition that ``region`` belongs to, from botocore's ``partitions.json``.
+
+    SageMaker's endpoint rules build the bidi host as ``runtime.sagemaker.{Region}.{dnsSuffix}:8443``
+    with the suffix of ``aws.partition(Region)``: ``amazonaws.com`` in aws and aws-us-gov,
+    ``amazonaws.com.cn`` in aws-cn, ``c2s.ic.gov`` in aws-iso, ``sc2s.sgov.gov`` in aws-iso-b, ... The
+    match is botocore's own (listed region, else the partition's ``regionRegex``), so a new region in a
+    known partition works before botocore lists it. The rules engine would fall back to ``aws`` for a
+    region no partition matches; that builds a wrong host for a new partition, so it is a coded
+    ``unknown_region`` instead (``endpoint_uri=`` remains the way to reach any host).
+    """
+    for partition in (loader or _default_loader()).load_data("partitions")["partitions"]:
+        if region in partition["regions"] or re.fullmatch(partition["regionRegex"], region):
+            return str(partition["outputs"]["dnsSuffix"])
+    raise SageMakerError(
+        "unknown_region",
+        f"region {region!r} is in no AWS partition botocore knows; check the region, upgrade botocore, "
+        "or pass endpoint_uri=...",
+    )
+
+
+def bidi_endpoint_uri(region: str, loader: botocore.loaders.Loader | None = None) -> str:
+    """The bidi endpoint of ``region``: the regional runtime host in its partition, on port 8443."""
+    return f"https://runtime.sagemaker.{region}.{partition_dns_suffix(region, loader)}:{BIDI_PORT}"
 
 
 def crt_http2_transport() -> HTTPClient:
@@ -111,6 +168,78 @@ def _error_from(exc: BaseException) -> SageMakerError:
     return SageMakerError("connection_failed", f"{type(exc).__name__}: {exc}")
 
 
+@dataclass(frozen=True, slots=True)
+class ResponseFrame:
+    """One server frame joined from its parts; ``data_type`` is None when SageMaker did not say."""
+
+    payload: bytes
+    data_type: str | None
+
+
+class PartAssembler:
+    """Joins ``ResponsePayloadPart``s into whole server frames: PARTIAL ... then the completing part.
+
+    A frame's ``DataType`` is the first one its parts carry (each part should carry the same; a
+    disagreement is logged, not fatal). A value other than ``UTF8``/``BINARY`` counts as absent.
+    """
+
+    def __init__(self, max_frame_bytes: int = MAX_FRAME_BYTES) -> None:
+        self.max_frame_bytes = max_frame_bytes
+        self._chunks: list[bytes] = []
+        self._size = 0
+        self._data_type: str | None = None
+        self.pending = False
+        """A frame has begun (a PARTIAL part arrived) and not completed yet."""
+
+    def add(self, part: ResponsePayloadPart) -> ResponseFrame | None:
+        """Take one part; return the frame it completes, or None while the frame is still PARTIAL."""
+        chunk = part.bytes_ or b""
+        if self._size + len(chunk) > self.max_frame_bytes:
+            self._reset()
+            raise SageMakerError(
+                "frame_too_large", f"a response frame grew past max_frame_bytes={self.max_frame_bytes}"
+            )
+        data_type = part.data_type.upper() if part.data_type else None
+        if data_type not in (UTF8, BINARY):
+            data_type = None
+        if self._data_type is None:
+            self._data_type = data_type
+        elif data_type is not None and data_type != self._data_type:
+            logger.warning(
+                "a %s frame continued with a %s part; kept %s", self._data_type, data_type, self._data_type
+            )
+        if chunk:
+            self._chunks.append(chunk)
+            self._size += len(chunk)
+        if (part.completion_state or "").upper() == PARTIAL:
+            self.pending = True
+            return None
+        frame = ResponseFrame(b"".join(self._chunks), self._data_type)
+        self._reset()
+        return frame
+
+    def _reset(self) -> None:
+        self._chunks = []
+        self._size = 0
+        self._data_type = None
+        self.pending = False
+
+
+def event_from_frame(frame: ResponseFrame, decoder: FrameDecoder) -> SessionEvent | None:
+    """Classify one whole frame by its ``DataType``; only a frame without one uses the content rule."""
+    if frame.data_type == UTF8:
+        try:
+            return decoder.decode(frame.payload.decode("utf-8"))
+        except (UnicodeDecodeError, RecursionError):
+            logger.warning("dropping a UTF8 frame that is not UTF-8 JSON (%d bytes)", len(frame.payload))
+            return None
+    if frame.data_type == BINARY:
+        # Audio outside any request (a cancelled request's tail) is dropped, as FrameDecoder does.
+        request_id = decoder.current_request_id
+        return AudioData(request_id, frame.payload) if request_id is not None and frame.payload else None
+    return decoder.decode(frame.payload)
+
+
 class SessionNotOpenError(SageMakerError):
     """Used before ``async with`` opened the stream (a programming error, reported like a drop)."""
 
@@ -138,6 +267,7 @@ class SageMakerBidiSession:
         credentials_resolver: BotocoreCredentialsResolver | None = None,
         transport: HTTPClient | None = None,
         drain_timeout_s: float = 30.0,
+        max_frame_bytes: int = MAX_FRAME_BYTES,
     ) -> None:
         self.endpoint_name = endpoint_name
         self.region = region
@@ -152,6 +282,7 @@ class SageMakerBidiSession:
         self._credentials_resolver = credentials_resolver
         self._transport = transport
         self._drain_timeout_s = drain_timeout_s
+        self._max_frame_bytes = max_frame_bytes
         self._client: AsyncSageMakerRuntimeHTTP2Client | None = None
         self._stream: DuplexEventStream[Any, Any, Any] | None = None
         self._output: EventReceiver[Any] | None = None
@@ -167,13 +298,19 @@ class SageMakerBidiSession:
         await self._close(drain=exc_info[0] is None)
 
     async def _open(self) -> None:
-        session = self._botocore_session or await asyncio.to_thread(default_botocore_session)
+        session: botocore.session.Session = self._botocore_session or await asyncio.to_thread(
+            default_botocore_session
+        )
         region = await asyncio.to_thread(resolve_region, self.region, session)
         self.region = region
+        # The session's own loader: it honours AWS_DATA_PATH and caches partitions.json once per session.
+        endpoint_uri = self._endpoint_uri or await asyncio.to_thread(
+            lambda: bidi_endpoint_uri(region, session.get_component("data_loader"))
+        )
         resolver = self._credentials_resolver or BotocoreCredentialsResolver(session)
         config = await AsyncSageMakerRuntimeHTTP2Config.resolve(
             region=region,
-            endpoint_uri=self._endpoint_uri or bidi_endpoint_uri(region),
+            endpoint_uri=endpoint_uri,
             aws_credentials_identity_resolver=resolver,
             transport=self._transport or crt_http2_transport(),
         )
@@ -210,6 +347,7 @@ class SageMakerBidiSession:
             raise SessionNotOpenError()
         output = self._output
         decoder = FrameDecoder()
+        assembler = PartAssembler(self._max_frame_bytes)
         self._drain.consuming = True
         try:
             while True:
@@ -220,13 +358,16 @@ class SageMakerBidiSession:
                         return
                     raise _error_from(exc) from exc
                 if part is None:
+                    if assembler.pending:
+                        logger.debug("the stream ended inside a PARTIAL frame; dropping its parts")
                     if self._closing:
                         return
                     raise SageMakerError("connection_failed", "SageMaker ended the stream")
                 if not isinstance(part, ResponseStreamEventPayloadPart):
                     logger.debug("ignoring unknown SageMaker stream event %r", part)
                     continue
-                event = decoder.decode(part.value.bytes_ or b"")
+                frame = assembler.add(part.value)
+                event = event_from_frame(frame, decoder) if frame is not None else None
                 if event is not None:
                     self._drain.settle(event)
                     yield event

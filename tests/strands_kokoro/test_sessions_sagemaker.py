@@ -10,18 +10,18 @@ from __future__ import annotations
 import asyncio
 import datetime
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import botocore.credentials
 import botocore.session
 import pytest
-import websockets
 from model_server_process import RunningServer, free_port
 from session_contract import SessionContract, SessionFactory
 from standins.sagemaker_bidi_router import SageMakerBidiRouter
+from standins.scripted_model_server import scripted_model_server
 
-from strands_kokoro.protocol import SAMPLE_WIDTH_BYTES, synthesis_complete, synthesis_start
+from strands_kokoro.protocol import SAMPLE_WIDTH_BYTES
 from strands_kokoro.sessions import open_session
 from strands_kokoro.sessions.aws_credentials import BotocoreCredentialsResolver, SageMakerError
 from strands_kokoro.sessions.base import (
@@ -65,13 +65,30 @@ def open_bidi(router: SageMakerBidiRouter, **options: Any) -> SageMakerBidiSessi
     )
 
 
-class TestSageMakerBidiSessionContract(SessionContract):
-    """The suite every session passes, here through the real SDK, the router stand-in and the real server."""
+ROUTER_MODES = {
+    # What SageMaker's bidi contract describes: DataType on every part, frames fragmented into
+    # PARTIAL ... COMPLETE parts (three here, so every control frame arrives cut).
+    "split_parts_with_headers": {"split_into": 3},
+    # No DataType/CompletionState at all: the whole-JSON-object content rule is all the client has.
+    "whole_parts_without_headers": {"part_headers": False},
+}
 
-    @pytest.fixture
-    async def router(self, model_server: RunningServer) -> AsyncIterator[SageMakerBidiRouter]:
-        async with SageMakerBidiRouter(model_server.ws_url) as router:
+
+class TestSageMakerBidiSessionContract(SessionContract):
+    """The suite every session passes, here through the real SDK, the router stand-in and the real server.
+
+    It runs once per router mode: with frames split into PARTIAL parts carrying ``DataType`` (what the
+    session must reassemble and classify by header) and with bare parts (the content-rule fallback).
+    """
+
+    @pytest.fixture(params=list(ROUTER_MODES))
+    async def router(
+        self, request: pytest.FixtureRequest, model_server: RunningServer
+    ) -> AsyncIterator[SageMakerBidiRouter]:
+        async with SageMakerBidiRouter(model_server.ws_url, **ROUTER_MODES[request.param]) as router:
             yield router
+        if router.split_into > 1 and router.log.forwarded_parts:
+            assert router.log.partial_parts > 0, "the stand-in was meant to split frames, and did not"
 
     @pytest.fixture
     def session_factory(self, router: SageMakerBidiRouter) -> SessionFactory:
@@ -240,49 +257,16 @@ async def test_default_transport_is_crt_http2_and_a_refused_connection_is_coded(
 # ------------------------------------------------------------------------- PCM that begins with `{`
 
 
-async def scripted_model_server_with_brace_pcm(
-    pcm_frames: list[bytes],
-) -> tuple[Any, Callable[[], Awaitable[None]]]:
-    """A test double of the model server: answers each synthesize with the given raw PCM frames."""
-
-    async def handler(websocket: Any) -> None:
-        async for message in websocket:
-            request = json.loads(message)
-            if request.get("type") == "close":
-                return
-            await websocket.send(synthesis_start(request["request_id"], 24_000))
-            for frame in pcm_frames:
-                await websocket.send(frame)
-            n_bytes = sum(len(f) for f in pcm_frames)
-            await websocket.send(
-                synthesis_complete(
-                    request["request_id"],
-                    audio_ms=n_bytes / 2 / 24_000 * 1000,
-                    chunks=len(pcm_frames),
-                    first_audio_ms=1.0,
-                    elapsed_ms=2.0,
-                )
-            )
-
-    server = await websockets.serve(handler, "127.0.0.1", 0)
-    port = next(iter(server.sockets)).getsockname()[1]
-
-    async def stop() -> None:
-        server.close()
-        await server.wait_closed()
-
-    return f"ws://127.0.0.1:{port}", stop
-
-
-async def test_pcm_beginning_with_a_brace_is_audio_not_control() -> None:
+@pytest.mark.parametrize("mode", list(ROUTER_MODES))
+async def test_pcm_beginning_with_a_brace_is_audio_not_control(mode: str) -> None:
     brace_pcm = [b'{"type": "error"\x00\x80}', b"{\x01\x02}", b'{"a":1}\xff\xfe']
-    url, stop = await scripted_model_server_with_brace_pcm(brace_pcm)
-    try:
-        async with SageMakerBidiRouter(url) as router, open_bidi(router) as session:
-            await session.send(SpeechRequest("brace", "Anything."))
-            events = await collect_until(session.events(), completed(1))
-    finally:
-        await stop()
+    async with (
+        scripted_model_server(brace_pcm) as url,
+        SageMakerBidiRouter(url, **ROUTER_MODES[mode]) as router,
+        open_bidi(router) as session,
+    ):
+        await session.send(SpeechRequest("brace", "Anything."))
+        events = await collect_until(session.events(), completed(1))
     assert [e.pcm for e in events if isinstance(e, AudioData)] == brace_pcm
     assert not any(isinstance(e, ServerError) for e in events)
 

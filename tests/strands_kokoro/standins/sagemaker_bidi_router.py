@@ -9,7 +9,11 @@ encoding and decoding, error deserialisation.
 What the router does, as SageMaker does:
 - checks the signed request (route, SigV4 credential scope, signed event envelopes);
 - opens the model server's WebSocket and forwards each request payload part as one BINARY frame;
-- wraps each server frame (JSON text or PCM) as one ``PayloadPart`` response event;
+- wraps each server frame as ``PayloadPart`` response events with the headers SageMaker's bidi contract
+  defines: ``DataType`` ``UTF8`` for a text frame, ``BINARY`` for a binary one, and ``CompletionState``
+  (``split_into=n`` sends each frame as ``n`` parts, ``PARTIAL`` ... ``COMPLETE``, the way a fragmented
+  frame reaches the client: SageMaker passes fragments through, it never joins them);
+  ``part_headers=False`` sends bare parts with neither header (what a client must still read, by content);
 - when the client ends its input stream, hangs up on the container at once: audio still in flight is
   lost, which is why a session must not end its input before the audio is drained;
 - optionally injects a ``ModelStreamError`` after a given number of response parts (``break_after``).
@@ -20,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import io
+import itertools
 import json
 import re
 from collections.abc import AsyncIterator
@@ -48,6 +53,7 @@ class RouterLog:
     access_keys: list[str] = field(default_factory=list)
     forwarded_parts: list[bytes] = field(default_factory=list)
     chunk_signatures: list[bytes] = field(default_factory=list)
+    partial_parts: int = 0
     input_ended: int = 0
     streams_broken: int = 0
 
@@ -67,11 +73,23 @@ class SageMakerBidiRouter:
     TIMEOUT_EXCEPTIONS: tuple[type[Exception], ...] = ()
 
     def __init__(
-        self, model_ws_url: str, *, region: str = "us-east-1", break_after: int | None = None
+        self,
+        model_ws_url: str,
+        *,
+        region: str = "us-east-1",
+        dns_suffix: str = "amazonaws.com",
+        break_after: int | None = None,
+        split_into: int = 1,
+        part_headers: bool = True,
     ) -> None:
+        if split_into < 1 or (split_into > 1 and not part_headers):
+            raise ValueError("split_into must be >= 1, and a split frame needs CompletionState headers")
         self.model_ws_url = model_ws_url.rstrip("/") + WS_PATH
         self.region = region
+        self.host = f"runtime.sagemaker.{region}.{dns_suffix}"
         self.break_after = break_after
+        self.split_into = split_into
+        self.part_headers = part_headers
         self.log = RouterLog()
         self._bridges: set[asyncio.Task[None]] = set()
         self._failures: list[BaseException] = []
@@ -116,7 +134,7 @@ class SageMakerBidiRouter:
         route = _ROUTE.match(path)
         if request.method != "POST" or route is None:
             raise StandInRequestRejected(f"not a bidi stream request: {request.method} {path}")
-        if request.destination.host != f"runtime.sagemaker.{self.region}.amazonaws.com":
+        if request.destination.host != self.host:
             raise StandInRequestRejected(f"unexpected host {request.destination.host}")
         if request.destination.port != 8443:
             raise StandInRequestRejected(
@@ -161,28 +179,52 @@ class SageMakerBidiRouter:
         sent = 0
         try:
             async for frame in websocket:
-                if self.break_after is not None and sent >= self.break_after:
-                    self.log.streams_broken += 1
-                    parts.put_nowait(model_stream_error("StreamBroken", "the model closed the stream"))
-                    await websocket.close()
-                    return
-                data = frame.encode("utf-8") if isinstance(frame, str) else frame
-                data_type = "UTF8" if isinstance(frame, str) else "BINARY"
-                parts.put_nowait(payload_part(data, data_type))
-                sent += 1
+                for part in self._response_parts(frame):
+                    if self.break_after is not None and sent >= self.break_after:
+                        self.log.streams_broken += 1
+                        parts.put_nowait(model_stream_error("StreamBroken", "the model closed the stream"))
+                        await websocket.close()
+                        return
+                    parts.put_nowait(part)
+                    sent += 1
         except websockets.ConnectionClosed:
             pass
         finally:
             parts.put_nowait(None)
 
+    def _response_parts(self, frame: str | bytes) -> list[bytes]:
+        """One server frame as encoded ``PayloadPart`` events (several when ``split_into`` > 1)."""
+        data = frame.encode("utf-8") if isinstance(frame, str) else frame
+        if not self.part_headers:
+            return [payload_part(data)]
+        data_type = "UTF8" if isinstance(frame, str) else "BINARY"
+        pieces = split_frame(data, self.split_into)
+        self.log.partial_parts += len(pieces) - 1
+        last = len(pieces) - 1
+        return [
+            payload_part(piece, data_type, "PARTIAL" if i < last else "COMPLETE")
+            for i, piece in enumerate(pieces)
+        ]
 
-def payload_part(data: bytes, data_type: str) -> bytes:
+
+def split_frame(data: bytes, n: int) -> list[bytes]:
+    """``data`` cut into ``n`` non-empty pieces of near-equal size (fewer when it is shorter than ``n``)."""
+    n = max(1, min(n, len(data)))
+    bounds = [len(data) * i // n for i in range(n + 1)]
+    return [data[start:end] for start, end in itertools.pairwise(bounds)]
+
+
+def payload_part(data: bytes, data_type: str | None = None, completion_state: str | None = None) -> bytes:
+    """A ``PayloadPart`` event; each header is left out when None, as an older router would."""
     headers: dict[str, Any] = {
         ":message-type": "event",
         ":event-type": "PayloadPart",
         ":content-type": "application/octet-stream",
-        "DataType": data_type,
     }
+    if data_type is not None:
+        headers["DataType"] = data_type
+    if completion_state is not None:
+        headers["CompletionState"] = completion_state
     return EventMessage(headers=headers, payload=data).encode()
 
 
