@@ -65,7 +65,7 @@ def open_bidi(router: SageMakerBidiRouter, **options: Any) -> SageMakerBidiSessi
     )
 
 
-ROUTER_MODES = {
+ROUTER_MODES: dict[str, dict[str, Any]] = {
     # What SageMaker's bidi contract describes: DataType on every part, frames fragmented into
     # PARTIAL ... COMPLETE parts (three here, so every control frame arrives cut).
     "split_parts_with_headers": {"split_into": 3},
