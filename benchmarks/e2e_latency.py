@@ -105,6 +105,7 @@ def requests_of(record: TurnRecord) -> list[dict[str, Any]]:
     """Each request as the pacer cut it: size, and predicted vs actual buffer when its audio came."""
     return [
         {
+            "text": e.event["text"],
             "chars": len(e.event["text"]),
             "words": len(e.event["text"].split()),
             "audio_ms": e.event["audio_ms"],
@@ -124,6 +125,7 @@ def _load() -> float:
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
+    args.load_at_start = _load()  # the one that says whether the machine was quiet (later ones are ours)
     await asyncio.to_thread(provision_weights)
     trials: list[dict[str, Any]] = []
     audio: list[tuple[dict[str, Any], bytes, int, str]] = []  # bidi trials to transcribe afterwards
@@ -236,6 +238,7 @@ def summarize(trials: list[dict[str, Any]], args: argparse.Namespace) -> dict[st
             "platform": platform.platform(),
             "python": platform.python_version(),
             "cpus": os.cpu_count(),
+            "load_at_start": getattr(args, "load_at_start", None),
             "load_before_max": max(loads, default=None),
         },
         "prompts": [PROMPTS[i] for i in prompts],
@@ -272,7 +275,7 @@ def print_table(result: dict[str, Any]) -> None:
     overall = result["overall"]
     print(
         "(median ms; ratio = TTFA batch / TTFA bidi; gap = TTFA bidi - floor; WER: worst bidi answer)\n"
-        f"worst stall: {overall['stall_max_ms']}; load before turns ≤ {result['machine']['load_before_max']}"
+        f"worst stall: {overall['stall_max_ms']}; load average at start {result['machine']['load_at_start']}"
     )
 
 

@@ -103,6 +103,7 @@ _WEAK_ENDINGS = _words("""
 _CLAUSE_OPENERS = _words("""
     and but or nor so yet because although though while whereas when whenever where which who whom
     whose that if unless until since after before than""")
+_WEAK_ENDINGS |= _CLAUSE_OPENERS  # "... purr because" | "they need ..." is broken off too
 _BARE = re.compile(r"[^\w']+")
 
 
