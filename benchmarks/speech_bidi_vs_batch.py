@@ -22,21 +22,19 @@ import os
 import platform
 import re
 import statistics
-import sys
 import time
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
+from strands import Agent
+
+from strands_kokoro import KokoroSpeech, open_session
+from strands_kokoro.sessions.base import AudioData, SpeechRequest, SynthesisCompleted
+from tests.model_server_process import start_model_server, stop_model_server
+from tests.strands_kokoro.speech_doubles import FOUR_SENTENCES, ScriptedCall, ScriptedStreamingModel
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "strands_kokoro")]  # the shared test doubles
-
-from conftest import start_model_server, stop_model_server  # noqa: E402
-from speech_doubles import FOUR_SENTENCES, ScriptedCall, ScriptedStreamingModel  # noqa: E402
-from strands import Agent  # noqa: E402
-
-from strands_kokoro import KokoroSpeech, open_session  # noqa: E402
-from strands_kokoro.sessions.base import AudioData, SpeechRequest, SynthesisCompleted  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "speech_bidi_vs_batch.json"
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from model_server_process import RunningServer, start_model_server, stop_model_server
+
+from tests.model_server_process import RunningServer, start_model_server, stop_model_server
 
 
 @pytest.fixture(scope="session")

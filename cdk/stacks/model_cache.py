@@ -110,7 +110,9 @@ class ModelCacheStack(Stack):
             self,
             "Weights",
             sources=[
-                s3deploy.Source.asset(str(config.weights_dir), exclude=[".staging-*", "*.tmp", "*.part", ".lock"])
+                s3deploy.Source.asset(
+                    str(config.weights_dir), exclude=[".staging-*", "*.tmp", "*.part", ".lock"]
+                )
             ],
             destination_bucket=weights_bucket,
             destination_key_prefix=self.key_prefix,

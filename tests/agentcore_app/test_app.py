@@ -16,14 +16,14 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import pytest
 from httpx_sse import aconnect_sse
-from scripted_model import FOUR_SENTENCES, ScriptedModel
 from strands.models.model import Model
 
 from agentcore_app.client import TurnRecord, invoke_http, payload_for, run_turn
 from agentcore_app.local_stack import agent_app, free_port
+from tests.agentcore_app.scripted_model import FOUR_SENTENCES, ScriptedModel
 
 if TYPE_CHECKING:
-    from model_server_process import RunningServer
+    from tests.model_server_process import RunningServer
 
 
 def dead_endpoint() -> str:

@@ -6,7 +6,6 @@ these machines (CI installs ``chromium`` with apt). A fresh profile per test kee
 
 from __future__ import annotations
 
-import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -20,8 +19,6 @@ if TYPE_CHECKING:
     from playwright.async_api import Page
     from strands.models.model import Model
 
-# ScriptedModel (the test double with a known answer) lives with the agent app's tests; share it.
-sys.path.insert(0, str(Path(__file__).parents[1] / "agentcore_app"))
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [

@@ -10,7 +10,8 @@ import os
 from pathlib import Path
 
 import pytest
-from browser_harness import CHROMIUM
+
+from tests.browser.browser_harness import CHROMIUM
 
 
 @pytest.fixture

@@ -12,12 +12,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from browser_harness import ARTIFACTS, agent_app_with_page, browser_page, speak
-from scripted_model import ScriptedModel
+
+from tests.agentcore_app.scripted_model import ScriptedModel
+from tests.browser.browser_harness import ARTIFACTS, agent_app_with_page, browser_page, speak
 
 if TYPE_CHECKING:
-    from model_server_process import RunningServer
     from playwright.async_api import Page
+
+    from tests.model_server_process import RunningServer
 
 # The first test that uses the session's model server also waits for it to load (minutes on a loaded
 # 2-core machine); the turns themselves are bounded by the page waits below.

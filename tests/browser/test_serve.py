@@ -21,7 +21,7 @@ from agentcore_app.local_stack import free_port
 from agentcore_app.serve import PAGE_PATH
 
 if TYPE_CHECKING:
-    from model_server_process import RunningServer
+    from tests.model_server_process import RunningServer
 
 STARTUP_TIMEOUT_S = 120.0
 

@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from browser_harness import browser_page, speak
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import StreamingResponse
@@ -29,6 +28,7 @@ from starlette.routing import Route
 
 from agentcore_app.local_stack import serve_asgi
 from agentcore_app.serve import with_page
+from tests.browser.browser_harness import browser_page, speak
 
 pytestmark = pytest.mark.browser
 

@@ -12,7 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from synth_support import PROFILE_MODEL_ID, Synthesized, write_fake_weights_cache
+
+from tests.cdk.synth_support import PROFILE_MODEL_ID, Synthesized, write_fake_weights_cache
 
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 

@@ -8,12 +8,12 @@ from typing import Any
 import pytest
 from aws_cdk import App
 from aws_cdk.assertions import Template
-from synth_support import PROFILE_MODEL_ID, Synthesized
 
 from cdk.config import AgentConfig, ConfigError, agent_config
 from cdk.stacks.agent_foundation import WORKLOAD_TOKEN_ACTIONS, AgentFoundationStack
 from cdk.stacks.common import SAGEMAKER_INVOKE_ACTIONS
 from strands_kokoro.sessions import parse_sagemaker_endpoint
+from tests.cdk.synth_support import PROFILE_MODEL_ID, Synthesized
 
 # A full synth takes 20-60 s, several minutes on a loaded CI machine: more than the default 300 s.
 pytestmark = pytest.mark.timeout(900)

@@ -9,11 +9,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from synth_support import PROFILE_MODEL_ID
 
 from cdk.cli import agent_infra, speech_main
 from cdk.config import AGENT_STACKS, SPEECH_STACKS
 from cdk.tooling import ToolingError, require_absent, require_deployed
+from tests.cdk.synth_support import PROFILE_MODEL_ID
 
 # A full synth takes 20-60 s, several minutes on a loaded CI machine: more than the default 300 s.
 pytestmark = pytest.mark.timeout(900)

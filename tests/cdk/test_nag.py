@@ -7,10 +7,10 @@ these tests pin down what was acknowledged, where, and why, so a new acknowledgm
 from __future__ import annotations
 
 import pytest
-from synth_support import Synthesized
 
 from cdk.config import AGENT_STACKS, SPEECH_STACKS
 from cdk.stacks.common import MIN_REASON_CHARS, acknowledge
+from tests.cdk.synth_support import Synthesized
 
 # A full synth takes 20-60 s, several minutes on a loaded CI machine: more than the default 300 s.
 pytestmark = pytest.mark.timeout(900)

@@ -11,12 +11,12 @@ import pytest
 from aws_cdk import App, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk.assertions import Match, Template
-from synth_support import Synthesized
 
 from cdk.app import cdk_json_context
 from cdk.config import ConfigError, SpeechConfig, speech_config
 from cdk.stacks.common import SAGEMAKER_INVOKE_ACTIONS
 from cdk.stacks.speech_endpoint import ROOT_USER_BUILD_ARG, SpeechEndpointStack
+from tests.cdk.synth_support import Synthesized
 
 # A full synth takes 20-60 s, several minutes on a loaded CI machine: more than the default 300 s.
 pytestmark = pytest.mark.timeout(900)

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from model_server_process import RunningServer, free_port
-from session_contract import SessionContract, SessionFactory
 
 from strands_kokoro.sessions import open_session
 from strands_kokoro.sessions.http import _error_from_body
+from tests.model_server_process import RunningServer, free_port
+from tests.strands_kokoro.session_contract import SessionContract, SessionFactory
 
 
 class TestHttpSessionContract(SessionContract):

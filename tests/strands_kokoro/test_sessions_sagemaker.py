@@ -16,10 +16,6 @@ from typing import Any
 import botocore.credentials
 import botocore.session
 import pytest
-from model_server_process import RunningServer, free_port
-from session_contract import SessionContract, SessionFactory
-from standins.sagemaker_bidi_router import SageMakerBidiRouter
-from standins.scripted_model_server import scripted_model_server
 
 from strands_kokoro.protocol import SAMPLE_WIDTH_BYTES
 from strands_kokoro.sessions import open_session
@@ -35,6 +31,10 @@ from strands_kokoro.sessions.base import (
     SynthesisStarted,
 )
 from strands_kokoro.sessions.sagemaker import SageMakerBidiSession
+from tests.model_server_process import RunningServer, free_port
+from tests.strands_kokoro.session_contract import SessionContract, SessionFactory
+from tests.strands_kokoro.standins.sagemaker_bidi_router import SageMakerBidiRouter
+from tests.strands_kokoro.standins.scripted_model_server import scripted_model_server
 
 pytestmark = pytest.mark.anyio
 

@@ -13,9 +13,6 @@ from typing import Any
 import botocore.session
 import httpx
 import pytest
-from model_server_process import free_port
-from session_contract import SessionContract, SessionFactory
-from standins.sagemaker_response_stream import SageMakerResponseStreamServer
 
 from strands_kokoro.protocol import SAMPLE_WIDTH_BYTES
 from strands_kokoro.sessions import open_session
@@ -31,6 +28,9 @@ from strands_kokoro.sessions.base import (
     SynthesisStarted,
 )
 from strands_kokoro.sessions.sagemaker_batch import SageMakerBatchSession, pcm_payloads, sse_payloads
+from tests.model_server_process import free_port
+from tests.strands_kokoro.session_contract import SessionContract, SessionFactory
+from tests.strands_kokoro.standins.sagemaker_response_stream import SageMakerResponseStreamServer
 
 pytestmark = pytest.mark.anyio
 

@@ -11,8 +11,6 @@ from pathlib import Path
 
 import botocore.session
 import pytest
-from model_server_process import RunningServer
-from standins.sagemaker_bidi_router import SageMakerBidiRouter
 
 from strands_kokoro.sessions.aws_credentials import SageMakerError
 from strands_kokoro.sessions.base import SpeechRequest, SynthesisCompleted
@@ -21,6 +19,8 @@ from strands_kokoro.sessions.sagemaker import (
     bidi_endpoint_uri,
     partition_dns_suffix,
 )
+from tests.model_server_process import RunningServer
+from tests.strands_kokoro.standins.sagemaker_bidi_router import SageMakerBidiRouter
 
 PARTITIONS = [
     # (partition, a region botocore lists, its DNS suffix)

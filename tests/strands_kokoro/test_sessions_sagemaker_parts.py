@@ -16,8 +16,6 @@ from typing import Any
 import botocore.session
 import pytest
 from aws_sdk_sagemaker_runtime_http2.models import ResponsePayloadPart
-from standins.sagemaker_bidi_router import SageMakerBidiRouter, split_frame
-from standins.scripted_model_server import scripted_model_server
 
 from strands_kokoro.protocol import synthesis_start
 from strands_kokoro.sessions.aws_credentials import SageMakerError
@@ -37,6 +35,8 @@ from strands_kokoro.sessions.sagemaker import (
     SageMakerBidiSession,
     event_from_frame,
 )
+from tests.strands_kokoro.standins.sagemaker_bidi_router import SageMakerBidiRouter, split_frame
+from tests.strands_kokoro.standins.scripted_model_server import scripted_model_server
 
 pytestmark = pytest.mark.anyio
 

@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 
 import pytest
-from model_server_process import RunningServer, free_port
-from session_contract import SessionContract, SessionFactory
 
 from strands_kokoro.protocol import synthesis_complete, synthesis_start
 from strands_kokoro.sessions import EndpointError, open_session
@@ -20,6 +18,8 @@ from strands_kokoro.sessions.base import (
 from strands_kokoro.sessions.frames import FrameDecoder
 from strands_kokoro.sessions.http import HttpSession
 from strands_kokoro.sessions.ws import WebSocketSession, websocket_url
+from tests.model_server_process import RunningServer, free_port
+from tests.strands_kokoro.session_contract import SessionContract, SessionFactory
 
 
 class TestWebSocketSessionContract(SessionContract):

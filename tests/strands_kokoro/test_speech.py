@@ -12,12 +12,21 @@ import contextlib
 from collections.abc import Iterator
 
 import pytest
-from model_server_process import RunningServer, free_port, start_model_server, stop_model_server
-from speech_doubles import FOUR_SENTENCES, ScriptedCall, ToolCall, Turn, make_agent, run_turn, tokens, words
 from strands import tool
 
 from strands_kokoro import KokoroSpeech
 from strands_kokoro.events import Event
+from tests.model_server_process import RunningServer, free_port, start_model_server, stop_model_server
+from tests.strands_kokoro.speech_doubles import (
+    FOUR_SENTENCES,
+    ScriptedCall,
+    ToolCall,
+    Turn,
+    make_agent,
+    run_turn,
+    tokens,
+    words,
+)
 
 # A shared 2-core CI box synthesizes slowly; the first test also waits for the server to load.
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(900)]

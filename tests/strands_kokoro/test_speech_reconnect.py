@@ -12,13 +12,13 @@ import time
 from collections.abc import AsyncIterator
 
 import pytest
-from model_server_process import RunningServer
-from session_contract import completed, read_until
-from speech_doubles import ScriptedCall, make_agent, run_turn, words
 
 from strands_kokoro import KokoroSpeech, open_session
 from strands_kokoro.sessions.base import AudioData, SessionEvent, SpeechRequest
 from strands_kokoro.sessions.ws import WebSocketSession
+from tests.model_server_process import RunningServer
+from tests.strands_kokoro.session_contract import completed, read_until
+from tests.strands_kokoro.speech_doubles import ScriptedCall, make_agent, run_turn, words
 
 # A shared 2-core CI box synthesizes slowly; the first test also waits for the server to load.
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(900)]

@@ -8,9 +8,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import soxr
-from real_onnx_engine import shared_onnx_engine, synthesize
 
 from benchmarks.speech_check import WHISPER_SAMPLE_RATE, edit_distance, whisper, words
+from tests.tts_container.real_onnx_engine import shared_onnx_engine, synthesize
 from tts_container.engines.base import NATIVE_SAMPLE_RATE
 
 pytestmark = pytest.mark.slow

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from real_onnx_engine import shared_onnx_engine, synthesize
 
+from tests.tts_container.real_onnx_engine import shared_onnx_engine, synthesize
 from tts_container.engines.base import NATIVE_SAMPLE_RATE, Engine
 from tts_container.engines.loader import cuda_available, load_engine, resolve_engine_name
 from tts_container.engines.onnx_engine import OnnxEngine

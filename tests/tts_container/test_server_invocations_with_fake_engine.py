@@ -12,10 +12,10 @@ import wave
 import httpx
 import pytest
 from httpx_sse import aconnect_sse
-from server_fakes import TONE_HZ, ToneEngine, dominant_hz
-from server_harness import running_app
 
 from strands_kokoro.protocol import MAX_MESSAGE_BYTES, MAX_TEXT_CHARS, audio_ms
+from tests.model_server_process import running_app
+from tests.tts_container.server_fakes import TONE_HZ, ToneEngine, dominant_hz
 from tts_container.app import create_app
 
 pytestmark = pytest.mark.anyio

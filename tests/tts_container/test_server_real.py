@@ -15,7 +15,6 @@ import wave
 import httpx
 import pytest
 from httpx_sse import aconnect_sse
-from server_harness import Response, dumps, read_frame, read_response, wait_for_stats
 from websockets.asyncio.client import ClientConnection, connect
 
 from strands_kokoro.protocol import (
@@ -27,6 +26,7 @@ from strands_kokoro.protocol import (
     WS_PATH,
     audio_ms,
 )
+from tests.tts_container.server_harness import Response, dumps, read_frame, read_response, wait_for_stats
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 

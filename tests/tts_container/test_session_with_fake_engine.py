@@ -12,11 +12,12 @@ import time
 
 import httpx
 import pytest
-from server_fakes import TONE_HZ, ToneEngine, dominant_hz
-from server_harness import dumps, read_frame, read_response, running_app, stats, wait_for_ping, wait_for_stats
 from websockets.asyncio.client import connect
 
 from strands_kokoro.protocol import CANCEL_MESSAGE, CLOSE_MESSAGE, WS_PATH, audio_ms
+from tests.model_server_process import running_app, wait_for_ping
+from tests.tts_container.server_fakes import TONE_HZ, ToneEngine, dominant_hz
+from tests.tts_container.server_harness import dumps, read_frame, read_response, stats, wait_for_stats
 from tts_container.app import create_app
 
 pytestmark = pytest.mark.anyio

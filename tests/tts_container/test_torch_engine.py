@@ -35,11 +35,11 @@ from pathlib import Path
 import httpx
 import numpy as np
 import pytest
-from model_server_process import free_port
-from server_harness import dumps, read_response
 from websockets.asyncio.client import connect
 
 from strands_kokoro.protocol import WS_PATH, audio_ms
+from tests.model_server_process import free_port
+from tests.tts_container.server_harness import dumps, read_response
 
 pytest.importorskip("kokoro", reason="the torch extra (kokoro, Python < 3.13) is not installed")
 
