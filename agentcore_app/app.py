@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
@@ -31,7 +31,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from agentcore_app.models import create_model, model_setting, parse_model_spec
 from agentcore_app.payload import PayloadError, parse_turn
-from strands_kokoro.protocol import sse_event
+from strands_kokoro import events
+from strands_kokoro.protocol import DEFAULT_VOICE, sse_event
 
 if TYPE_CHECKING:
     from strands.models.model import Model
@@ -98,7 +99,7 @@ class JsonBodyGuard:
 
 
 async def _send_error(send: Send, status: int, code: str, message: str) -> None:
-    body = sse_event({"type": "error", "code": code, "message": message})
+    body = sse_event(events.error(code, message))
     headers = [(b"content-type", b"text/event-stream"), (b"content-length", str(len(body)).encode())]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
@@ -129,7 +130,7 @@ def create_app(
     agentcore = BedrockAgentCoreApp(middleware=[Middleware(JsonBodyGuard)])
 
     @agentcore.entrypoint
-    async def invoke(payload: Any) -> AsyncIterator[dict[str, Any]]:
+    async def invoke(payload: Any) -> AsyncIterator[Mapping[str, Any]]:
         """One agent turn, spoken in ``mode``; yields JSON-serialisable DESIGN §4 events."""
         try:
             turn = parse_turn(payload)
@@ -145,7 +146,7 @@ def create_app(
             speech = KokoroSpeech(
                 endpoint=endpoint,
                 mode=turn.mode,
-                voice=turn.voice or "af_heart",
+                voice=turn.voice or DEFAULT_VOICE,
                 speed=turn.speed or 1.0,
                 **(speech_options or {}),
             )
@@ -155,13 +156,13 @@ def create_app(
                 hooks=[speech],
                 callback_handler=None,
             )
-            async with aclosing(speech.stream(agent, turn.prompt)) as events:
-                async for event in events:
+            async with aclosing(speech.stream(agent, turn.prompt)) as spoken:
+                async for event in spoken:
                     yield event
         except Exception:
             # The SDK would put str(exc) on the wire; a coded event says what failed, leaking nothing.
             logger.exception("agent turn failed")
-            yield {"type": "error", "code": "agent_failed", "message": "the agent failed to answer"}
+            yield events.error("agent_failed", "the agent failed to answer")
         finally:
             agentcore.complete_async_task(task_id)
 

@@ -1,10 +1,10 @@
-"""``agent-infra demo``: hear the agent speak, and see how much sooner it starts in bidi than in batch mode.
+"""The demo as a client of the agent app: one prompt through BOTH modes, timed, reported, saved.
 
-The same prompt goes through BOTH modes over real HTTP, as any client would send it, and the demo prints
-what the client measured. With ``--local`` (the default when no endpoint is given) it needs nothing
-configured: it provisions the Kokoro weights, starts the model server and the agent app on free ports,
-and tears them down afterwards. ``--endpoint-url`` points it at a running app (``http://host:port``) or a
-deployed AgentCore runtime (``arn:aws:bedrock-agentcore:...``).
+The same prompt goes through ``bidi`` and ``batch`` over real HTTP, as any client would send it, against
+a given target: a running app (``http://host:port``) or a deployed AgentCore runtime
+(``arn:aws:bedrock-agentcore:...``). Nothing here starts a server: ``agent-infra demo --local``
+(:mod:`cdk.local_commands`) starts the model server and the agent app on this machine and hands this
+module their URL, so the deployable package never depends on the launchers.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import contextlib
 import importlib.util
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -23,59 +23,62 @@ import httpx
 
 from agentcore_app.client import INVOKE_TIMEOUT_S, TurnRecord, run_turn
 from agentcore_app.report import results_json, speedup_line, table, write_json, write_timeline, write_wav
+from strands_kokoro.protocol import DEFAULT_VOICE
 
 DEFAULT_PROMPT = "In three or four sentences, why do cats purr?"
 MODES: tuple[str, ...] = ("bidi", "batch")
+# What reporting needs (the timeline PNG); a launcher adds what its servers need.
+REQUIRED_MODULES: tuple[str, ...] = ("matplotlib",)
+
+Target = str | contextlib.AbstractAsyncContextManager[str]
+"""An agent app URL / runtime ARN, or a context that yields one for as long as the demo runs."""
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    target = parser.add_mutually_exclusive_group()
-    target.add_argument(
-        "--local", action="store_true", help="start the model server and the agent app here (the default)"
-    )
-    target.add_argument(
+def add_arguments(
+    parser: argparse.ArgumentParser, target: argparse._MutuallyExclusiveGroup | None = None
+) -> None:
+    """The client's options; ``--endpoint-url`` joins ``target`` (a launcher's group holding ``--local``)."""
+    (target or parser).add_argument(
         "--endpoint-url",
         help="a running agent app (http://host:port) or an AgentCore runtime ARN (arn:aws:...)",
     )
     parser.add_argument("--prompt", default=DEFAULT_PROMPT, help="what to ask the agent")
     parser.add_argument(
-        "--model", default="local", help="with --local: local | bedrock:<id> | openai:<url>[#model]"
+        "--voice", default=None, help=f"Kokoro voice (default {DEFAULT_VOICE}; e.g. am_michael, bf_emma)"
     )
-    parser.add_argument("--voice", default=None, help="Kokoro voice, e.g. af_heart, am_michael, bf_emma")
     parser.add_argument("--out-dir", type=Path, default=Path("demo-out"), help="where WAVs and the PNG go")
     parser.add_argument("--json", type=Path, default=None, help="also save the numbers to this JSON file")
 
 
-@contextlib.asynccontextmanager
-async def _target(args: argparse.Namespace) -> AsyncIterator[str]:
-    if args.endpoint_url:
-        yield args.endpoint_url
-        return
-    from agentcore_app.local_stack import local_stack, warm_up_model
+def missing_modules(names: Iterable[str]) -> list[str]:
+    """Modules the chosen demo needs but cannot import, so it stops before minutes of work, not after."""
+    return [name for name in names if importlib.util.find_spec(name) is None]
 
-    print("starting the local stack (weights, model server, agent app)...", file=sys.stderr)
-    async with local_stack(args.out_dir, model=args.model) as stack:
-        await warm_up_model(args.model, args.prompt)
+
+def refuse_missing(names: Iterable[str]) -> bool:
+    """Print what to install and return True when any of ``names`` is missing."""
+    missing = missing_modules(names)
+    if missing:
         print(
-            f"agent app {stack.agent_url}, speech {stack.speech_endpoint}, model {stack.model}",
+            f"agent-infra demo needs {', '.join(missing)}: install the 'demo' extra "
+            "(uv sync --extra demo, or pip install 'strands-kokoro[demo]')",
             file=sys.stderr,
         )
-        yield stack.agent_url
+    return bool(missing)
 
 
-async def collect(args: argparse.Namespace) -> list[TurnRecord]:
+async def collect(target: Target, prompt: str, *, voice: str | None = None) -> list[TurnRecord]:
     """Run the prompt through both modes against the target, one after the other, over real HTTP."""
     records: list[TurnRecord] = []
-    async with _target(args) as endpoint, httpx.AsyncClient(timeout=INVOKE_TIMEOUT_S) as http_client:
+    reached = contextlib.nullcontext(target) if isinstance(target, str) else target
+    async with reached as endpoint, httpx.AsyncClient(timeout=INVOKE_TIMEOUT_S) as http_client:
         for mode in MODES:
-            print(f"{mode}: asking {args.prompt!r}", file=sys.stderr)
-            records.append(
-                await run_turn(endpoint, args.prompt, mode, http_client=http_client, voice=args.voice)
-            )
+            print(f"{mode}: asking {prompt!r}", file=sys.stderr)
+            records.append(await run_turn(endpoint, prompt, mode, http_client=http_client, voice=voice))
     return records
 
 
-def report(args: argparse.Namespace, records: list[TurnRecord]) -> dict[str, Any]:
+def report(args: argparse.Namespace, records: list[TurnRecord], target: str) -> dict[str, Any]:
     """Print the table and the ratio, write the WAVs, the timeline PNG and (with --json) the numbers."""
     out_dir: Path = args.out_dir
     print()
@@ -92,7 +95,6 @@ def report(args: argparse.Namespace, records: list[TurnRecord]) -> dict[str, Any
     artifacts["timeline_png"] = str(write_timeline(records, out_dir / "demo-timeline.png"))
     if args.json:
         artifacts["json"] = str(args.json)
-    target = args.endpoint_url or f"local ({args.model})"
     results = results_json(
         records, {"prompt": args.prompt, "target": target, "artifacts": artifacts, "at": time.time()}
     )
@@ -104,23 +106,8 @@ def report(args: argparse.Namespace, records: list[TurnRecord]) -> dict[str, Any
     return results
 
 
-def missing_extras(args: argparse.Namespace) -> list[str]:
-    """Modules the chosen demo needs but cannot import, so it stops before minutes of work, not after."""
-    needed = ["matplotlib"]
-    if not args.endpoint_url:
-        needed += ["onnxruntime", "uvicorn"] + (["xllamacpp"] if args.model == "local" else [])
-    return [name for name in needed if importlib.util.find_spec(name) is None]
-
-
-def main(args: argparse.Namespace) -> int:
-    """Exit status 0 only when both modes produced audio: a demo that stayed silent has failed."""
-    if missing := missing_extras(args):
-        print(
-            f"agent-infra demo needs {', '.join(missing)}: install the 'demo' extra "
-            "(uv sync --extra demo, or pip install 'strands-kokoro[demo]')",
-            file=sys.stderr,
-        )
-        return 2
-    records = asyncio.run(collect(args))
-    report(args, records)
+def run(args: argparse.Namespace, target: Target, label: str) -> int:
+    """Collect and report; exit status 0 only when both modes produced audio (a silent demo failed)."""
+    records = asyncio.run(collect(target, args.prompt, voice=args.voice))
+    report(args, records, label)
     return 0 if all(r.first("audio_chunk") is not None for r in records) else 1

@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from strands_kokoro.events import ErrorEvent, error
 from strands_kokoro.protocol import MAX_SPEED, MIN_SPEED
 
 MAX_PROMPT_CHARS = 4_000
@@ -28,9 +29,9 @@ class PayloadError(ValueError):
         self.code = code
         self.message = message
 
-    def event(self) -> dict[str, Any]:
+    def event(self) -> ErrorEvent:
         """The DESIGN §4 ``error`` event for this refusal."""
-        return {"type": "error", "code": self.code, "message": self.message}
+        return error(self.code, self.message)
 
 
 @dataclass(frozen=True, slots=True)

@@ -43,9 +43,9 @@ import httpx
 
 from agentcore_app.client import TimedEvent, TurnRecord, run_turn
 from agentcore_app.local_llm import LLM_NICE_ENV
-from agentcore_app.local_stack import agent_app, model_server, provision_weights, warm_up_model
 from agentcore_app.report import stall_ms
-from strands_kokoro.sessions import AudioData, SpeechRequest, SynthesisCompleted, open_session
+from benchmarks.engine_floor import engine_first_audio_ms
+from cdk.local_stack import agent_app, model_server, provision_weights, warm_up_model
 from strands_kokoro.speech_text import clean_for_speech
 
 PROMPTS: tuple[str, ...] = (
@@ -72,28 +72,6 @@ def first_request(record: TurnRecord) -> tuple[str, float] | None:
         if tail and tail in written:
             return chunk_text, delta.at_ms
     return chunk_text, record.of_type("text_delta")[-1].at_ms
-
-
-async def engine_first_audio_ms(speech_endpoint: str, text: str) -> float:
-    """Time to first audio for ``text`` alone on an already open session (bidi keeps its session open)."""
-    first: float | None = None
-    async with open_session(speech_endpoint) as session:
-        events = aiter(session.events())  # one iterator: the frame decoder's state spans both requests
-        await session.send(SpeechRequest(request_id="warm", text="Hi."))
-        async for event in events:
-            if isinstance(event, SynthesisCompleted):
-                break
-        started = time.perf_counter()
-        await session.send(SpeechRequest(request_id="floor", text=text))
-        async for event in events:
-            if isinstance(event, AudioData) and first is None:
-                first = (time.perf_counter() - started) * 1000.0
-            if isinstance(event, SynthesisCompleted):
-                break
-        await session.close()
-    if first is None:
-        raise RuntimeError("the model server sent no audio for the floor measurement")
-    return first
 
 
 def ttfa(record: TurnRecord) -> float | None:
@@ -126,15 +104,15 @@ def _load() -> float:
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     args.load_at_start = _load()  # the one that says whether the machine was quiet (later ones are ours)
-    await asyncio.to_thread(provision_weights)
+    await provision_weights()
     trials: list[dict[str, Any]] = []
     audio: list[tuple[dict[str, Any], bytes, int, str]] = []  # bidi trials to transcribe afterwards
     with tempfile.TemporaryDirectory() as tmp:
         async with (
-            model_server(Path(tmp) / "model_server.log", threads=args.tts_threads) as server_url,
+            model_server(Path(tmp) / "model_server.log", threads=args.tts_threads) as server,
             httpx.AsyncClient(timeout=300) as http,
         ):
-            speech = server_url.replace("http://", "ws://", 1)
+            speech = server.ws_url
             await warm_up_model(args.model)
             async with (
                 agent_app(speech, args.model) as app_url,

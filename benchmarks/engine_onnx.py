@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from strands_kokoro.protocol import DEFAULT_LANG, DEFAULT_VOICE
 from tts_container.engines.base import NATIVE_SAMPLE_RATE
 from tts_container.engines.onnx_engine import OnnxEngine
 from tts_container.weight_sources import RegistryPackagesSource
@@ -54,7 +55,8 @@ def main() -> None:
         warm_s = timed(engine.warm_up)
 
         def synth(text: str, engine: OnnxEngine = engine) -> int:
-            return sum(a.size for a in engine.segments(text, voice="af_heart", speed=1.0, lang="en-us"))
+            segments = engine.segments(text, voice=DEFAULT_VOICE, speed=1.0, lang=DEFAULT_LANG)
+            return sum(a.size for a in segments)
 
         hello = [timed(lambda: synth("Hello there.")) for _ in range(5)]
         started = time.perf_counter()

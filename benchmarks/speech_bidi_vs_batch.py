@@ -1,7 +1,7 @@
 """First audio, bidi vs batch: the same agent, the same answer, the same server, measured in one run.
 
-A real Strands ``Agent`` whose model streams the tests' 4-sentence answer (``ScriptedStreamingModel`` from
-``tests/strands_kokoro/speech_doubles.py``, one word per token) at ``--tokens-per-s``; KokoroSpeech speaks
+A real Strands ``Agent`` whose model streams the tests' 4-sentence answer (``ScriptedModel`` from
+``tests/scripted_model.py``, one word per token) at ``--tokens-per-s``; KokoroSpeech speaks
 it over the REAL model server in ``bidi`` mode (sentence by sentence while the model writes) and in
 ``batch`` mode (one synthesis after the whole answer). Turns alternate bidi/batch so drift on a shared
 machine hits both alike; the table reports medians and the batch/bidi ratio of time to first audio.
@@ -29,10 +29,10 @@ from typing import Any
 
 from strands import Agent
 
-from strands_kokoro import KokoroSpeech, open_session
-from strands_kokoro.sessions.base import AudioData, SpeechRequest, SynthesisCompleted
-from tests.model_server_process import start_model_server, stop_model_server
-from tests.strands_kokoro.speech_doubles import FOUR_SENTENCES, ScriptedCall, ScriptedStreamingModel
+from benchmarks.engine_floor import engine_first_audio_ms
+from cdk.local_stack import start_model_server, stop_model_server
+from strands_kokoro import KokoroSpeech
+from tests.scripted_model import FOUR_SENTENCES, ScriptedModel
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -45,7 +45,7 @@ def _words(text: str) -> list[str]:
 
 async def one_turn(endpoint: str, mode: str, tokens_per_s: float) -> dict[str, Any]:
     speech = KokoroSpeech(endpoint=endpoint, mode=mode)  # type: ignore[arg-type]
-    model = ScriptedStreamingModel([ScriptedCall(FOUR_SENTENCES)], tokens_per_s=tokens_per_s)
+    model = ScriptedModel(FOUR_SENTENCES, tokens_per_s=tokens_per_s)
     agent = Agent(model=model, hooks=[speech], callback_handler=None)
     start = time.perf_counter()
     written: list[tuple[int, float]] = []  # (words written so far, ms) per text delta
@@ -77,24 +77,6 @@ async def one_turn(endpoint: str, mode: str, tokens_per_s: float) -> dict[str, A
     }
 
 
-async def engine_first_audio_ms(endpoint: str, text: str, trials: int) -> float:
-    """Time to first audio for ``text`` alone on a warm session (the engine part of the bidi floor)."""
-    times: list[float] = []
-    async with open_session(endpoint) as session:
-        events = session.events()
-        for i in range(trials + 1):  # the first one warms the session
-            started = time.perf_counter()
-            await session.send(SpeechRequest(f"floor-{i}", text, voice="af_heart", speed=1.0))
-            first = None
-            while not isinstance(event := await anext(events), SynthesisCompleted):
-                if isinstance(event, AudioData) and first is None:
-                    first = (time.perf_counter() - started) * 1000
-            if i and first is not None:
-                times.append(first)
-        await session.close()
-    return statistics.median(times)
-
-
 def _median(rows: list[dict[str, Any]], key: str) -> float:
     return round(statistics.median(r[key] for r in rows if r[key] is not None), 1)
 
@@ -110,7 +92,7 @@ async def run(endpoint: str, trials: int, tokens_per_s: float) -> dict[str, Any]
     bidi = [r for r in rows if r["mode"] == "bidi"]
     batch = [r for r in rows if r["mode"] == "batch"]
     first_chunk = next(r["first_chunk"] for r in bidi if r["first_chunk"])
-    engine_ms = await engine_first_audio_ms(endpoint, first_chunk, trials)
+    engine_ms = await engine_first_audio_ms(endpoint, first_chunk, trials=trials)
     written_ms = next(r["first_chunk_written_ms"] for r in bidi if r["first_chunk_written_ms"] is not None)
     summary = {
         "bidi_first_audio_ms": _median(bidi, "first_audio_ms"),

@@ -19,10 +19,9 @@ import asyncio
 import json
 import os
 import platform
-import socket
 import statistics
-import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -33,7 +32,17 @@ from typing import Any
 import httpx
 from websockets.asyncio.client import connect
 
-from strands_kokoro.protocol import WS_PATH, control_frame, synthesize_message
+from cdk.local_stack import start_model_server, stop_model_server
+from strands_kokoro.protocol import (
+    DEFAULT_VOICE,
+    WS_PATH,
+    Close,
+    ServerError,
+    SynthesisCompleted,
+    SynthesizeRequest,
+    control_object,
+    parse_control,
+)
 
 TEXT = (
     "Streaming text to speech lets a voice agent start talking before it has finished thinking. "
@@ -55,25 +64,25 @@ class Trial:
     audio_ms: float
 
 
-async def synthesize_once(ws_url: str, text: str, voice: str = "af_heart") -> Trial:
+async def synthesize_once(ws_url: str, text: str, voice: str = DEFAULT_VOICE) -> Trial:
     """Connect, send one ``synthesize``, read to ``synthesis_complete``; time from the send."""
     async with connect(f"{ws_url}{WS_PATH}", max_size=None) as ws:
         started = time.perf_counter()
-        await ws.send(synthesize_message(text, voice=voice).encode())
+        await ws.send(SynthesizeRequest(text, voice=voice).to_wire().encode())
         first: float | None = None
         while True:
-            payload = await ws.recv()
-            frame = control_frame(payload)
-            if frame is None:
+            obj = control_object(await ws.recv())
+            if obj is None:  # audio
                 first = first if first is not None else time.perf_counter()
                 continue
-            if frame["type"] == "error":
+            frame = parse_control(obj)
+            if isinstance(frame, ServerError):
                 raise RuntimeError(f"server error: {frame}")
-            if frame["type"] == "synthesis_complete":
+            if isinstance(frame, SynthesisCompleted):
                 end = time.perf_counter()
-                await ws.send(b'{"type": "close"}')
+                await ws.send(Close().to_wire().encode())
                 assert first is not None, "no audio before synthesis_complete"
-                return Trial((first - started) * 1000, (end - started) * 1000, float(frame["audio_ms"]))
+                return Trial((first - started) * 1000, (end - started) * 1000, frame.audio_ms)
 
 
 async def session_throughput(ws_url: str, sessions: int, sentences: list[str]) -> dict[str, float]:
@@ -82,17 +91,19 @@ async def session_throughput(ws_url: str, sessions: int, sentences: list[str]) -
     async def one(index: int) -> float:
         async with connect(f"{ws_url}{WS_PATH}", max_size=None) as ws:
             for sentence in sentences:
-                await ws.send(synthesize_message(sentence, request_id=f"{index}-{sentence[:8]}").encode())
+                request = SynthesizeRequest(sentence, request_id=f"{index}-{sentence[:8]}")
+                await ws.send(request.to_wire().encode())
             audio = 0.0
             done = 0
             while done < len(sentences):
-                frame = control_frame(await ws.recv())
-                if frame is not None and frame["type"] == "synthesis_complete":
-                    audio += float(frame["audio_ms"])
+                obj = control_object(await ws.recv())
+                frame = None if obj is None else parse_control(obj)
+                if isinstance(frame, SynthesisCompleted):
+                    audio += frame.audio_ms
                     done += 1
-                elif frame is not None and frame["type"] == "error":
+                elif isinstance(frame, ServerError):
                     raise RuntimeError(f"server error: {frame}")
-            await ws.send(b'{"type": "close"}')
+            await ws.send(Close().to_wire().encode())
             return audio / 1000
 
     started = time.perf_counter()
@@ -153,41 +164,15 @@ def progress(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @contextmanager
 def model_server(engine: str, threads: int | None) -> Iterator[tuple[str, str]]:
-    """Start ``python -m tts_container`` and wait until /ping says 200 (model loaded and warm)."""
-    port = _free_port()
-    cmd = [sys.executable, "-m", "tts_container", "--port", str(port), "--engine", engine]
-    if threads:
-        cmd += ["--threads", str(threads)]
-    process = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    """A fresh ``python -m tts_container`` until the block ends, ready (model loaded and warm)."""
+    log = Path(tempfile.gettempdir()) / f"tts_latency-{engine}-server.log"
+    server = start_model_server(engine=engine, threads=threads, log_path=log, ready_timeout_s=900)
     try:
-        deadline = time.monotonic() + 900
-        while time.monotonic() < deadline:
-            if process.poll() is not None:
-                raise RuntimeError(f"the {engine} server exited with {process.returncode}")
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/ping", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.5)
-        else:
-            raise RuntimeError(f"the {engine} server did not become ready")
-        yield f"ws://127.0.0.1:{port}", f"http://127.0.0.1:{port}"
+        yield server.ws_url, server.http_url
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_model_server(server, timeout_s=20)
 
 
 def print_table(results: dict[str, Any]) -> None:

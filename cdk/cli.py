@@ -1,5 +1,7 @@
-"""``speech-infra`` and ``agent-infra deploy|diff|synth|destroy``: drive the CDK app in the right order.
+"""The two console scripts: ``speech-infra`` and ``agent-infra``; the CDK commands drive the app in order.
 
+    agent-infra demo [--local | --endpoint-url URL] [--prompt P] ...    (:mod:`cdk.local_commands`)
+    agent-infra serve [--local] [--port N] [--speech-endpoint E] ...    (:mod:`cdk.local_commands`)
     speech-infra deploy|diff|synth|destroy kokoro-82m [--instance-type ml.g5.xlarge] [--instance-count 1]
                  [--max-instance-count 4] [--weights-dir DIR] [--log-retention-days 30]
                  [--no-network-isolation] [--tts-run-as-root] [--region R] [--profile P] [--output DIR]
@@ -12,6 +14,9 @@ cdk-nag verdict. ``deploy``, ``diff`` and ``destroy`` run the CDK CLI (``cdk`` o
 this package's app; each first checks what it needs and says what is missing. The agent needs the speech
 endpoint, so ``agent-infra deploy`` refuses until the speech stacks are deployed, and ``speech-infra
 destroy`` refuses while the agent still points at the endpoint.
+
+Importing this module is cheap: the CDK app (jsii, node) is imported only by the commands that synthesize,
+and ``demo``/``serve`` (strands, the LLM, uvicorn) only when chosen, so each command loads what it uses.
 """
 
 from __future__ import annotations
@@ -35,7 +40,6 @@ from cdk.config import (
     SpeechConfig,
     speech_config,
 )
-from cdk.stacks.model_cache import read_weights_manifest
 from cdk.tooling import (
     ToolingError,
     cdk_command,
@@ -112,8 +116,40 @@ def speech_main(argv: Sequence[str] | None = None) -> int:
     return _guarded(lambda: _run_speech(args, _present(context)))
 
 
+def agent_main(argv: Sequence[str] | None = None) -> int:
+    """Entry of the ``agent-infra`` console script: ``demo``, ``serve`` and the CDK commands."""
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    # Delegated commands parse their own flags: everything after the command word is theirs.
+    if args_list and args_list[0] == "serve":
+        from cdk.local_commands import serve_main
+
+        return serve_main(args_list[1:])
+    if args_list and args_list[0] in ACTIONS:
+        return agent_infra(args_list)
+    args = agent_parser().parse_args(args_list)
+    from cdk.local_commands import demo_main
+
+    return demo_main(args)
+
+
+def agent_parser() -> argparse.ArgumentParser:
+    """``agent-infra``'s top level: ``demo`` with its options, the others listed for ``--help``."""
+    from cdk.local_commands import add_demo_arguments
+
+    parser = argparse.ArgumentParser(
+        prog="agent-infra", description="The speaking agent: hear it locally, serve its player, deploy it."
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    demo = commands.add_parser("demo", help="hear the agent speak; bidi vs batch first-audio time")
+    add_demo_arguments(demo)
+    commands.add_parser("serve", help="browser voice player (see `agent-infra serve --help`)", add_help=False)
+    for action in ACTIONS:
+        commands.add_parser(action, help=f"cdk {action} of the agent stack", add_help=False)
+    return parser
+
+
 def agent_infra(argv: Sequence[str]) -> int:
-    """``agent-infra deploy|diff|synth|destroy ...`` (``agentcore_app.cli`` delegates here)."""
+    """``agent-infra deploy|diff|synth|destroy ...``."""
     parser = argparse.ArgumentParser(
         prog="agent-infra", description="Deploy the speaking agent on AgentCore."
     )
@@ -163,6 +199,8 @@ def _run_speech(args: argparse.Namespace, context: dict[str, str]) -> int:
         require_docker()
         _fill_weights(config)
     else:  # diff and destroy synthesize the app too, which reads the cache's manifest
+        from cdk.stacks.model_cache import read_weights_manifest
+
         read_weights_manifest(config.weights_dir)
     if args.action == "destroy":
         require_absent(

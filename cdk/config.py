@@ -12,9 +12,10 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from constructs import Construct
+if TYPE_CHECKING:  # only annotations: importing constructs starts node (jsii), which the CLIs avoid
+    from constructs import Construct
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 """The repository root: the Docker build context of both images (they import ``strands_kokoro``)."""

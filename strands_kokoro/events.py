@@ -2,33 +2,109 @@
 
 These are what ``KokoroSpeech`` yields and what the AgentCore entrypoint puts on its SSE stream. They
 are built here, in one place, so the field names (which follow Strands' own bidi audio events) cannot
-drift between producers. Strands' raw ``stream_async`` dicts never appear: they carry the agent object.
+drift between producers; each has a ``TypedDict`` so mypy checks producers and consumers alike (a
+consumer narrows on ``event["type"]``). Strands' raw ``stream_async`` dicts never appear: they carry the
+agent object.
 """
 
 from __future__ import annotations
 
 import base64
-from typing import Any
+from typing import Literal, TypedDict
 
 from strands_kokoro.protocol import AUDIO_FORMAT, CHANNELS
 
-Event = dict[str, Any]
+
+class AgentStart(TypedDict):
+    type: Literal["agent_start"]
+    request_id: str
+    mode: str
+
+
+class TextDelta(TypedDict):
+    type: Literal["text_delta"]
+    seq: int
+    text: str
+
+
+class AudioChunk(TypedDict):
+    type: Literal["audio_chunk"]
+    seq: int
+    sentence: int
+    audio: str
+    format: str
+    sample_rate: int
+    channels: int
+
+
+class SentenceComplete(TypedDict):
+    type: Literal["sentence_complete"]
+    sentence: int
+    text: str
+    audio_ms: float
+    first_audio_ms: float | None
+    predicted_buffer_ms: float | None
+    buffer_ms: float | None
+
+
+class SpeechError(TypedDict):
+    type: Literal["speech_error"]
+    code: str
+    message: str
+
+
+class SpeechInterrupted(TypedDict):
+    type: Literal["speech_interrupted"]
+    dropped: int
+    at_ms: float
+
+
+class AgentEnd(TypedDict):
+    type: Literal["agent_end"]
+    request_id: str
+    mode: str
+    first_text_ms: float | None
+    first_audio_ms: float | None
+    total_ms: float
+    audio_ms: float
+    chunks: int
+    requests: int
+    rtf: float | None
+    stall_ms: float
+
+
+class ErrorEvent(TypedDict):
+    type: Literal["error"]
+    code: str
+    message: str
+
+
+Event = (
+    AgentStart
+    | TextDelta
+    | AudioChunk
+    | SentenceComplete
+    | SpeechError
+    | SpeechInterrupted
+    | AgentEnd
+    | ErrorEvent
+)
 
 
 def _ms(value: float | None) -> float | None:
     return None if value is None else round(value, 1)
 
 
-def agent_start(request_id: str, mode: str) -> Event:
+def agent_start(request_id: str, mode: str) -> AgentStart:
     return {"type": "agent_start", "request_id": request_id, "mode": mode}
 
 
-def text_delta(seq: int, text: str) -> Event:
+def text_delta(seq: int, text: str) -> TextDelta:
     return {"type": "text_delta", "seq": seq, "text": text}
 
 
-def audio_chunk(seq: int, sentence: int, pcm: bytes, sample_rate: int) -> Event:
-    """One piece of a sentence's audio; base64 so the dict stays JSON (the +33% is the price of SSE)."""
+def audio_chunk(seq: int, sentence: int, pcm: bytes, sample_rate: int) -> AudioChunk:
+    """One piece of a request's audio; base64 so the dict stays JSON (the +33% is the price of SSE)."""
     return {
         "type": "audio_chunk",
         "seq": seq,
@@ -48,7 +124,7 @@ def sentence_complete(
     *,
     predicted_buffer_ms: float | None = None,
     buffer_ms: float | None = None,
-) -> Event:
+) -> SentenceComplete:
     """One request fully spoken: a sentence, or the piece of one the pacer cut (``sentence`` numbers
     the turn's requests). ``first_audio_ms`` is relative to ``agent_start`` (None: no audio).
 
@@ -67,13 +143,13 @@ def sentence_complete(
     }
 
 
-def speech_error(code: str, message: str) -> Event:
+def speech_error(code: str, message: str) -> SpeechError:
     """Speech failed (in part); the text answer goes on."""
     return {"type": "speech_error", "code": code, "message": message}
 
 
-def speech_interrupted(dropped: int, at_ms: float) -> Event:
-    """``interrupt()`` took effect: ``dropped`` sentences will not be (fully) spoken; text goes on."""
+def speech_interrupted(dropped: int, at_ms: float) -> SpeechInterrupted:
+    """``interrupt()`` took effect: ``dropped`` requests will not be (fully) spoken; text goes on."""
     return {"type": "speech_interrupted", "dropped": dropped, "at_ms": round(at_ms, 1)}
 
 
@@ -89,7 +165,7 @@ def agent_end(
     requests: int = 0,
     rtf: float | None = None,
     stall_ms: float = 0.0,
-) -> Event:
+) -> AgentEnd:
     """The turn summary; every time is relative to ``agent_start``.
 
     ``requests``: how many synthesis requests the answer was cut into; ``rtf``: the engine's real-time
@@ -111,6 +187,6 @@ def agent_end(
     }
 
 
-def error(code: str, message: str) -> Event:
-    """The turn itself failed (the agent raised); an ``agent_end`` still follows."""
+def error(code: str, message: str) -> ErrorEvent:
+    """The turn itself failed or was refused (inside a turn, an ``agent_end`` still follows)."""
     return {"type": "error", "code": code, "message": message}

@@ -1,18 +1,26 @@
-"""The wire protocol between the Kokoro model server and its clients (DESIGN §3).
+"""The wire protocol between the Kokoro model server and its clients (DESIGN §3), in both directions.
 
-One module, imported by both ends (``tts_container`` and ``strands_kokoro.sessions``), so no frame is
-parsed or built twice. It is pure data and validation: no sockets, no event loop, no numpy.
+One module, imported by both ends (``tts_container`` and ``strands_kokoro.sessions``): every message is
+a typed dataclass here, built with ``to_wire()`` (or ``to_dict()`` where it travels inside SSE or an
+HTTP body) and read with one ``parse_*`` function per direction. No frame is built or parsed anywhere
+else. It is pure data and validation: no sockets, no event loop, no numpy.
 
 Why the classification rule matters: raw PCM can begin with byte ``0x7b`` (``{``), so a receiver may
 only call a payload a control frame when the *whole* payload decodes as UTF-8 JSON to an object.
+
+Why errors never echo what the client sent beyond a short prefix: an error frame is queued while the
+client may not be reading; echoing a 60 KB ``request_id`` or the repr of a huge list would let one
+client make the server hold megabytes per bad message. Client-chosen request ids are bounded too.
 """
 
 from __future__ import annotations
 
 import base64
+import binascii
 import json
 import math
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -35,6 +43,8 @@ MAX_SPEED = 2.0
 MAX_MESSAGE_BYTES = 64 * 1024
 MAX_TEXT_CHARS = 5_000
 MAX_QUEUED_REQUESTS = 32
+MAX_REQUEST_ID_CHARS = 128
+_SHOWN_CHARS = 64  # at most this much of a client's value appears in an error message
 
 InvocationFormat = Literal["pcm", "wav", "sse"]
 INVOCATION_FORMATS: tuple[str, ...] = ("pcm", "wav", "sse")
@@ -50,6 +60,7 @@ class ErrorCode(StrEnum):
     MISSING_TEXT = "missing_text"
     TEXT_TOO_LONG = "text_too_long"
     UNKNOWN_VOICE = "unknown_voice"
+    UNSUPPORTED_LANG = "unsupported_lang"
     BAD_SPEED = "bad_speed"
     BAD_SAMPLE_RATE = "bad_sample_rate"
     BAD_FORMAT = "bad_format"
@@ -68,13 +79,27 @@ class ProtocolError(Exception):
         self.message = message
         self.request_id = request_id
 
+    def frame(self) -> ServerError:
+        return ServerError(self.request_id, str(self.code), self.message)
+
+
+def shown(value: object) -> str:
+    """A client's value as it may appear in an error message: its type and a short prefix."""
+    text = value if isinstance(value, str) else json.dumps(value, default=str)[: _SHOWN_CHARS + 1]
+    return repr(text[:_SHOWN_CHARS] + ("…" if len(text) > _SHOWN_CHARS else ""))
+
+
+def _dumps(obj: Mapping[str, Any]) -> str:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+
 
 # ---------------------------------------------------------------------------------------------- client
 
 
 @dataclass(frozen=True, slots=True)
 class SynthesizeRequest:
-    """One text to speak. ``request_id`` is assigned by the server when the client leaves it out."""
+    """One text to speak. ``request_id`` is chosen by the client so audio can be matched to it; the server
+    assigns one when it is left out."""
 
     text: str
     request_id: str | None = None
@@ -83,18 +108,50 @@ class SynthesizeRequest:
     sample_rate: int = DEFAULT_SAMPLE_RATE
     lang: str = DEFAULT_LANG
 
+    def to_dict(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"type": "synthesize", "text": self.text}
+        if self.request_id is not None:
+            body["request_id"] = self.request_id
+        return body | {
+            "voice": self.voice,
+            "speed": self.speed,
+            "sample_rate": self.sample_rate,
+            "lang": self.lang,
+        }
+
+    def to_wire(self) -> str:
+        """The WebSocket ``synthesize`` frame."""
+        return _dumps(self.to_dict())
+
 
 @dataclass(frozen=True, slots=True)
 class Cancel:
     """Barge-in: drop queued requests, stop the one in flight at its next segment."""
+
+    def to_wire(self) -> str:
+        return _dumps({"type": "cancel"})
 
 
 @dataclass(frozen=True, slots=True)
 class Close:
     """The only client message that ends a session."""
 
+    def to_wire(self) -> str:
+        return _dumps({"type": "close"})
+
 
 ClientMessage = SynthesizeRequest | Cancel | Close
+
+
+@dataclass(frozen=True, slots=True)
+class Invocation:
+    """POST /invocations: one whole text, its audio streamed back in ``format``."""
+
+    request: SynthesizeRequest
+    format: InvocationFormat = "pcm"
+
+    def to_body(self) -> bytes:
+        return _dumps(self.request.to_dict() | {"format": self.format}).encode("utf-8")
 
 
 def decode_text(payload: bytes | str) -> str:
@@ -111,17 +168,23 @@ def decode_text(payload: bytes | str) -> str:
             text = payload.decode("utf-8")
         except UnicodeDecodeError:
             raise ProtocolError(ErrorCode.BAD_UTF8, "message is not valid UTF-8") from None
-    if len(text.encode("utf-8")) > MAX_MESSAGE_BYTES:
+    if len(text) > MAX_MESSAGE_BYTES or len(text.encode("utf-8", "surrogatepass")) > MAX_MESSAGE_BYTES:
         raise ProtocolError(ErrorCode.MESSAGE_TOO_LARGE, f"message is over {MAX_MESSAGE_BYTES} bytes")
     return text
 
 
-def _load_object(payload: bytes | str) -> dict[str, Any]:
-    text = decode_text(payload)
+def _json(text: str) -> Any:
+    """``json.loads`` that never lets a client crash its caller (deep nesting, 4,300-digit integers)."""
     try:
-        obj = json.loads(text)
-    except (json.JSONDecodeError, RecursionError):
-        raise ProtocolError(ErrorCode.BAD_JSON, "message is not valid JSON") from None
+        return json.loads(text)
+    except (ValueError, RecursionError):  # JSONDecodeError is a ValueError, as is the int-digits limit
+        raise ProtocolError(
+            ErrorCode.BAD_JSON, "message is not valid JSON (or a number is too long)"
+        ) from None
+
+
+def _load_object(payload: bytes | str) -> dict[str, Any]:
+    obj = _json(decode_text(payload))
     if not isinstance(obj, dict):
         raise ProtocolError(ErrorCode.BAD_MESSAGE, f"message must be a JSON object, got {type(obj).__name__}")
     return obj
@@ -136,8 +199,8 @@ def _optional_str(obj: dict[str, Any], key: str, request_id: str | None) -> str 
     return value
 
 
-def _speed(obj: dict[str, Any], request_id: str | None) -> float:
-    value = obj.get("speed", 1.0)
+def parse_speed(value: object, request_id: str | None = None) -> float:
+    """A speaking speed (None: 1.0), or ``bad_speed``. Shared by every place that takes one."""
     if value is None:
         return 1.0
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
@@ -145,20 +208,19 @@ def _speed(obj: dict[str, Any], request_id: str | None) -> float:
     if not MIN_SPEED <= value <= MAX_SPEED:
         raise ProtocolError(
             ErrorCode.BAD_SPEED,
-            f"'speed' must be between {MIN_SPEED} and {MAX_SPEED}, got {value}",
+            f"'speed' must be between {MIN_SPEED} and {MAX_SPEED}, got {shown(value)}",
             request_id,
         )
     return float(value)
 
 
-def _sample_rate(obj: dict[str, Any], request_id: str | None) -> int:
-    value = obj.get("sample_rate", DEFAULT_SAMPLE_RATE)
+def _sample_rate(value: object, request_id: str | None) -> int:
     if value is None:
         return DEFAULT_SAMPLE_RATE
     if isinstance(value, bool) or not isinstance(value, int) or value not in SUPPORTED_SAMPLE_RATES:
         rates = ", ".join(str(r) for r in SUPPORTED_SAMPLE_RATES)
         raise ProtocolError(
-            ErrorCode.BAD_SAMPLE_RATE, f"'sample_rate' must be one of {rates}, got {value!r}", request_id
+            ErrorCode.BAD_SAMPLE_RATE, f"'sample_rate' must be one of {rates}, got {shown(value)}", request_id
         )
     return value
 
@@ -180,21 +242,29 @@ def _text(obj: dict[str, Any], request_id: str | None) -> str:
     return text
 
 
-def _synthesize_fields(obj: dict[str, Any]) -> SynthesizeRequest:
-    raw_id = obj.get("request_id")
-    request_id = raw_id if isinstance(raw_id, str) else None
-    if raw_id is not None and request_id is None:
+def _request_id(obj: dict[str, Any]) -> str | None:
+    raw = obj.get("request_id")
+    if raw is None:
+        return None
+    if not isinstance(raw, str):
         raise ProtocolError(ErrorCode.BAD_MESSAGE, "'request_id' must be a string")
-    text = _text(obj, request_id)
-    voice = _optional_str(obj, "voice", request_id) or DEFAULT_VOICE
-    lang = _optional_str(obj, "lang", request_id) or DEFAULT_LANG
+    if len(raw) > MAX_REQUEST_ID_CHARS:
+        raise ProtocolError(
+            ErrorCode.BAD_MESSAGE,
+            f"'request_id' has {len(raw)} characters; the limit is {MAX_REQUEST_ID_CHARS}",
+        )
+    return raw
+
+
+def _synthesize(obj: dict[str, Any]) -> SynthesizeRequest:
+    request_id = _request_id(obj)
     return SynthesizeRequest(
-        text=text,
+        text=_text(obj, request_id),
         request_id=request_id,
-        voice=voice,
-        speed=_speed(obj, request_id),
-        sample_rate=_sample_rate(obj, request_id),
-        lang=lang,
+        voice=_optional_str(obj, "voice", request_id) or DEFAULT_VOICE,
+        speed=parse_speed(obj.get("speed"), request_id),
+        sample_rate=_sample_rate(obj.get("sample_rate"), request_id),
+        lang=_optional_str(obj, "lang", request_id) or DEFAULT_LANG,
     )
 
 
@@ -202,89 +272,138 @@ def parse_client_message(payload: bytes | str) -> ClientMessage:
     """Parse one client frame (text or binary) into a message, or raise :class:`ProtocolError`.
 
     A message with ``text`` and no ``type`` is a ``synthesize`` (the AWS sample's clients send that).
-    Voice names are checked by the server, which knows the engine's voices.
+    Voices and languages are checked by the server, which knows what its engine speaks.
     """
     obj = _load_object(payload)
     kind = obj.get("type")
     if kind is None and "text" in obj:
         kind = "synthesize"
     if kind == "synthesize":
-        return _synthesize_fields(obj)
+        return _synthesize(obj)
     if kind == "cancel":
         return Cancel()
     if kind == "close":
         return Close()
+    raw_id = obj.get("request_id")
+    request_id = raw_id if isinstance(raw_id, str) and len(raw_id) <= MAX_REQUEST_ID_CHARS else None
     if kind is None:
-        raise ProtocolError(ErrorCode.MISSING_TEXT, "message has neither 'type' nor 'text'")
-    shown = kind if isinstance(kind, str) else json.dumps(kind)
+        raise ProtocolError(ErrorCode.MISSING_TEXT, "message has neither 'type' nor 'text'", request_id)
     raise ProtocolError(
-        ErrorCode.UNKNOWN_TYPE, f"unknown message type {shown[:64]!r}; expected synthesize, cancel or close"
+        ErrorCode.UNKNOWN_TYPE,
+        f"unknown message type {shown(kind)}; expected synthesize, cancel or close",
+        request_id,
     )
 
 
-def synthesize_message(
-    text: str,
-    *,
-    request_id: str | None = None,
-    voice: str | None = None,
-    speed: float | None = None,
-    sample_rate: int | None = None,
-    lang: str | None = None,
-) -> str:
-    """Build a client ``synthesize`` frame (fields left as None are left out)."""
-    msg: dict[str, Any] = {"type": "synthesize", "text": text}
-    for key, value in (
-        ("request_id", request_id),
-        ("voice", voice),
-        ("speed", speed),
-        ("sample_rate", sample_rate),
-        ("lang", lang),
-    ):
-        if value is not None:
-            msg[key] = value
-    return json.dumps(msg, ensure_ascii=False)
-
-
-CANCEL_MESSAGE = json.dumps({"type": "cancel"})
-CLOSE_MESSAGE = json.dumps({"type": "close"})
+def parse_invocation(body: bytes) -> Invocation:
+    """Parse and validate a POST /invocations body (same fields and codes as ``synthesize``)."""
+    obj = _load_object(body)
+    fmt = obj.get("format")
+    if fmt is None:
+        fmt = "pcm"
+    if not isinstance(fmt, str) or fmt not in INVOCATION_FORMATS:
+        raise ProtocolError(ErrorCode.BAD_FORMAT, f"'format' must be one of pcm, wav, sse, got {shown(fmt)}")
+    return Invocation(_synthesize(obj), fmt)  # type: ignore[arg-type]
 
 
 # ---------------------------------------------------------------------------------------------- server
 
 
-def synthesis_start(request_id: str, sample_rate: int) -> str:
-    return json.dumps(
-        {
+@dataclass(frozen=True, slots=True)
+class SynthesisStarted:
+    """The audio frames that follow belong to ``request_id`` (until its ``synthesis_complete``)."""
+
+    request_id: str
+    sample_rate: int = DEFAULT_SAMPLE_RATE
+    channels: int = CHANNELS
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
             "type": "synthesis_start",
-            "request_id": request_id,
+            "request_id": self.request_id,
+            "format": AUDIO_FORMAT,
+            "sample_rate": self.sample_rate,
+            "channels": self.channels,
+        }
+
+    def to_wire(self) -> str:
+        return _dumps(self.to_dict())
+
+
+@dataclass(frozen=True, slots=True)
+class SynthesisCompleted:
+    """All of a request's audio was sent; ``first_audio_ms`` and ``elapsed_ms`` count from its arrival."""
+
+    request_id: str
+    audio_ms: float
+    chunks: int
+    first_audio_ms: float | None
+    elapsed_ms: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "type": "synthesis_complete",
+            "request_id": self.request_id,
+            "audio_ms": round(self.audio_ms, 3),
+            "chunks": self.chunks,
+            "first_audio_ms": None if self.first_audio_ms is None else round(self.first_audio_ms, 3),
+            "elapsed_ms": round(self.elapsed_ms, 3),
+        }
+
+    def to_wire(self) -> str:
+        return _dumps(self.to_dict())
+
+
+@dataclass(frozen=True, slots=True)
+class ServerError:
+    """An ``error`` frame: the server refused or failed one request (or message); the session goes on."""
+
+    request_id: str | None
+    code: str
+    message: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": "error", "request_id": self.request_id, "code": self.code, "message": self.message}
+
+    def to_wire(self) -> str:
+        return _dumps(self.to_dict())
+
+
+@dataclass(frozen=True, slots=True)
+class Cancelled:
+    """The answer to ``cancel``: how many accepted requests were dropped."""
+
+    dropped: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": "cancelled", "dropped": self.dropped}
+
+    def to_wire(self) -> str:
+        return _dumps(self.to_dict())
+
+
+@dataclass(frozen=True, slots=True)
+class AudioData:
+    """PCM s16le mono of ``request_id``: a binary frame on the WebSocket, an ``audio`` event in SSE."""
+
+    request_id: str
+    pcm: bytes
+
+    def to_dict(self, *, seq: int, sample_rate: int) -> dict[str, Any]:
+        """The SSE form: base64 inside JSON (+33% payload, the price of a browser-readable stream)."""
+        return {
+            "type": "audio",
+            "request_id": self.request_id,
+            "seq": seq,
+            "audio": base64.b64encode(self.pcm).decode("ascii"),
             "format": AUDIO_FORMAT,
             "sample_rate": sample_rate,
             "channels": CHANNELS,
         }
-    )
 
 
-def synthesis_complete(
-    request_id: str, *, audio_ms: float, chunks: int, first_audio_ms: float | None, elapsed_ms: float
-) -> str:
-    return json.dumps(
-        {
-            "type": "synthesis_complete",
-            "request_id": request_id,
-            "audio_ms": round(audio_ms, 3),
-            "chunks": chunks,
-            "first_audio_ms": None if first_audio_ms is None else round(first_audio_ms, 3),
-            "elapsed_ms": round(elapsed_ms, 3),
-        }
-    )
-
-
-def error_frame(code: ErrorCode | str, message: str, request_id: str | None = None) -> str:
-    return json.dumps({"type": "error", "request_id": request_id, "code": str(code), "message": message})
-
-
-def cancelled_frame(dropped: int) -> str:
-    return json.dumps({"type": "cancelled", "dropped": dropped})
+ControlFrame = SynthesisStarted | SynthesisCompleted | ServerError | Cancelled
+ServerMessage = ControlFrame | AudioData
 
 
 def audio_ms(n_bytes: int, sample_rate: int) -> float:
@@ -292,68 +411,103 @@ def audio_ms(n_bytes: int, sample_rate: int) -> float:
     return n_bytes / (SAMPLE_WIDTH_BYTES * CHANNELS) / sample_rate * 1000.0
 
 
+def sse_event(obj: Mapping[str, Any]) -> bytes:
+    """One server-sent event carrying a JSON object (``data: {json}\\n\\n``)."""
+    return b"data: " + _dumps(obj).encode("utf-8") + b"\n\n"
+
+
 # ---------------------------------------------------------------------------------------------- receiving
 
 
-def control_frame(payload: bytes | str) -> dict[str, Any] | None:
-    """Return the control frame if the WHOLE payload is a UTF-8 JSON object, else None (it is audio).
+def control_object(payload: bytes | str) -> dict[str, Any] | None:
+    """The JSON object if the WHOLE payload is one (DESIGN §3), else None: the payload is audio.
 
-    A text (str) frame is always control; a binary frame is control only if it passes the whole-object
+    A text (str) frame is JSON or nothing; a binary frame is control only if it passes the whole-object
     rule, because SageMaker's router re-wraps every server frame as bytes.
     """
-    if isinstance(payload, str):
-        try:
-            obj = json.loads(payload)
-        except json.JSONDecodeError:
+    if isinstance(payload, bytes):
+        if not payload or payload[:1] != b"{" or payload[-1:] != b"}":
             return None
-        return obj if isinstance(obj, dict) else None
-    if not payload or payload[:1] != b"{" or payload[-1:] != b"}":
-        return None
+        try:
+            payload = payload.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
     try:
-        obj = json.loads(payload.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        obj = json.loads(payload)
+    except (ValueError, RecursionError):
         return None
     return obj if isinstance(obj, dict) else None
 
 
-# ---------------------------------------------------------------------------------------------- POST
+def _float(value: Any, default: float = 0.0) -> float:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else default
 
 
-@dataclass(frozen=True, slots=True)
-class InvocationRequest:
-    """POST /invocations body: one whole text, audio streamed back in ``format``."""
-
-    synthesize: SynthesizeRequest
-    format: str = "pcm"
-    extra: dict[str, Any] = field(default_factory=dict)
+def _int(value: Any, default: int) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
 
 
-def parse_invocation_request(body: bytes) -> InvocationRequest:
-    """Parse and validate a POST /invocations body (same fields and codes as ``synthesize``)."""
-    obj = _load_object(body)
-    fmt = obj.get("format", "pcm")
-    if fmt is None:
-        fmt = "pcm"
-    if not isinstance(fmt, str) or fmt not in INVOCATION_FORMATS:
-        raise ProtocolError(ErrorCode.BAD_FORMAT, f"'format' must be one of pcm, wav, sse, got {fmt!r}")
-    return InvocationRequest(synthesize=_synthesize_fields(obj), format=fmt)
+def parse_control(obj: Mapping[str, Any]) -> ControlFrame | None:
+    """A server control frame from its JSON object; None for a type this client does not know.
+
+    Unknown frames are ignored rather than refused so a newer server can add frames without breaking
+    older clients; missing or mistyped fields get neutral defaults for the same reason.
+    """
+    kind = obj.get("type")
+    raw_id = obj.get("request_id")
+    request_id = raw_id if isinstance(raw_id, str) else None
+    if kind == "synthesis_start" and request_id is not None:
+        return SynthesisStarted(
+            request_id, _int(obj.get("sample_rate"), DEFAULT_SAMPLE_RATE), _int(obj.get("channels"), CHANNELS)
+        )
+    if kind == "synthesis_complete" and request_id is not None:
+        first = obj.get("first_audio_ms")
+        return SynthesisCompleted(
+            request_id,
+            audio_ms=_float(obj.get("audio_ms")),
+            chunks=_int(obj.get("chunks"), 0),
+            first_audio_ms=_float(first) if first is not None else None,
+            elapsed_ms=_float(obj.get("elapsed_ms")),
+        )
+    if kind == "error":
+        code, message = obj.get("code"), obj.get("message")
+        return ServerError(
+            request_id,
+            code if isinstance(code, str) else "unknown_error",
+            message if isinstance(message, str) else "",
+        )
+    if kind == "cancelled":
+        return Cancelled(_int(obj.get("dropped"), 0))
+    return None
 
 
-def sse_event(obj: dict[str, Any]) -> bytes:
-    """One server-sent event carrying a JSON object (``data: {json}\\n\\n``)."""
-    return b"data: " + json.dumps(obj, separators=(",", ":")).encode("utf-8") + b"\n\n"
+def parse_sse_data(data: str, *, request_id: str) -> ServerMessage | None:
+    """One SSE event's ``data`` from POST /invocations?format=sse (``request_id``: the invocation's).
+
+    Raises :class:`ValueError` for an ``audio`` event whose base64 is broken: that stream is corrupt.
+    """
+    obj = control_object(data)
+    if obj is None:
+        return None
+    if obj.get("type") != "audio":
+        return parse_control(obj)
+    try:
+        pcm = base64.b64decode(str(obj.get("audio", "")), validate=True)
+    except (binascii.Error, ValueError):
+        raise ValueError("an SSE audio event did not carry base64") from None
+    raw_id = obj.get("request_id")
+    return AudioData(raw_id if isinstance(raw_id, str) else request_id, pcm) if pcm else None
 
 
-def sse_audio_event(request_id: str, seq: int, pcm: bytes, sample_rate: int) -> bytes:
-    """An SSE event carrying base64 PCM, for browser pipelines (costs +33% payload)."""
-    return sse_event(
-        {
-            "type": "audio",
-            "request_id": request_id,
-            "seq": seq,
-            "audio": base64.b64encode(pcm).decode("ascii"),
-            "format": AUDIO_FORMAT,
-            "sample_rate": sample_rate,
-            "channels": CHANNELS,
-        }
-    )
+def parse_error_body(body: bytes, *, request_id: str, status: int) -> ServerError:
+    """The refusal of a POST (or a SageMaker ``ModelError``'s original message): the server's coded
+    error frame, or a code made from the HTTP status when the body is not one."""
+    obj = control_object(body)
+    if obj is not None and isinstance(
+        obj.get("error"), dict
+    ):  # ``{"error": {code, message}}``, as gateways nest it
+        obj = {"type": "error", "request_id": obj.get("request_id"), **obj["error"]}
+    frame = parse_control(obj) if obj is not None else None
+    if isinstance(frame, ServerError):
+        return ServerError(frame.request_id or request_id, frame.code, frame.message)
+    return ServerError(request_id, f"http_{status}", f"the server answered HTTP {status}")

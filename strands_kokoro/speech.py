@@ -2,8 +2,10 @@
 
     speech = KokoroSpeech(endpoint="ws://127.0.0.1:8080")
     agent = Agent(model=..., hooks=[speech], callback_handler=None)
-    async for event in speech.stream(agent, "Tell me about otters."):
+    turn = speech.stream(agent, "Tell me about otters.")
+    async for event in turn:
         ...  # DESIGN §4 dicts: text_delta, audio_chunk, sentence_complete, agent_end, ...
+    turn.result  # the agent's AgentResult
 
 Strands 1.62 has no per-token hook event, so the text is tapped with an ``InvokeModelStage`` middleware
 (registered when the agent is initialized): it sees every streamed chunk and knows when a model call
@@ -28,6 +30,7 @@ from strands.middleware import InvokeModelContext, InvokeModelStage, MiddlewareN
 
 from strands_kokoro.events import Event
 from strands_kokoro.pacer import PACING_POLICIES, PacingPolicy
+from strands_kokoro.protocol import DEFAULT_LANG, DEFAULT_SAMPLE_RATE, DEFAULT_VOICE
 from strands_kokoro.sessions import open_session
 from strands_kokoro.sessions.base import SpeechSession
 from strands_kokoro.speech_turn import SessionFactory, SpeechMode, SpeechOptions, SpeechTurn
@@ -58,10 +61,10 @@ class KokoroSpeech(HookProvider):
         endpoint: str = "ws://127.0.0.1:8080",
         *,
         mode: SpeechMode = "bidi",
-        voice: str | None = "af_heart",
-        speed: float | None = 1.0,
-        sample_rate: int | None = None,
-        lang: str | None = None,
+        voice: str = DEFAULT_VOICE,
+        speed: float = 1.0,
+        sample_rate: int = DEFAULT_SAMPLE_RATE,
+        lang: str = DEFAULT_LANG,
         pacing: PacingPolicy = "latency",
         max_chars: int | None = 350,
         reconnect_attempts: int = 2,
@@ -89,7 +92,6 @@ class KokoroSpeech(HookProvider):
         self._session_options = session_options
         self._tapped: weakref.WeakSet[Any] = weakref.WeakSet()
         self._active: set[SpeechTurn] = set()
-        self.last_result: Any = None
 
     # ------------------------------------------------------------------------------- Strands hooks
 
@@ -136,25 +138,26 @@ class KokoroSpeech(HookProvider):
             return self._session_factory()
         return open_session(self.endpoint, **self._session_options)
 
-    async def stream(self, agent: Any, prompt: Any, **kwargs: Any) -> AsyncGenerator[Event, None]:
-        """Run one agent turn and yield its text and audio events in arrival order."""
+    def stream(self, agent: Any, prompt: Any, **kwargs: Any) -> SpokenTurn:
+        """Run one agent turn: iterate the result for its text and audio events in arrival order."""
         self.install(agent)
-        async with contextlib.aclosing(self.events(agent.stream_async(prompt, **kwargs))) as turn_events:
-            async for event in turn_events:
-                yield event
+        return self.events(agent.stream_async(prompt, **kwargs))
 
-    async def events(self, agent_stream: AsyncIterator[Any]) -> AsyncGenerator[Event, None]:
+    def events(self, agent_stream: AsyncIterator[Any]) -> SpokenTurn:
         """Speak a turn whose ``agent.stream_async(...)`` the caller created (the agent needs our hooks).
 
-        The agent's own stream events are consumed here (its final ``AgentResult`` is kept in
-        ``last_result``); what comes out are DESIGN §4 dicts, ending with ``agent_end``.
+        The agent's own stream events are consumed here; what comes out are DESIGN §4 dicts, ending with
+        ``agent_end``, and the agent's final ``AgentResult`` is the returned turn's ``result``.
         """
         turn = SpeechTurn(
             request_id=uuid.uuid4().hex[:12], options=self.options, open_session=self._new_session
         )
+        return SpokenTurn(turn, self._speak(turn, agent_stream))
+
+    async def _speak(self, turn: SpeechTurn, agent_stream: AsyncIterator[Any]) -> AsyncGenerator[Event, None]:
         runner = asyncio.create_task(self._run(turn, agent_stream), name="kokoro-turn")
         try:
-            while (event := await turn.events.get()) is not None:
+            while (event := await turn.outbox.get()) is not None:
                 yield event
             await runner
         finally:
@@ -162,7 +165,6 @@ class KokoroSpeech(HookProvider):
                 runner.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await runner
-            self.last_result = turn.result
 
     async def _run(self, turn: SpeechTurn, agent_stream: AsyncIterator[Any]) -> None:
         _current_turn.set(turn)  # this task's own context: only the turn's children see it
@@ -180,3 +182,27 @@ class KokoroSpeech(HookProvider):
         """
         for turn in list(self._active):
             turn.interrupt()
+
+
+class SpokenTurn:
+    """One spoken turn: iterate it (once) for its events; afterwards ``result`` is the agent's result.
+
+    Why an object and not an attribute of ``KokoroSpeech``: one hook object may speak several turns at
+    once (two agents, two requests of an app); each turn's result belongs to whoever iterates it.
+    ``aclose()`` stops the turn early (``contextlib.aclosing`` works on it).
+    """
+
+    def __init__(self, turn: SpeechTurn, events: AsyncGenerator[Event, None]) -> None:
+        self._turn = turn
+        self._events = events
+
+    def __aiter__(self) -> AsyncGenerator[Event, None]:
+        return self._events
+
+    async def aclose(self) -> None:
+        await self._events.aclose()
+
+    @property
+    def result(self) -> Any:
+        """The agent's ``AgentResult`` once the turn ended (None before, or if the agent failed)."""
+        return self._turn.result

@@ -30,25 +30,37 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections import deque
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from strands_kokoro import events
 from strands_kokoro.chunker import IncrementalSentenceChunker
-from strands_kokoro.events import Event
-from strands_kokoro.pacer import PacingPolicy, SpeechPacer
-from strands_kokoro.protocol import DEFAULT_SAMPLE_RATE, MAX_TEXT_CHARS, audio_ms
-from strands_kokoro.sessions.base import (
+from strands_kokoro.events import (
+    Event,
+    agent_end,
+    agent_start,
+    audio_chunk,
+    error,
+    sentence_complete,
+    speech_error,
+    speech_interrupted,
+    text_delta,
+)
+from strands_kokoro.pacer import MAX_IN_FLIGHT_URGENT, PacingPolicy, SpeechPacer
+from strands_kokoro.protocol import (
+    DEFAULT_LANG,
+    DEFAULT_SAMPLE_RATE,
+    DEFAULT_VOICE,
+    MAX_TEXT_CHARS,
     AudioData,
     ServerError,
-    SessionClosedError,
-    SessionEvent,
-    SpeechRequest,
-    SpeechSession,
     SynthesisCompleted,
     SynthesisStarted,
+    SynthesizeRequest,
+    audio_ms,
 )
+from strands_kokoro.sessions.base import SessionClosedError, SessionEvent, SpeechSession
 from strands_kokoro.speech_text import SpeechTextFilter, clean_for_speech
 
 logger = logging.getLogger(__name__)
@@ -57,6 +69,14 @@ SpeechMode = Literal["bidi", "batch"]
 SessionFactory = Callable[[], SpeechSession]
 
 FLUSH_WAIT_S = 5.0  # a tool waits at most this long for the text before it to reach the session
+MAX_REFUSALS = 5  # an ``overloaded`` request is re-sent this many times before it counts as failed
+SETUP_FAILURES = {  # what a listener's app can say when a session cannot even be set up
+    "unknown_endpoint_scheme": "the speech endpoint is not a ws://, http(s)://, sagemaker: or "
+    "sagemaker-batch: address",
+    "bad_endpoint": "the speech endpoint does not name a SageMaker endpoint",
+    "bad_endpoint_option": "the speech endpoint has an option its session does not take",
+    "missing_dependency": "speech over SageMaker needs the 'sagemaker' extra installed",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,10 +84,10 @@ class SpeechOptions:
     """Everything a turn needs to know about how to speak (set once on ``KokoroSpeech``)."""
 
     mode: SpeechMode = "bidi"
-    voice: str | None = None
-    speed: float | None = None
-    sample_rate: int | None = None
-    lang: str | None = None
+    voice: str = DEFAULT_VOICE
+    speed: float = 1.0
+    sample_rate: int = DEFAULT_SAMPLE_RATE
+    lang: str = DEFAULT_LANG
     pacing: PacingPolicy = "latency"
     max_chars: int | None = 350
     reconnect_attempts: int = 2
@@ -88,6 +108,9 @@ class _Request:
     received_bytes: int = 0  # audio received in the current attempt
     sample_rate: int = DEFAULT_SAMPLE_RATE
     first_audio_ms: float | None = None
+    refusals: int = 0  # ``overloaded`` answers so far (the request is re-sent)
+    done: bool = False  # completed, failed or dropped: owes no more events
+    held: list[Event] = field(default_factory=list)  # its events, while an earlier request owes audio
 
 
 @dataclass(eq=False, slots=True)
@@ -116,19 +139,22 @@ def split_for_request(text: str, limit: int = MAX_TEXT_CHARS) -> list[str]:
 
 
 class SpeechTurn:
-    """State and tasks of one turn; ``events`` is the ordered output queue (``None`` ends it)."""
+    """State and tasks of one turn; ``outbox`` is the ordered event queue (``None`` ends it)."""
 
     def __init__(self, *, request_id: str, options: SpeechOptions, open_session: SessionFactory) -> None:
         self.request_id = request_id
         self.options = options
         self._open_session = open_session
-        self.events: asyncio.Queue[Event | None] = asyncio.Queue()
+        self.outbox: asyncio.Queue[Event | None] = asyncio.Queue()
         self.result: Any = None
         self._inbox: asyncio.Queue[str | _Flush | object | None] = asyncio.Queue()
         self._last_flush: _Flush | None = None
         self._pacer = SpeechPacer(policy=options.pacing)
         self._pending: list[_Request] = []  # sent (or to be sent on connect), not yet complete
         self._by_id: dict[str, _Request] = {}
+        # Every request whose events are not all out yet, in order: a request's events wait while an
+        # earlier one still owes audio (after an ``overloaded`` re-send the server answers out of order).
+        self._order: deque[_Request] = deque()
         self._send_lock = asyncio.Lock()
         self._session: SpeechSession | None = None
         self._generation = 0
@@ -155,7 +181,10 @@ class SpeechTurn:
         return (time.perf_counter() - self._t0) * 1000.0
 
     def _emit(self, event: Event) -> None:
-        self.events.put_nowait(event)
+        if event["type"] == "audio_chunk":  # numbered as they go out (a held one may overtake none)
+            event["seq"] = self._audio_seq
+            self._audio_seq += 1
+        self.outbox.put_nowait(event)
 
     def _wake(self) -> None:
         self._inbox.put_nowait(_WAKE)
@@ -163,9 +192,9 @@ class SpeechTurn:
     def _finished(self) -> bool:
         return self._input_done and not self._pending
 
-    def _wire_request(self, request: _Request) -> SpeechRequest:
+    def _wire_request(self, request: _Request) -> SynthesizeRequest:
         o = self.options
-        return SpeechRequest(request.request_id, request.text, o.voice, o.speed, o.sample_rate, o.lang)
+        return SynthesizeRequest(request.text, request.request_id, o.voice, o.speed, o.sample_rate, o.lang)
 
     # ------------------------------------------------------------------- called from the agent task
 
@@ -173,7 +202,7 @@ class SpeechTurn:
         """A text delta from the model: shown now, spoken once the pacer cuts it into a request."""
         if self._first_text_ms is None:
             self._first_text_ms = self._now_ms()
-        self._emit(events.text_delta(self._text_seq, text))
+        self._emit(text_delta(self._text_seq, text))
         self._text_seq += 1
         self._inbox.put_nowait(text)
 
@@ -209,11 +238,9 @@ class SpeechTurn:
             return
         self._muted = True
         dropped = len(self._pending)
-        self._pending.clear()
-        self._by_id.clear()
-        self._pacer.drop_all()
+        self._forget_requests()
         self._held.clear()
-        self._emit(events.speech_interrupted(dropped, self._now_ms()))
+        self._emit(speech_interrupted(dropped, self._now_ms()))
         self._wake()
         with contextlib.suppress(RuntimeError):  # the group is already finishing: nothing in flight
             self._task_group.create_task(self._cancel_in_flight(), name="kokoro-cancel")
@@ -229,7 +256,7 @@ class SpeechTurn:
 
     async def run(self, agent_stream: AsyncIterator[Any]) -> None:
         """Drive the turn to its end; always finishes with ``agent_end`` and the ``None`` sentinel."""
-        self._emit(events.agent_start(self.request_id, self.options.mode))
+        self._emit(agent_start(self.request_id, self.options.mode))
         try:
             async with asyncio.TaskGroup() as task_group:
                 self._task_group = task_group
@@ -241,7 +268,7 @@ class SpeechTurn:
             self._task_group = None
             self._start_playback()  # smooth pacing: nothing held back is lost
             self._emit(
-                events.agent_end(
+                agent_end(
                     self.request_id,
                     self.options.mode,
                     first_text_ms=self._first_text_ms,
@@ -254,7 +281,7 @@ class SpeechTurn:
                     stall_ms=self._pacer.stall_ms,
                 )
             )
-            self.events.put_nowait(None)
+            self.outbox.put_nowait(None)
 
     async def _drive_agent(self, agent_stream: AsyncIterator[Any]) -> None:
         try:
@@ -264,7 +291,7 @@ class SpeechTurn:
         except Exception as exc:
             # Never str(exc): it can carry internals (or a bare key) that look like a message.
             logger.warning("agent turn %s failed", self.request_id, exc_info=True)
-            self._emit(events.error("agent_failed", f"the agent turn failed ({type(exc).__name__})"))
+            self._emit(error("agent_failed", f"the agent turn failed ({type(exc).__name__})"))
         finally:
             self._inbox.put_nowait(None)  # the tap's last flush is already queued before this
             if (aclose := getattr(agent_stream, "aclose", None)) is not None:
@@ -326,6 +353,9 @@ class SpeechTurn:
             elif isinstance(item, _Flush):
                 item.done.set()
         for text in split_for_request(clean_for_speech("".join(whole))):
+            # Never more in flight than the server queues (it would refuse the rest).
+            while len(self._pending) >= MAX_IN_FLIGHT_URGENT and not (self._failed or self._muted):
+                await self._inbox.get()  # only wakes come after the end of the text
             await self._submit(text, None)
 
     def _release_flushes(self) -> None:
@@ -341,6 +371,7 @@ class SpeechTurn:
         request = _Request(index, text, f"{self.request_id}-{index}", predicted_buffer_ms)
         self._pending.append(request)
         self._by_id[request.request_id] = request
+        self._order.append(request)
         async with self._send_lock:
             session = self._session
             if session is None or request.sent_on == self._generation:
@@ -368,13 +399,13 @@ class SpeechTurn:
                 async with self._open_session() as session:
                     await self._attach(session)
                     ever_connected = True
-                    session_events = session.events()
+                    received = session.events()
                     try:
-                        async for event in session_events:
+                        async for event in received:
                             await self._handle(event)
                     finally:
                         # Close the iterator here, not in a GC finalizer task that outlives the turn.
-                        if (aclose := getattr(session_events, "aclose", None)) is not None:
+                        if (aclose := getattr(received, "aclose", None)) is not None:
                             await aclose()
                 return
             except SessionClosedError as exc:
@@ -388,6 +419,17 @@ class SpeechTurn:
                 attempt = self.options.reconnect_attempts - retries_left
                 retries_left -= 1
                 await asyncio.sleep(self.options.reconnect_backoff_s * 2**attempt)
+            except Exception as exc:
+                # Not a drop: the session cannot be set up at all (an endpoint no session understands,
+                # a missing extra, bad credentials...). Retrying will not help; the text goes on.
+                async with self._send_lock:
+                    self._session = None
+                logger.warning("speech session for turn %s failed", self.request_id, exc_info=True)
+                code = getattr(exc, "code", None)
+                code = code if isinstance(code, str) and code in SETUP_FAILURES else "speech_setup_failed"
+                what = SETUP_FAILURES.get(code, "the speech session could not be set up")
+                self._fail_speech(code, f"{what}; the text goes on")
+                return
 
     async def _attach(self, session: SpeechSession) -> None:
         """A session opened: (re-)send every request not yet fully spoken, in order, then go live."""
@@ -402,18 +444,29 @@ class SpeechTurn:
         await self._close_if_finished()
 
     def _give_up(self, ever_connected: bool, exc: SessionClosedError) -> None:
-        self._failed = True
-        self._pending.clear()
-        self._by_id.clear()
-        self._pacer.drop_all()
-        self._wake()
         attempts = self.options.reconnect_attempts + 1
+        logger.warning("speech for turn %s gave up after %d tries: %s", self.request_id, attempts, exc)
         if ever_connected:
             code, what = "connection_lost", "the speech connection dropped and was not restored"
         else:
             code, what = "speech_unavailable", "could not reach the speech endpoint"
-        detail = getattr(exc, "code", None) or str(exc)
-        self._emit(events.speech_error(code, f"{what} after {attempts} tries ({detail}); the text goes on"))
+        # The transport's own code (e.g. SageMaker's ``no_credentials``) says why; never the URL.
+        cause = getattr(exc, "code", None)
+        because = f" ({cause})" if isinstance(cause, str) else ""
+        self._fail_speech(code, f"{what} after {attempts} tries{because}; the text goes on")
+
+    def _fail_speech(self, code: str, message: str) -> None:
+        """Speech is over for this turn (the text goes on): say so once, drop what was owed."""
+        self._failed = True
+        self._forget_requests()
+        self._wake()
+        self._emit(speech_error(code, message))
+
+    def _forget_requests(self) -> None:
+        self._pending.clear()
+        self._by_id.clear()
+        self._order.clear()
+        self._pacer.drop_all()
 
     async def _handle(self, event: SessionEvent) -> None:
         match event:
@@ -429,30 +482,86 @@ class SpeechTurn:
                     self._pending.remove(request)
                     spoken_ms = audio_ms(request.emitted_bytes, request.sample_rate)
                     self._pacer.completed(request.index, spoken_ms, self._now_ms())
-                    self._play(
-                        events.sentence_complete(
-                            request.index,
-                            request.text,
-                            spoken_ms,
-                            request.first_audio_ms,
-                            predicted_buffer_ms=request.predicted_buffer_ms,
-                            buffer_ms=request.buffer_ms,
-                        )
+                    complete = sentence_complete(
+                        request.index,
+                        request.text,
+                        spoken_ms,
+                        request.first_audio_ms,
+                        predicted_buffer_ms=request.predicted_buffer_ms,
+                        buffer_ms=request.buffer_ms,
                     )
+                    self._deliver(request, complete)
+                    self._retire(request)
                     self._wake()
                     await self._close_if_finished()
+            case ServerError(request_id=request_id, code="overloaded") if request_id in self._by_id:
+                self._refused(self._by_id[request_id])
             case ServerError(request_id=request_id, code=code, message=message):
-                if not self._muted:
-                    self._play(events.speech_error(code, message))
-                if request_id is not None and (request := self._by_id.pop(request_id, None)) is not None:
+                request = self._by_id.pop(request_id, None) if request_id is not None else None
+                if request is None:
+                    if not self._muted:
+                        self._play(speech_error(code, message))
+                else:
+                    if not self._muted:
+                        self._deliver(request, speech_error(code, message))
                     self._pending.remove(request)
                     self._pacer.failed(request.index)
+                    self._retire(request)
                     self._wake()
                     await self._close_if_finished()
         if not self._playing and (
             self._finished() or self._pacer.may_start_playback(self._held_ms, self._now_ms())
         ):
             self._start_playback()
+
+    def _refused(self, request: _Request) -> None:
+        """The server's queue was full: send the request again shortly (its place in the order is kept:
+        whatever the server accepted after it waits in ``_order`` until it is spoken)."""
+        request.refusals += 1
+        request.sent_on = -1
+        if request.refusals > MAX_REFUSALS:
+            message = f"the speech server stayed overloaded for {MAX_REFUSALS} retries"
+            self._inbox.put_nowait(_WAKE)
+            self._by_id.pop(request.request_id, None)
+            self._pending.remove(request)
+            self._pacer.failed(request.index)
+            self._deliver(request, speech_error("overloaded", message))
+            self._retire(request)
+            return
+        if self._task_group is not None:
+            with contextlib.suppress(RuntimeError):  # the group is finishing: nothing to re-send to
+                self._task_group.create_task(self._resend(request), name="kokoro-resend")
+
+    async def _resend(self, request: _Request) -> None:
+        await asyncio.sleep(self.options.reconnect_backoff_s * request.refusals)
+        async with self._send_lock:
+            session = self._session
+            if session is None or request.done or request.sent_on != -1 or request not in self._pending:
+                return  # reconnected (and re-sent) meanwhile, or no longer wanted
+            with contextlib.suppress(SessionClosedError):
+                await session.send(self._wire_request(request))
+                request.sent_on = self._generation
+                self._pacer.sent(request.index, self._now_ms())
+
+    # ------------------------------------------------------------------------------ ordered output
+
+    def _deliver(self, request: _Request, event: Event) -> None:
+        """A request's event goes out now if every earlier request is done, else waits in order."""
+        if self._order and self._order[0] is request:
+            self._play(event)
+        else:
+            request.held.append(event)
+
+    def _retire(self, request: _Request) -> None:
+        """The request owes nothing more: release what later requests were holding, in order."""
+        request.done = True
+        while self._order and self._order[0].done:
+            self._order.popleft()
+            if self._order:
+                head = self._order[0]
+                for event in head.held:
+                    self._play(event)
+                head.held.clear()
 
     def _on_audio(self, request: _Request, pcm: bytes) -> None:
         start = request.received_bytes
@@ -473,8 +582,7 @@ class SpeechTurn:
                 self._first_audio_ms = now
         else:
             self._held_ms += fresh_ms
-        self._play(events.audio_chunk(self._audio_seq, request.index, fresh, request.sample_rate))
-        self._audio_seq += 1
+        self._deliver(request, audio_chunk(-1, request.index, fresh, request.sample_rate))
 
     # -------------------------------------------------------------------------------- smooth start
 

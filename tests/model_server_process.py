@@ -1,24 +1,26 @@
 """The model server on a real socket: the REAL one as a subprocess, or an app (with a fake engine) in-process.
 
-Kept out of ``conftest.py`` so tests can import it by a unique module name (several test folders have a
-``conftest.py`` of their own, and ``from conftest import ...`` would pick whichever loaded first).
+Both come from the launcher module :mod:`cdk.local_stack` (the same code ``agent-infra demo --local``
+runs), so the tests start servers exactly as a user's machine does. Kept out of ``conftest.py`` so tests
+can import it by name (``tests.model_server_process``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
-import subprocess
-import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 
 import httpx
-import uvicorn
-from starlette.applications import Starlette
+from starlette.types import ASGIApp
 
-from agentcore_app.local_stack import free_port, model_server_command
+from cdk.local_stack import (
+    ModelServerProcess,
+    free_port,
+    serve_asgi,
+    start_model_server,
+    stop_model_server,
+)
 from tts_container.__main__ import WS_MAX_FRAME_BYTES
 
 __all__ = [
@@ -30,74 +32,22 @@ __all__ = [
     "wait_for_ping",
 ]
 
-
-@dataclass(frozen=True)
-class RunningServer:
-    """A model server subprocess: ``http_url`` for POST /invocations, ``ws_url`` for the bidi session."""
-
-    process: subprocess.Popen[bytes]
-    port: int
-
-    @property
-    def http_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    @property
-    def ws_url(self) -> str:
-        return f"ws://127.0.0.1:{self.port}"
-
-
-def start_model_server(*extra_args: str, ready_timeout_s: float = 600.0) -> RunningServer:
-    """Start ``python -m tts_container`` (onnx engine, real weights) and wait for GET /ping == 200."""
-    port = free_port()
-    cmd = model_server_command(port)
-    process = subprocess.Popen([*cmd, *extra_args], env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    deadline = time.monotonic() + ready_timeout_s
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"model server exited with {process.returncode} before /ping answered")
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/ping", timeout=1.0).status_code == 200:
-                return RunningServer(process, port)
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    process.kill()
-    raise RuntimeError(f"model server did not answer /ping within {ready_timeout_s:.0f} s")
-
-
-def stop_model_server(server: RunningServer) -> None:
-    server.process.terminate()
-    try:
-        server.process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        server.process.kill()
-        server.process.wait()
+RunningServer = ModelServerProcess
+"""A model server subprocess: ``http_url`` for POST /invocations, ``ws_url`` for the bidi session."""
 
 
 @asynccontextmanager
-async def running_app(app: Starlette, *, wait_ready: bool = True) -> AsyncIterator[str]:
+async def running_app(app: ASGIApp, *, wait_ready: bool = True) -> AsyncIterator[str]:
     """Serve ``app`` on 127.0.0.1 (a free port); yield ``host:port``; stop it on exit."""
-    config = uvicorn.Config(
-        app, host="127.0.0.1", port=0, log_level="warning", ws_max_size=WS_MAX_FRAME_BYTES
-    )
-    server = uvicorn.Server(config)
-    async with asyncio.TaskGroup() as tasks:
-        serving = tasks.create_task(server.serve())
-        while not server.started:
-            if serving.done():
-                raise RuntimeError("uvicorn did not start")
-            await asyncio.sleep(0.01)
-        address = f"127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}"
+    async with serve_asgi(app, ws_max_size=WS_MAX_FRAME_BYTES) as url:
+        address = url.removeprefix("http://")
         if wait_ready:
             await wait_for_ping(address)
-        try:
-            yield address
-        finally:
-            server.should_exit = True
+        yield address
 
 
 async def wait_for_ping(address: str, timeout_s: float = 30.0) -> None:
+    """Until the in-process app's GET /ping answers 200 (it runs on this loop, so this must not block)."""
     async with httpx.AsyncClient() as client, asyncio.timeout(timeout_s):
         while True:
             if (await client.get(f"http://{address}/ping")).status_code == 200:

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import uvicorn
 
 from strands_kokoro.protocol import MAX_MESSAGE_BYTES
+from tts_container import metrics
 from tts_container.app import create_app
 from tts_container.engines.base import Engine
 
@@ -45,6 +46,7 @@ def _load(engine: str, threads: int | None) -> Engine:
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    metrics.configure()
     app = create_app(functools.partial(_load, args.engine, args.threads))
     uvicorn.run(app, host=args.host, port=args.port, ws_max_size=WS_MAX_FRAME_BYTES, log_level="info")
 

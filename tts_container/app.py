@@ -25,8 +25,8 @@ from strands_kokoro.protocol import (
     PING_PATH,
     WS_PATH,
     ErrorCode,
+    ServerError,
     SynthesizeRequest,
-    error_frame,
 )
 from tts_container.engines.base import Engine
 from tts_container.inference import InferencePool
@@ -89,7 +89,9 @@ def create_app(load_engine: Callable[[], Engine], *, workers: int = 1) -> Starle
     async def bidirectional_stream(websocket: WebSocket) -> None:
         if state.synthesizer is None:
             await websocket.accept()
-            await websocket.send_text(error_frame(ErrorCode.NOT_READY, "the model is still loading"))
+            await websocket.send_text(
+                ServerError(None, ErrorCode.NOT_READY, "the model is still loading").to_wire()
+            )
             await websocket.close(TRY_AGAIN_LATER)
             return
         await Session(websocket, state.synthesizer, state.counters).run()

@@ -48,6 +48,10 @@ ESPEAK_LANGS: dict[str, str] = {
 }
 SUPPORTED_LANGS = ENGLISH_LANGS | frozenset(ESPEAK_LANGS)
 
+# Digits past this are read one by one: nobody says a 20-digit number as words, and misaki's
+# number-to-words overflows (the whole request fails) from about 307 digits on.
+MAX_NUMBER_DIGITS = 15
+_LONG_NUMBER = re.compile(rf"\d{{{MAX_NUMBER_DIGITS + 1},}}")
 _SENTENCE_END = re.compile(r"(?<=[.!?…])\s+")
 _CLAUSE_END = re.compile(r"(?<=[,;:—])\s+")
 _SPACE = re.compile(r"\s+")
@@ -99,7 +103,8 @@ def dialect_for(lang: str, voice: str) -> str:
         return "en-gb" if british else "en-us"
     if key in ESPEAK_LANGS:
         return ESPEAK_LANGS[key]
-    raise UnsupportedLanguage(f"unsupported lang {lang!r}; supported: {', '.join(sorted(SUPPORTED_LANGS))}")
+    shown = lang[:32] + ("…" if len(lang) > 32 else "")
+    raise UnsupportedLanguage(f"unsupported lang {shown!r}; supported: {', '.join(sorted(SUPPORTED_LANGS))}")
 
 
 class Phonemizer:
@@ -124,6 +129,7 @@ class Phonemizer:
     def phonemize(self, text: str, *, lang: str = "en-us", voice: str = "af_heart") -> str:
         """Phonemes of ``text`` (may be empty for text with nothing speakable, e.g. only emoji)."""
         dialect = dialect_for(lang, voice)
+        text = spell_long_numbers(text)
         with self._lock:
             phonemes, _ = self._get(dialect)(text)
         return _SPACE.sub(" ", phonemes or "").strip()
@@ -131,6 +137,11 @@ class Phonemizer:
     def warm_up(self, lang: str = "en-us", voice: str = "af_heart") -> None:
         """Load spaCy and the lexicons now (seconds) rather than inside the first request."""
         self.phonemize("Ready.", lang=lang, voice=voice)
+
+
+def spell_long_numbers(text: str) -> str:
+    """``4 0 9 6 ...`` for numbers longer than MAX_NUMBER_DIGITS digits; shorter ones stay numbers."""
+    return _LONG_NUMBER.sub(lambda m: " ".join(m.group(0)), text)
 
 
 def split_phonemes(phonemes: str, limit: int = MAX_SEGMENT_TOKENS) -> list[str]:

@@ -9,15 +9,14 @@ with the same coded error frame the WebSocket session sends.
 from __future__ import annotations
 
 import io
-import json
 import logging
 import struct
 import time
 import uuid
 import wave
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -26,56 +25,116 @@ from strands_kokoro.protocol import (
     CHANNELS,
     MAX_MESSAGE_BYTES,
     SAMPLE_WIDTH_BYTES,
+    AudioData,
     ErrorCode,
     ProtocolError,
+    ServerError,
+    SynthesisCompleted,
+    SynthesisStarted,
     SynthesizeRequest,
     audio_ms,
-    error_frame,
-    parse_invocation_request,
-    sse_audio_event,
+    parse_invocation,
     sse_event,
-    synthesis_complete,
-    synthesis_start,
 )
+from tts_container.metrics import log_completed
 from tts_container.synthesis import Synthesizer
 
 logger = logging.getLogger(__name__)
 
-_STATUS = {ErrorCode.MESSAGE_TOO_LARGE: 413, ErrorCode.NOT_READY: 503, ErrorCode.OVERLOADED: 429}
+_STATUS = {
+    ErrorCode.MESSAGE_TOO_LARGE: 413,
+    ErrorCode.NOT_READY: 503,
+    ErrorCode.OVERLOADED: 429,
+    ErrorCode.ENGINE_FAILED: 500,
+}
 _UNKNOWN_SIZE = 0xFFFFFFFF
 
 
 def error_response(code: ErrorCode, message: str, request_id: str | None = None) -> JSONResponse:
-    return JSONResponse(
-        json.loads(error_frame(code, message, request_id)), status_code=_STATUS.get(code, 400)
-    )
+    return JSONResponse(ServerError(request_id, code, message).to_dict(), status_code=_STATUS.get(code, 400))
 
 
 async def invocations(request: Request, synthesizer: Synthesizer | None) -> Response:
-    """Validate the body, then stream the audio in the requested format."""
+    """Validate the body, synthesize the first audio, then stream the rest in the requested format.
+
+    Why the first audio comes before the status line: once a 200 is sent, a failure can no longer say
+    so in ``pcm`` or ``wav``. Whatever the engine cannot speak at all fails on its first segment, so it
+    gets a coded error instead of an empty 200. A failure after that ends the response without its
+    final chunk: every HTTP client sees a broken body, never a silent success (``sse`` also says so
+    in a coded ``error`` event first).
+    """
     if synthesizer is None:
         return error_response(
             ErrorCode.NOT_READY, "the model is still loading; retry after /ping answers 200"
         )
     body = await _read_body(request)
     try:
-        invocation = parse_invocation_request(body)
+        invocation = parse_invocation(body)
     except ProtocolError as exc:
         return error_response(exc.code, exc.message, exc.request_id)
-    synth = invocation.synthesize
-    if synth.voice not in synthesizer.engine.voices:
-        return error_response(
-            ErrorCode.UNKNOWN_VOICE, f"unknown voice {synth.voice[:64]!r}", synth.request_id
-        )
+    synth = invocation.request
+    refusal = synthesizer.refusal(synth)
+    if refusal is not None:
+        return error_response(ErrorCode(refusal.code), refusal.message, synth.request_id)
     synth = replace(synth, request_id=synth.request_id or uuid.uuid4().hex)
+    started = time.perf_counter()
+    frames = synthesizer.pcm_frames(synth)
+    try:
+        first = await anext(frames, b"")
+    except Exception:
+        await frames.aclose()
+        logger.exception("engine failed before the first audio of a POST of %d characters", len(synth.text))
+        return error_response(ErrorCode.ENGINE_FAILED, "synthesis failed on the server", synth.request_id)
+    audio = _Audio(synth, frames, first, started)
     headers = {"X-Request-Id": str(synth.request_id), "X-Sample-Rate": str(synth.sample_rate)}
     if invocation.format == "wav":
-        return StreamingResponse(_wav(synthesizer, synth), media_type="audio/wav", headers=headers)
+        return StreamingResponse(_wav(audio), media_type="audio/wav", headers=headers)
     if invocation.format == "sse":
         headers["Cache-Control"] = "no-cache"
-        return StreamingResponse(_sse(synthesizer, synth), media_type="text/event-stream", headers=headers)
+        return StreamingResponse(_sse(audio), media_type="text/event-stream", headers=headers)
     headers["X-Audio-Format"] = "pcm_s16le"
-    return StreamingResponse(_pcm(synthesizer, synth), media_type="application/octet-stream", headers=headers)
+    return StreamingResponse(_pcm(audio), media_type="application/octet-stream", headers=headers)
+
+
+class EngineFailedMidStream(Exception):
+    """Raised out of a pcm/wav body so the server ends the response without its final chunk."""
+
+
+@dataclass(slots=True)
+class _Audio:
+    """One request's audio stream whose first frame was already synthesized; counts what it yields."""
+
+    request: SynthesizeRequest
+    frames: AsyncGenerator[bytes]
+    first: bytes
+    started: float
+    n_bytes: int = 0
+    chunks: int = 0
+    first_audio_ms: float | None = None
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async with aclosing(self.frames):
+            if self.first:
+                yield self._count(self.first)
+            async for frame in self.frames:
+                yield self._count(frame)
+        log_completed(self.completed(), route="invocations")
+
+    def _count(self, frame: bytes) -> bytes:
+        if self.first_audio_ms is None:
+            self.first_audio_ms = (time.perf_counter() - self.started) * 1000
+        self.n_bytes += len(frame)
+        self.chunks += 1
+        return frame
+
+    def completed(self) -> SynthesisCompleted:
+        return SynthesisCompleted(
+            str(self.request.request_id),
+            audio_ms=audio_ms(self.n_bytes, self.request.sample_rate),
+            chunks=self.chunks,
+            first_audio_ms=self.first_audio_ms,
+            elapsed_ms=(time.perf_counter() - self.started) * 1000,
+        )
 
 
 async def _read_body(request: Request) -> bytes:
@@ -102,44 +161,29 @@ def wav_header(sample_rate: int) -> bytes:
     return bytes(header)
 
 
-async def _pcm(synthesizer: Synthesizer, request: SynthesizeRequest) -> AsyncIterator[bytes]:
-    async with aclosing(synthesizer.pcm_frames(request)) as frames:
-        try:
-            async for frame in frames:
-                yield frame
-        except Exception:  # the status line is gone already: log and end the stream early
-            logger.exception("engine failed on request %s", request.request_id)
+async def _pcm(audio: _Audio) -> AsyncIterator[bytes]:
+    try:
+        async for frame in audio:
+            yield frame
+    except Exception as exc:
+        raise EngineFailedMidStream("synthesis failed after the first audio; the body ends early") from exc
 
 
-async def _wav(synthesizer: Synthesizer, request: SynthesizeRequest) -> AsyncIterator[bytes]:
-    yield wav_header(request.sample_rate)
-    async for frame in _pcm(synthesizer, request):
+async def _wav(audio: _Audio) -> AsyncIterator[bytes]:
+    yield wav_header(audio.request.sample_rate)
+    async for frame in _pcm(audio):
         yield frame
 
 
-async def _sse(synthesizer: Synthesizer, request: SynthesizeRequest) -> AsyncIterator[bytes]:
-    request_id = str(request.request_id)
-    started = time.perf_counter()
-    yield sse_event(json.loads(synthesis_start(request_id, request.sample_rate)))
-    first_audio_ms: float | None = None
-    n_bytes = seq = 0
-    async with aclosing(synthesizer.pcm_frames(request)) as frames:
-        try:
-            async for frame in frames:
-                if first_audio_ms is None:
-                    first_audio_ms = (time.perf_counter() - started) * 1000
-                n_bytes += len(frame)
-                yield sse_audio_event(request_id, seq, frame, request.sample_rate)
-                seq += 1
-        except Exception:
-            logger.exception("engine failed on request %s", request_id)
-            yield sse_event(json.loads(error_frame(ErrorCode.ENGINE_FAILED, "synthesis failed", request_id)))
-            return
-    complete = synthesis_complete(
-        request_id,
-        audio_ms=audio_ms(n_bytes, request.sample_rate),
-        chunks=seq,
-        first_audio_ms=first_audio_ms,
-        elapsed_ms=(time.perf_counter() - started) * 1000,
-    )
-    yield sse_event(json.loads(complete))
+async def _sse(audio: _Audio) -> AsyncIterator[bytes]:
+    request_id = str(audio.request.request_id)
+    rate = audio.request.sample_rate
+    yield sse_event(SynthesisStarted(request_id, rate).to_dict())
+    try:
+        async for frame in audio:
+            yield sse_event(AudioData(request_id, frame).to_dict(seq=audio.chunks - 1, sample_rate=rate))
+    except Exception:
+        logger.exception("engine failed after the first audio of a POST (sse)")
+        yield sse_event(ServerError(request_id, ErrorCode.ENGINE_FAILED, "synthesis failed").to_dict())
+        return
+    yield sse_event(audio.completed().to_dict())

@@ -15,11 +15,21 @@ segment. Frames carry the epoch they were made in; the sender skips stale ones.
 A session ends only on ``{"type": "close"}`` (queued requests finish first, then the socket closes)
 or on a disconnect (everything stops; the task group cancels the rest, and the inference pool waits
 out the one engine call already running, so no work leaks).
+
+Bounded memory, whatever the client does: queued requests (``MAX_QUEUED_REQUESTS``), queued audio
+(``MAX_BUFFERED_AUDIO_BYTES``) and error frames the client has not read (``MAX_UNREAD_ERRORS``) all
+have a limit. A client that keeps sending bad messages without reading the errors is closed with code
+1008 and the reason ``error_flood``; one that reads gets every error and goes on.
+
+Order: a refused request (unknown voice, unsupported language, queue full) is answered in its place in
+the request order, after the audio of the requests before it (DESIGN §3); only errors about messages
+that are not requests at all are answered at once.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 import uuid
@@ -31,23 +41,28 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 from strands_kokoro.protocol import (
     MAX_QUEUED_REQUESTS,
     Cancel,
+    Cancelled,
     Close,
+    ControlFrame,
     ErrorCode,
     ProtocolError,
+    ServerError,
+    SynthesisCompleted,
+    SynthesisStarted,
     SynthesizeRequest,
     audio_ms,
-    cancelled_frame,
-    error_frame,
     parse_client_message,
-    synthesis_complete,
-    synthesis_start,
 )
+from tts_container.metrics import log_completed
 from tts_container.synthesis import Synthesizer
 
 logger = logging.getLogger(__name__)
 
 # Audio the synthesizer may run ahead of a slow reader before it waits (about 44 s at 24 kHz).
 MAX_BUFFERED_AUDIO_BYTES = 2 * 1024 * 1024
+# Error frames queued for a client that is not reading them; one more closes the session.
+MAX_UNREAD_ERRORS = 64
+POLICY_VIOLATION = 1008  # WebSocket close code
 
 
 @dataclass(slots=True)
@@ -58,6 +73,7 @@ class SessionCounters:
     opened: int = 0
     requests_completed: int = 0
     requests_cancelled: int = 0
+    error_floods: int = 0
 
 
 @dataclass(slots=True, eq=False)  # identity hash: a job is a member of the session's open set
@@ -75,10 +91,18 @@ class _Job:
 
 @dataclass(frozen=True, slots=True)
 class _Control:
-    """A ready JSON frame. ``epoch`` None: never discarded by a cancel (errors about bad messages)."""
+    """A control frame to send. ``epoch`` None: never discarded by a cancel (errors about bad messages)."""
 
-    text: str
+    frame: ControlFrame
     epoch: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Refusal:
+    """A request refused in its place in the request order (its error follows earlier requests' audio)."""
+
+    frame: ServerError
+    epoch: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +127,10 @@ class _ClientGone(Exception):
     """The peer disconnected; the session's tasks stop."""
 
 
+class _ErrorFlood(Exception):
+    """The client keeps sending bad messages and does not read the errors: the session is closed."""
+
+
 class Session:
     """State shared by the reader, synthesizer and sender of one connection."""
 
@@ -112,8 +140,10 @@ class Session:
         self._counters = counters
         self._epoch = 0
         self._open: set[_Job] = set()  # accepted and not yet finished on the wire
-        self._requests: asyncio.Queue[_Job | object] = asyncio.Queue()
+        self._requests: asyncio.Queue[_Job | _Refusal | object] = asyncio.Queue()
         self._outbox: asyncio.Queue[_Control | _Audio | _Finished | object] = asyncio.Queue()
+        self._unread_errors = 0  # error frames (and refusals) queued but not yet sent
+        self._queued = 0  # accepted requests waiting for the synthesizer
         self._buffered = 0
         self._room = asyncio.Event()
         self._room.set()
@@ -129,8 +159,18 @@ class Session:
                 await self._read_loop()
         except* _ClientGone:
             logger.info("client disconnected")
+        except* _ErrorFlood:
+            logger.warning("closing a session whose client sends bad messages without reading the errors")
+            self._counters.error_floods += 1
+            await self._close_for_policy("error_flood: bad messages sent while errors went unread")
         finally:
             self._counters.active -= 1
+
+    async def _close_for_policy(self, reason: str) -> None:
+        """Close with 1008; a client that reads nothing may never take the close frame: bounded wait."""
+        with contextlib.suppress(Exception):
+            async with asyncio.timeout(2.0):
+                await self._ws.close(POLICY_VIOLATION, reason)
 
     # ------------------------------------------------------------------------------------- reader
 
@@ -145,7 +185,7 @@ class Session:
             try:
                 parsed = parse_client_message(payload)
             except ProtocolError as exc:
-                self._control(error_frame(exc.code, exc.message, exc.request_id))
+                self._error(exc.frame())
                 continue
             if isinstance(parsed, Close):
                 self._requests.put_nowait(_CLOSE)
@@ -156,17 +196,29 @@ class Session:
             self._accept(parsed)
 
     def _accept(self, request: SynthesizeRequest) -> None:
-        if request.voice not in self._synth.engine.voices:
-            message = f"unknown voice {request.voice[:64]!r}; try af_heart"
-            self._control(error_frame(ErrorCode.UNKNOWN_VOICE, message, request.request_id))
-            return
-        if self._requests.qsize() >= MAX_QUEUED_REQUESTS:
+        refusal = self._synth.refusal(request)
+        if refusal is None and self._queued >= MAX_QUEUED_REQUESTS:
             message = f"{MAX_QUEUED_REQUESTS} requests are already queued in this session; retry later"
-            self._control(error_frame(ErrorCode.OVERLOADED, message, request.request_id))
+            refusal = ServerError(request.request_id, ErrorCode.OVERLOADED, message)
+        if refusal is not None:
+            self._count_error()
+            self._requests.put_nowait(_Refusal(refusal, self._epoch))
             return
         job = _Job(request, request.request_id or uuid.uuid4().hex, self._epoch)
         self._open.add(job)
+        self._queued += 1
         self._requests.put_nowait(job)
+
+    def _count_error(self) -> None:
+        """One more error frame the client has yet to read; too many unread ones end the session."""
+        if self._unread_errors >= MAX_UNREAD_ERRORS:
+            raise _ErrorFlood
+        self._unread_errors += 1
+
+    def _error(self, frame: ServerError) -> None:
+        """An error about a message that is not a request: answered at once."""
+        self._count_error()
+        self._outbox.put_nowait(_Control(frame, None))
 
     def _cancel(self) -> None:
         """Drop queued requests and queued audio; the request in flight stops at its next segment."""
@@ -174,21 +226,24 @@ class Session:
         dropped = len(self._open)
         self._open.clear()
         self._counters.requests_cancelled += dropped
+        refusals = []  # answers already given: they still go out, just before ``cancelled``
         while not self._requests.empty():
-            self._requests.get_nowait()
+            if isinstance(item := self._requests.get_nowait(), _Refusal):
+                refusals.append(_Control(item.frame, None))
+        self._queued = 0
         kept = []
         while not self._outbox.empty():
             item = self._outbox.get_nowait()
             if isinstance(item, _Control) and item.epoch is None:
                 kept.append(item)
-        for item in kept:
+        for item in [*kept, *refusals]:
             self._outbox.put_nowait(item)
         self._buffered = 0
         self._room.set()
-        self._control(cancelled_frame(dropped), epoch=self._epoch)
+        self._control(Cancelled(dropped), epoch=self._epoch)
 
-    def _control(self, text: str, epoch: int | None = None) -> None:
-        self._outbox.put_nowait(_Control(text, epoch))
+    def _control(self, frame: ControlFrame, epoch: int | None = None) -> None:
+        self._outbox.put_nowait(_Control(frame, epoch))
 
     # ------------------------------------------------------------------------------------- synthesizer
 
@@ -198,12 +253,16 @@ class Session:
             if job is _CLOSE:
                 self._outbox.put_nowait(_END)
                 return
+            if isinstance(job, _Refusal):
+                self._outbox.put_nowait(_Control(job.frame, None))  # counted when it was refused
+                continue
             assert isinstance(job, _Job)
+            self._queued -= 1
             if job.epoch == self._epoch:
                 await self._synthesize(job)
 
     async def _synthesize(self, job: _Job) -> None:
-        self._control(synthesis_start(job.request_id, job.request.sample_rate), epoch=job.epoch)
+        self._control(SynthesisStarted(job.request_id, job.request.sample_rate), epoch=job.epoch)
         frames = self._synth.pcm_frames(job.request)
         try:
             async for pcm in frames:
@@ -215,7 +274,7 @@ class Session:
                 self._buffered += len(pcm)
                 self._outbox.put_nowait(_Audio(job, pcm))
         except Exception:
-            logger.exception("engine failed on request %s", job.request_id)
+            logger.exception("engine failed on a request of %d characters", len(job.request.text))
             self._outbox.put_nowait(_Finished(job, failed=True))
             return
         finally:
@@ -234,12 +293,14 @@ class Session:
                     raise _ClientGone from exc
                 return
             if isinstance(item, _Control):
+                if item.epoch is None:
+                    self._unread_errors -= 1
                 if item.epoch is None or item.epoch == self._epoch:
-                    await self._send(item.text)
+                    await self._send(item.frame.to_wire())
             elif isinstance(item, _Audio):
                 await self._send_audio(item)
             elif isinstance(item, _Finished) and item.job.epoch == self._epoch:
-                await self._send(self._finish(item))
+                await self._send(self._finish(item).to_wire())
 
     async def _send_audio(self, item: _Audio) -> None:
         if item.job.epoch != self._epoch:
@@ -253,21 +314,23 @@ class Session:
         job.chunks += 1
         await self._send(item.pcm)
 
-    def _finish(self, item: _Finished) -> str:
+    def _finish(self, item: _Finished) -> ServerError | SynthesisCompleted:
         job = item.job
         self._open.discard(job)
         if item.failed:
-            return error_frame(ErrorCode.ENGINE_FAILED, "synthesis failed on the server", job.request_id)
+            return ServerError(job.request_id, ErrorCode.ENGINE_FAILED, "synthesis failed on the server")
         self._counters.requests_completed += 1
         now = time.perf_counter()
         first = None if job.first_audio_at is None else (job.first_audio_at - job.received_at) * 1000
-        return synthesis_complete(
+        complete = SynthesisCompleted(
             job.request_id,
             audio_ms=_audio_ms(job),
             chunks=job.chunks,
             first_audio_ms=first,
             elapsed_ms=(now - job.received_at) * 1000,
         )
+        log_completed(complete, route="ws")
+        return complete
 
     async def _send(self, data: str | bytes) -> None:
         try:

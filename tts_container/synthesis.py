@@ -11,9 +11,10 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, Iterator
 from dataclasses import dataclass
 
-from strands_kokoro.protocol import SynthesizeRequest
+from strands_kokoro.protocol import DEFAULT_VOICE, ErrorCode, ServerError, SynthesizeRequest, shown
 from tts_container.audio import SegmentJoiner, split_frames
 from tts_container.engines.base import Audio, Engine
+from tts_container.g2p import UnsupportedLanguage, dialect_for
 from tts_container.inference import InferencePool
 
 
@@ -23,6 +24,17 @@ class Synthesizer:
 
     engine: Engine
     pool: InferencePool
+
+    def refusal(self, request: SynthesizeRequest) -> ServerError | None:
+        """Why this engine cannot speak ``request`` at all (checked before any audio), or None."""
+        if request.voice not in self.engine.voices:
+            message = f"unknown voice {shown(request.voice)}; try {DEFAULT_VOICE}"
+            return ServerError(request.request_id, ErrorCode.UNKNOWN_VOICE, message)
+        try:
+            dialect_for(request.lang, request.voice)
+        except UnsupportedLanguage as exc:
+            return ServerError(request.request_id, ErrorCode.UNSUPPORTED_LANG, str(exc))
+        return None
 
     async def pcm_frames(self, request: SynthesizeRequest) -> AsyncGenerator[bytes]:
         """Yield s16le PCM frames at ``request.sample_rate``; raises what the engine raises."""

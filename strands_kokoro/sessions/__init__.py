@@ -17,17 +17,15 @@ import importlib
 from typing import Any
 from urllib.parse import parse_qsl
 
-from strands_kokoro.sessions.base import (
+from strands_kokoro.protocol import (
     AudioData,
     Cancelled,
     ServerError,
-    SessionClosedError,
-    SessionEvent,
-    SpeechRequest,
-    SpeechSession,
     SynthesisCompleted,
     SynthesisStarted,
+    SynthesizeRequest,
 )
+from strands_kokoro.sessions.base import SessionClosedError, SessionEvent, SpeechSession
 
 __all__ = [
     "AudioData",
@@ -36,10 +34,10 @@ __all__ = [
     "ServerError",
     "SessionClosedError",
     "SessionEvent",
-    "SpeechRequest",
     "SpeechSession",
     "SynthesisCompleted",
     "SynthesisStarted",
+    "SynthesizeRequest",
     "open_session",
 ]
 
@@ -92,7 +90,7 @@ def open_session(endpoint: str, **options: Any) -> SpeechSession:
                 "missing_dependency",
                 f"{scheme}: endpoints need the 'sagemaker' extra (pip install 'strands-kokoro[sagemaker]')",
             ) from exc
-        session: SpeechSession = module.open(name, **{**query, **options})
+        session: SpeechSession = module.session_for(name, **{**query, **options})
         return session
     raise EndpointError(
         "unknown_endpoint_scheme",

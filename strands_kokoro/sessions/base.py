@@ -2,80 +2,33 @@
 
 ``KokoroSpeech`` talks only to :class:`SpeechSession`; the endpoint string picks the implementation
 (``open_session``). Every implementation turns its transport's frames into the same
-:data:`SessionEvent` values, in wire order, so reconnects, ordering and metrics are written once.
+:data:`SessionEvent` values (the protocol's own server messages), in wire order, so reconnects, ordering
+and metrics are written once. The pieces every transport shares live here: :class:`FrameDecoder` (which
+request an audio frame belongs to), :class:`DrainTracker` (close only once the audio is read), and
+:class:`OneRequestAtATimeSession`, the base of the transports that make one call per request.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, Self
 
-from strands_kokoro.protocol import synthesize_message
-
-
-@dataclass(frozen=True, slots=True)
-class SpeechRequest:
-    """One text to speak; ``request_id`` is chosen by the client so audio can be matched to it."""
-
-    request_id: str
-    text: str
-    voice: str | None = None
-    speed: float | None = None
-    sample_rate: int | None = None
-    lang: str | None = None
-
-    def wire_message(self) -> str:
-        """The protocol's ``synthesize`` frame for this request."""
-        return synthesize_message(
-            self.text,
-            request_id=self.request_id,
-            voice=self.voice,
-            speed=self.speed,
-            sample_rate=self.sample_rate,
-            lang=self.lang,
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class SynthesisStarted:
-    request_id: str
-    sample_rate: int
-    channels: int = 1
-
-
-@dataclass(frozen=True, slots=True)
-class AudioData:
-    """Raw PCM s16le mono belonging to ``request_id`` (the request between start and complete)."""
-
-    request_id: str
-    pcm: bytes
-
-
-@dataclass(frozen=True, slots=True)
-class SynthesisCompleted:
-    request_id: str
-    audio_ms: float
-    chunks: int
-    first_audio_ms: float | None
-    elapsed_ms: float
-
-
-@dataclass(frozen=True, slots=True)
-class ServerError:
-    """An ``error`` frame: the server refused or failed one request; the session stays open."""
-
-    request_id: str | None
-    code: str
-    message: str
-
-
-@dataclass(frozen=True, slots=True)
-class Cancelled:
-    dropped: int
-
+from strands_kokoro.protocol import (
+    SAMPLE_WIDTH_BYTES,
+    AudioData,
+    Cancelled,
+    ControlFrame,
+    ServerError,
+    SynthesisCompleted,
+    SynthesisStarted,
+    SynthesizeRequest,
+    control_object,
+    parse_control,
+)
 
 SessionEvent = SynthesisStarted | AudioData | SynthesisCompleted | ServerError | Cancelled
 
@@ -93,17 +46,73 @@ class SpeechSession(Protocol):
     wants (SageMaker: closing the input stream early loses audio).
     """
 
-    async def __aenter__(self) -> SpeechSession: ...
+    async def __aenter__(self) -> Self: ...
 
     async def __aexit__(self, *exc_info: object) -> None: ...
 
-    async def send(self, request: SpeechRequest) -> None: ...
+    async def send(self, request: SynthesizeRequest) -> None: ...
 
     async def cancel(self) -> None: ...
 
     def events(self) -> AsyncIterator[SessionEvent]: ...
 
     async def close(self) -> None: ...
+
+
+class FrameDecoder:
+    """Server frames of one bidirectional session → events; remembers which request audio belongs to.
+
+    Audio that arrives outside any request (a server bug, or the tail of a cancelled request) is dropped
+    rather than credited to the wrong sentence. Control frames of unknown ``type`` are ignored.
+    """
+
+    def __init__(self) -> None:
+        self.current_request_id: str | None = None
+
+    def decode(self, payload: bytes | str) -> SessionEvent | None:
+        """A frame classified by content (DESIGN §3): a whole JSON object is control, anything else audio."""
+        obj = control_object(payload)
+        if obj is None:
+            return None if isinstance(payload, str) else self.audio(payload)
+        frame = parse_control(obj)
+        return None if frame is None else self.control(frame)
+
+    def audio(self, pcm: bytes) -> AudioData | None:
+        """A frame known to be audio (a WebSocket binary frame is not: its content decides)."""
+        return AudioData(self.current_request_id, pcm) if self.current_request_id and pcm else None
+
+    def control(self, frame: ControlFrame) -> ControlFrame:
+        match frame:
+            case SynthesisStarted(request_id=request_id):
+                self.current_request_id = request_id
+            case SynthesisCompleted(request_id=request_id) | ServerError(request_id=request_id):
+                if request_id is not None and request_id == self.current_request_id:
+                    self.current_request_id = None
+            case Cancelled():
+                self.current_request_id = None
+        return frame
+
+
+def whole_samples(chunks: Iterable[bytes]) -> Iterator[bytes]:
+    """PCM from a byte stream cut anywhere (HTTP chunks, SageMaker parts): whole 16-bit samples only."""
+    carry = b""
+    for chunk in chunks:
+        data = carry + chunk
+        cut = len(data) - len(data) % SAMPLE_WIDTH_BYTES
+        carry = data[cut:]
+        if cut:
+            yield data[:cut]
+
+
+async def whole_samples_async(chunks: AsyncIterable[bytes]) -> AsyncIterator[bytes]:
+    """:func:`whole_samples` for an async byte stream."""
+    carry = b""
+    async for chunk in chunks:
+        data = carry + chunk
+        cut = len(data) - len(data) % SAMPLE_WIDTH_BYTES
+        carry = data[cut:]
+        if cut:
+            yield data[:cut]
 
 
 class DrainTracker:
@@ -151,3 +160,114 @@ class DrainTracker:
         if self._pending and self.consuming:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._drained.wait(), timeout_s)
+
+
+@dataclass(frozen=True, slots=True)
+class _CancelMarker:
+    """Queued by ``cancel``: everything queued before it is already gone; report how much."""
+
+    dropped: int
+
+
+class OneRequestAtATimeSession(ABC):
+    """The transports that make one call per request (POST /invocations, SageMaker response streaming).
+
+    ``send`` only queues; the :meth:`events` consumer makes the calls one after another, in the order
+    sent (the protocol's ordering rule), inside its own loop: no background task exists that could
+    outlive the session. ``cancel`` drops the queue and stops the call in flight at its next chunk, as
+    the WebSocket route does. Subclasses implement :meth:`_invoke`, set ``_open`` when their transport
+    is ready and extend :meth:`_release`; :meth:`_cancelled_since` tells a call in flight to stop early.
+    """
+
+    def __init__(self, *, drain_timeout_s: float = 30.0) -> None:
+        self._queue: asyncio.Queue[SynthesizeRequest | _CancelMarker | None] = asyncio.Queue()
+        self._drain = DrainTracker()
+        self._drain_timeout_s = drain_timeout_s
+        self._generation = 0  # bumped by every cancel
+        self._current: SynthesizeRequest | None = None
+        self._open = False
+        self._closing = False
+
+    @abstractmethod
+    def _invoke(self, request: SynthesizeRequest) -> AsyncIterator[SessionEvent]:
+        """One call: the request's start, audio and completion (or a ServerError)."""
+
+    def _not_open(self) -> SessionClosedError:
+        return SessionClosedError("the session is not open (use `async with session:`)")
+
+    def _cancelled_since(self, generation: int) -> bool:
+        return generation != self._generation
+
+    async def send(self, request: SynthesizeRequest) -> None:
+        if self._closing or not self._open:
+            raise self._not_open()
+        if request.request_id is not None:
+            self._drain.sent(request.request_id)
+        self._queue.put_nowait(request)
+
+    async def cancel(self) -> None:
+        """Drop every queued request and stop the one in flight; the consumer then sees ``Cancelled``."""
+        dropped = 0
+        kept: list[SynthesizeRequest | _CancelMarker | None] = []
+        while not self._queue.empty():
+            match self._queue.get_nowait():
+                case SynthesizeRequest():
+                    dropped += 1
+                case _CancelMarker(dropped=earlier):
+                    dropped += earlier  # an earlier cancel not yet reported: report both as one
+                case None:
+                    kept.append(None)
+        dropped += self._current is not None
+        self._generation += 1
+        self._queue.put_nowait(_CancelMarker(dropped))
+        for item in kept:
+            self._queue.put_nowait(item)
+
+    async def events(self) -> AsyncIterator[SessionEvent]:
+        """Yield each request's events in order until :meth:`close`."""
+        self._drain.consuming = True
+        try:
+            while (item := await self._queue.get()) is not None:
+                if isinstance(item, _CancelMarker):
+                    cancelled = Cancelled(item.dropped)
+                    self._drain.settle(cancelled)
+                    yield cancelled
+                    continue
+                self._current = item
+                generation = self._generation
+                try:
+                    async for event in self._invoke(item):
+                        if self._cancelled_since(generation):
+                            break
+                        self._drain.settle(event)
+                        yield event
+                finally:
+                    self._current = None
+        finally:
+            self._drain.stop_consuming()
+
+    async def close(self) -> None:
+        """Let the consumer finish the requests already sent, then release the transport; idempotent.
+
+        Only a consumer of :meth:`events` drains requests; with none attached nobody wants the audio, so
+        close does not wait (as in the bidirectional sessions).
+        """
+        await self._close(drain=True)
+
+    async def _close(self, *, drain: bool) -> None:
+        if self._closing or not self._open:
+            return
+        self._closing = True
+        if drain:
+            await self._drain.wait_drained(self._drain_timeout_s)
+        if self._drain.pending:
+            await self.cancel()
+        self._queue.put_nowait(None)
+        await self._release()
+
+    async def _release(self) -> None:
+        """Free the transport once the session is closed (subclasses add what they hold)."""
+        self._open = False
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self._close(drain=exc_info[0] is None)

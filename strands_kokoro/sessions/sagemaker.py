@@ -69,20 +69,14 @@ from smithy_core.exceptions import SmithyIdentityError
 # factory imports this module (a coded `missing_dependency`), not at the first reconnect.
 from smithy_http.aio.crt import AWSCRTHTTPClient, AWSCRTHTTPClientConfig
 
-from strands_kokoro.protocol import CANCEL_MESSAGE, CLOSE_MESSAGE
+from strands_kokoro.protocol import Cancel, Close, SynthesizeRequest
 from strands_kokoro.sessions.aws_credentials import (
     BotocoreCredentialsResolver,
     SageMakerError,
     default_botocore_session,
     resolve_region,
 )
-from strands_kokoro.sessions.base import (
-    AudioData,
-    DrainTracker,
-    SessionEvent,
-    SpeechRequest,
-)
-from strands_kokoro.sessions.frames import FrameDecoder
+from strands_kokoro.sessions.base import DrainTracker, FrameDecoder, SessionEvent
 
 if TYPE_CHECKING:
     import botocore.loaders
@@ -234,9 +228,7 @@ def event_from_frame(frame: ResponseFrame, decoder: FrameDecoder) -> SessionEven
             logger.warning("dropping a UTF8 frame that is not UTF-8 JSON (%d bytes)", len(frame.payload))
             return None
     if frame.data_type == BINARY:
-        # Audio outside any request (a cancelled request's tail) is dropped, as FrameDecoder does.
-        request_id = decoder.current_request_id
-        return AudioData(request_id, frame.payload) if request_id is not None and frame.payload else None
+        return decoder.audio(frame.payload)  # outside any request (a cancelled one's tail): dropped
     return decoder.decode(frame.payload)
 
 
@@ -333,13 +325,14 @@ class SageMakerBidiSession:
         except Exception as exc:
             raise _error_from(exc) from exc
 
-    async def send(self, request: SpeechRequest) -> None:
+    async def send(self, request: SynthesizeRequest) -> None:
         """Queue one sentence on the stream; never waits for audio."""
-        self._drain.sent(request.request_id)
-        await self._publish(request.wire_message())
+        if request.request_id is not None:
+            self._drain.sent(request.request_id)
+        await self._publish(request.to_wire())
 
     async def cancel(self) -> None:
-        await self._publish(CANCEL_MESSAGE)
+        await self._publish(Cancel().to_wire())
 
     async def events(self) -> AsyncIterator[SessionEvent]:
         """Yield the server's frames as events until :meth:`close`; an unasked end raises SageMakerError."""
@@ -388,7 +381,7 @@ class SageMakerBidiSession:
                 await self._drain.wait_drained(self._drain_timeout_s)
             if stream is not None:
                 with contextlib.suppress(SageMakerError):
-                    await self._publish(CLOSE_MESSAGE)
+                    await self._publish(Close().to_wire())
                 with contextlib.suppress(Exception):
                     await stream.input_stream.close()
                 if self._output is not None:
@@ -399,6 +392,6 @@ class SageMakerBidiSession:
             await client.close()
 
 
-def open(endpoint_name: str, region: str | None = None, **options: Any) -> SageMakerBidiSession:
+def session_for(endpoint_name: str, region: str | None = None, **options: Any) -> SageMakerBidiSession:
     """Factory used by ``open_session("sagemaker:<name>?region=...")``; returns an unopened session."""
     return SageMakerBidiSession(endpoint_name, region=region, **options)

@@ -1,8 +1,9 @@
 """SageMaker response streaming through boto3: ``sagemaker-batch:<endpoint-name>[?region=...]``.
 
 One ``invoke_endpoint_with_response_stream`` call per sentence (POST /invocations semantics of the model
-server: body ``{text, voice, speed, sample_rate, format}``). It is the baseline the bidirectional
-session is measured against, and the path that works with boto3 alone.
+server: the protocol's :class:`~strands_kokoro.protocol.Invocation` body). It is the baseline the
+bidirectional session is measured against, and the path that works with boto3 alone. Queueing, order and
+cancel are :class:`~strands_kokoro.sessions.base.OneRequestAtATimeSession`'s; what is SageMaker's is here.
 
 Why the reassembly: SageMaker cuts the container's byte stream into payload parts wherever it likes, so
 a part can end mid SSE event, mid UTF-8 character or mid PCM sample. ``format="sse"`` (the default:
@@ -17,7 +18,7 @@ waiting for the step in flight at once (see ``_in_thread``).
 Error mapping: the container refusing a request (``ModelError`` carrying our server's coded error
 frame) and a stream that breaks mid-request (``ModelStreamError`` → ``model_stream_error``,
 ``InternalStreamFailure`` → ``internal_stream_failure``) fail that one request as a
-:class:`~strands_kokoro.sessions.base.ServerError` (the next request is a new call, so the session goes
+:class:`~strands_kokoro.protocol.ServerError` (the next request is a new call, so the session goes
 on). An endpoint that cannot be reached, found or signed for raises
 :class:`~strands_kokoro.sessions.aws_credentials.SageMakerError` (a ``SessionClosedError``).
 """
@@ -25,44 +26,40 @@ on). An endpoint that cannot be reached, found or signed for raises
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
 import contextlib
-import json
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 import httpx
 from httpx_sse import EventSource
 
-from strands_kokoro.protocol import DEFAULT_SAMPLE_RATE, audio_ms, control_frame
-from strands_kokoro.sessions.aws_credentials import SageMakerError, default_botocore_session, resolve_region
-from strands_kokoro.sessions.base import (
+from strands_kokoro.protocol import (
     AudioData,
-    Cancelled,
-    DrainTracker,
+    Invocation,
     ServerError,
-    SessionEvent,
-    SpeechRequest,
     SynthesisCompleted,
     SynthesisStarted,
+    SynthesizeRequest,
+    audio_ms,
+    parse_error_body,
+    parse_sse_data,
 )
-from strands_kokoro.sessions.frames import FrameDecoder
+from strands_kokoro.sessions.aws_credentials import SageMakerError, default_botocore_session, resolve_region
+from strands_kokoro.sessions.base import (
+    FrameDecoder,
+    OneRequestAtATimeSession,
+    SessionEvent,
+    whole_samples,
+)
 
 if TYPE_CHECKING:
     import botocore.session
 
-_END = object()
-_CANCELLED = object()
+_END: Final = object()
+_CANCELLED: Final = object()
 _CLIENT_CREATION_LOCK = threading.Lock()
-
-
-@dataclass(frozen=True, slots=True)
-class _CancelMarker:
-    dropped: int
 
 
 def _discard_outcome(step: asyncio.Future[Any]) -> None:
@@ -95,17 +92,6 @@ def sse_payloads(parts: httpx.SyncByteStream) -> Iterator[str]:
             yield event.data
 
 
-def pcm_payloads(parts: httpx.SyncByteStream) -> Iterator[bytes]:
-    """Whole 16-bit samples from a byte stream cut at arbitrary offsets (an odd byte waits a part)."""
-    carry = b""
-    for part in parts:
-        data = carry + part
-        cut = len(data) - len(data) % 2
-        carry = data[cut:]
-        if cut:
-            yield data[:cut]
-
-
 def _aws_error(exc: Exception) -> tuple[str, str]:
     """(AWS error code, message) of a botocore ``ClientError`` / ``EventStreamError``."""
     response: dict[str, Any] = getattr(exc, "response", {}) or {}
@@ -113,11 +99,10 @@ def _aws_error(exc: Exception) -> tuple[str, str]:
     return str(error.get("Code", type(exc).__name__)), str(error.get("Message", ""))
 
 
-class SageMakerBatchSession:
+class SageMakerBatchSession(OneRequestAtATimeSession):
     """A :class:`~strands_kokoro.sessions.base.SpeechSession` over boto3: one streamed call per request.
 
-    Requests run one after another in the order sent (the protocol's ordering rule); ``send`` only
-    queues. ``endpoint_url`` points boto3 elsewhere (tests, VPC endpoints).
+    ``endpoint_url`` points boto3 elsewhere (tests, VPC endpoints).
     """
 
     def __init__(
@@ -134,29 +119,25 @@ class SageMakerBatchSession:
     ) -> None:
         if format not in ("sse", "pcm"):
             raise ValueError(f"format must be 'sse' or 'pcm', got {format!r}")
+        super().__init__(drain_timeout_s=drain_timeout_s)
         self.endpoint_name = endpoint_name
         self.region = region
-        self.format = format
+        self.format: Literal["sse", "pcm"] = format
         self._endpoint_url = endpoint_url
         self._target_variant = target_variant
         self._botocore_session = botocore_session
         self._read_timeout_s = read_timeout_s
-        self._drain_timeout_s = drain_timeout_s
         self._client: Any = None
-        self._queue: asyncio.Queue[SpeechRequest | _CancelMarker | None] = asyncio.Queue()
-        self._current: SpeechRequest | None = None
         self._in_flight: PayloadPartStream | None = None
-        self._cancel_generation = 0
         self._cancel_signal: asyncio.Future[None] | None = None
-        self._drain = DrainTracker()
-        self._closing = False
 
     async def __aenter__(self) -> SageMakerBatchSession:
         self._client = await asyncio.to_thread(self._create_client)
+        self._open = True
         return self
 
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self._close(drain=exc_info[0] is None)
+    def _not_open(self) -> SageMakerError:
+        return SageMakerError("not_open", "the session is not open (use `async with session:`)")
 
     def _create_client(self) -> Any:
         """Runs in a worker thread: botocore loads its service model from disk."""
@@ -171,62 +152,25 @@ class SageMakerBatchSession:
                 "sagemaker-runtime", region_name=self.region, endpoint_url=self._endpoint_url, config=config
             )
 
-    async def send(self, request: SpeechRequest) -> None:
-        """Queue one text; the :meth:`events` consumer invokes the endpoint for it in turn."""
-        if self._client is None or self._closing:
-            raise SageMakerError("not_open", "the session is not open (use `async with session:`)")
-        self._drain.sent(request.request_id)
-        self._queue.put_nowait(request)
+    async def _release(self) -> None:
+        await super()._release()
+        client, self._client = self._client, None
+        await asyncio.to_thread(client.close)
 
     async def cancel(self) -> None:
-        """Drop queued requests and stop the one in flight; the consumer then sees ``Cancelled``."""
-        dropped = 0
-        while not self._queue.empty():
-            item = self._queue.get_nowait()
-            dropped += isinstance(item, SpeechRequest)
-        self._cancel_generation += 1
+        """Also stop waiting for the boto3 step in flight and close its stream (see ``_in_thread``)."""
+        await super().cancel()
         if self._cancel_signal is not None and not self._cancel_signal.done():
             self._cancel_signal.set_result(None)
-        dropped += self._current is not None
         if self._in_flight is not None:
             with contextlib.suppress(Exception):
                 self._in_flight.close()
-        self._queue.put_nowait(_CancelMarker(dropped))
 
-    async def events(self) -> AsyncIterator[SessionEvent]:
-        """Yield each request's events in order until :meth:`close`."""
-        self._drain.consuming = True
-        try:
-            while True:
-                item = await self._queue.get()
-                if item is None:
-                    return
-                if isinstance(item, _CancelMarker):
-                    self._drain.settle(Cancelled(item.dropped))
-                    yield Cancelled(item.dropped)
-                    continue
-                self._current = item
-                try:
-                    async for event in self._invoke(item):
-                        self._drain.settle(event)
-                        yield event
-                finally:
-                    self._current = None
-        finally:
-            self._drain.stop_consuming()
-
-    def _body(self, request: SpeechRequest) -> bytes:
-        body: dict[str, Any] = {"text": request.text, "request_id": request.request_id, "format": self.format}
-        for key in ("voice", "speed", "sample_rate", "lang"):
-            if (value := getattr(request, key)) is not None:
-                body[key] = value
-        return json.dumps(body, ensure_ascii=False).encode("utf-8")
-
-    def _start_stream(self, request: SpeechRequest) -> PayloadPartStream:
+    def _start_stream(self, request: SynthesizeRequest) -> PayloadPartStream:
         """Runs in a worker thread: sends the request and waits for the response headers."""
         kwargs: dict[str, Any] = {
             "EndpointName": self.endpoint_name,
-            "Body": self._body(request),
+            "Body": Invocation(request, self.format).to_body(),
             "ContentType": "application/json",
             "Accept": "text/event-stream" if self.format == "sse" else "application/octet-stream",
         }
@@ -253,71 +197,67 @@ class SageMakerBatchSession:
                 step.add_done_callback(_discard_outcome)
         return step.result() if step.done() else _CANCELLED
 
-    async def _invoke(self, request: SpeechRequest) -> AsyncIterator[SessionEvent]:
-        generation = self._cancel_generation
+    async def _invoke(self, request: SynthesizeRequest) -> AsyncIterator[SessionEvent]:
+        generation = self._generation
+        request_id = request.request_id or ""
         started = time.perf_counter()
         try:
             parts = await self._in_thread(self._start_stream, request)
         except Exception as exc:
-            if generation == self._cancel_generation:
-                yield self._refused(request, exc)
+            if not self._cancelled_since(generation):
+                yield self._refused(request_id, exc)
             return
-        if parts is _CANCELLED or generation != self._cancel_generation:
+        if parts is _CANCELLED or self._cancelled_since(generation):
             if isinstance(parts, PayloadPartStream):
                 parts.close()
             return
         self._in_flight = parts
-        payloads: Iterator[Any] = sse_payloads(parts) if self.format == "sse" else pcm_payloads(parts)
+        payloads: Iterator[Any] = sse_payloads(parts) if self.format == "sse" else whole_samples(parts)
         decoder = FrameDecoder()
-        sample_rate = request.sample_rate or DEFAULT_SAMPLE_RATE
         n_bytes = chunks = 0
         first_audio_ms: float | None = None
         try:
             if self.format == "pcm":
-                yield SynthesisStarted(request.request_id, sample_rate)
+                yield SynthesisStarted(request_id, request.sample_rate)
             while True:
                 try:
                     payload = await self._in_thread(next, payloads, _END)
                 except Exception as exc:
-                    if generation != self._cancel_generation:
-                        return
-                    yield self._broken(request, exc)
+                    if not self._cancelled_since(generation):
+                        yield self._broken(request_id, exc)
                     return
-                if generation != self._cancel_generation:
-                    return
-                if payload is _END:
+                if payload is _END or payload is _CANCELLED or self._cancelled_since(generation):
                     break
-                event = self._decode(request, payload, decoder)
+                event = self._decode(request_id, payload, decoder)
                 if isinstance(event, AudioData):
                     first_audio_ms = first_audio_ms or (time.perf_counter() - started) * 1000
                     n_bytes += len(event.pcm)
                     chunks += 1
                 if event is not None:
                     yield event
-            if self.format == "pcm":
+            if self.format == "pcm" and not self._cancelled_since(generation):
                 elapsed_ms = (time.perf_counter() - started) * 1000
                 yield SynthesisCompleted(
-                    request.request_id, audio_ms(n_bytes, sample_rate), chunks, first_audio_ms, elapsed_ms
+                    request_id, audio_ms(n_bytes, request.sample_rate), chunks, first_audio_ms, elapsed_ms
                 )
         finally:
             self._in_flight = None
             with contextlib.suppress(Exception):
                 parts.close()
 
-    def _decode(self, request: SpeechRequest, payload: Any, decoder: FrameDecoder) -> SessionEvent | None:
+    @staticmethod
+    def _decode(request_id: str, payload: Any, decoder: FrameDecoder) -> SessionEvent | None:
         if isinstance(payload, bytes):
-            return AudioData(request.request_id, payload)
-        frame = control_frame(payload)
-        if frame is not None and frame.get("type") == "audio":
-            try:
-                pcm = base64.b64decode(str(frame.get("audio", "")), validate=True)
-            except (binascii.Error, ValueError):
-                return ServerError(request.request_id, "bad_audio", "an SSE audio event did not carry base64")
-            raw_id = frame.get("request_id")
-            return AudioData(raw_id if isinstance(raw_id, str) else request.request_id, pcm) if pcm else None
-        return decoder.decode(payload)
+            return AudioData(request_id, payload)
+        try:
+            message = parse_sse_data(payload, request_id=request_id)
+        except ValueError:
+            return ServerError(request_id, "bad_audio", "an SSE audio event did not carry base64")
+        if message is None or isinstance(message, AudioData):
+            return message
+        return decoder.control(message)
 
-    def _refused(self, request: SpeechRequest, exc: Exception) -> ServerError:
+    def _refused(self, request_id: str, exc: Exception) -> ServerError:
         """The invocation failed before any audio: the container's coded error, or a SageMakerError."""
         from botocore.exceptions import ClientError, NoCredentialsError
 
@@ -329,14 +269,13 @@ class SageMakerBatchSession:
         if code != "ModelError":
             raise SageMakerError("endpoint_unavailable", message, aws_code=code) from exc
         original = str(exc.response.get("OriginalMessage", ""))
-        frame = control_frame(original) if original else None
-        if frame is not None and frame.get("type") == "error" and isinstance(frame.get("code"), str):
-            raw_id = frame.get("request_id")
-            request_id = raw_id if isinstance(raw_id, str) else request.request_id
-            return ServerError(request_id, frame["code"], str(frame.get("message", "")))
-        return ServerError(request.request_id, "model_error", original or message)
+        status = int(exc.response.get("OriginalStatusCode", 0) or 0)
+        refusal = parse_error_body(original.encode("utf-8"), request_id=request_id, status=status)
+        if refusal.code.startswith("http_"):
+            return ServerError(request_id, "model_error", original or message)
+        return refusal
 
-    def _broken(self, request: SpeechRequest, exc: Exception) -> ServerError:
+    def _broken(self, request_id: str, exc: Exception) -> ServerError:
         """The stream broke mid-request: SageMaker's stream errors fail this request; the rest is a drop."""
         from botocore.exceptions import EventStreamError
 
@@ -344,30 +283,10 @@ class SageMakerBatchSession:
             # botocore keeps only Code and Message of stream errors (ModelStreamError's ErrorCode is dropped).
             code, message = _aws_error(exc)
             ours = "model_stream_error" if code == "ModelStreamError" else "internal_stream_failure"
-            return ServerError(request.request_id, ours, f"{code}: {message}")
+            return ServerError(request_id, ours, f"{code}: {message}")
         raise SageMakerError("connection_failed", f"{type(exc).__name__}: {exc}") from exc
 
-    async def close(self) -> None:
-        """Let the consumer finish the requests already sent, then release the client; idempotent.
 
-        Only a consumer of :meth:`events` drains requests; with none attached nobody wants the audio, so
-        close does not wait (as in the bidirectional session).
-        """
-        await self._close(drain=True)
-
-    async def _close(self, *, drain: bool) -> None:
-        if self._client is None or self._closing:
-            return
-        self._closing = True
-        if drain:
-            await self._drain.wait_drained(self._drain_timeout_s)
-        if self._drain.pending:
-            await self.cancel()
-        self._queue.put_nowait(None)
-        client, self._client = self._client, None
-        await asyncio.to_thread(client.close)
-
-
-def open(endpoint_name: str, region: str | None = None, **options: Any) -> SageMakerBatchSession:
+def session_for(endpoint_name: str, region: str | None = None, **options: Any) -> SageMakerBatchSession:
     """Factory used by ``open_session("sagemaker-batch:<name>?region=...")``; returns an unopened session."""
     return SageMakerBatchSession(endpoint_name, region=region, **options)

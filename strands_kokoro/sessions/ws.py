@@ -14,12 +14,12 @@ from typing import Any
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 
-from strands_kokoro.protocol import CANCEL_MESSAGE, CLOSE_MESSAGE, WS_PATH
-from strands_kokoro.sessions.base import SessionClosedError, SessionEvent, SpeechRequest
-from strands_kokoro.sessions.frames import FrameDecoder
+from strands_kokoro.protocol import WS_PATH, Cancel, Close, SynthesizeRequest
+from strands_kokoro.sessions.base import FrameDecoder, SessionClosedError, SessionEvent
 
-# Audio frames are a few hundred ms of PCM; 4 MiB leaves room for long segments at 48 kHz.
-MAX_FRAME_BYTES = 4 * 1024 * 1024
+# A received frame may be this large: audio frames are a few hundred ms of PCM; 4 MiB leaves room for
+# long segments at 48 kHz.
+MAX_RECEIVED_FRAME_BYTES = 4 * 1024 * 1024
 
 
 def websocket_url(endpoint: str) -> str:
@@ -43,7 +43,7 @@ class WebSocketSession:
             self._ws = await connect(
                 self.url,
                 open_timeout=self._open_timeout,
-                max_size=MAX_FRAME_BYTES,
+                max_size=MAX_RECEIVED_FRAME_BYTES,
                 **self._connect_options,
             )
         except (OSError, TimeoutError, InvalidHandshake, InvalidURI) as exc:
@@ -64,11 +64,11 @@ class WebSocketSession:
         except ConnectionClosed as exc:
             raise SessionClosedError(f"connection to {self.url} dropped") from exc
 
-    async def send(self, request: SpeechRequest) -> None:
-        await self._send(request.wire_message())
+    async def send(self, request: SynthesizeRequest) -> None:
+        await self._send(request.to_wire())
 
     async def cancel(self) -> None:
-        await self._send(CANCEL_MESSAGE)
+        await self._send(Cancel().to_wire())
 
     async def events(self) -> AsyncIterator[SessionEvent]:
         """Yield decoded frames until :meth:`close`; a drop the caller did not ask for raises."""
@@ -93,5 +93,5 @@ class WebSocketSession:
             return
         self._closing = True
         with contextlib.suppress(ConnectionClosed):
-            await self._ws.send(CLOSE_MESSAGE)
+            await self._ws.send(Close().to_wire())
         await self._ws.close()

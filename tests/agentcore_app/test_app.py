@@ -19,8 +19,8 @@ from httpx_sse import aconnect_sse
 from strands.models.model import Model
 
 from agentcore_app.client import TurnRecord, invoke_http, payload_for, run_turn
-from agentcore_app.local_stack import agent_app, free_port
-from tests.agentcore_app.scripted_model import FOUR_SENTENCES, ScriptedModel
+from cdk.local_stack import agent_app, free_port, wait_until_ready
+from tests.scripted_model import FOUR_SENTENCES, ScriptedModel
 
 if TYPE_CHECKING:
     from tests.model_server_process import RunningServer
@@ -71,14 +71,14 @@ def types(record: TurnRecord) -> list[str]:
 async def _bidi_then_batch(speech_endpoint: str) -> tuple[TurnRecord, TurnRecord, bool]:
     """A bidi turn whose model holds its last token until the client has heard audio, then a batch turn."""
     first_audio_heard = threading.Event()
-    held = ScriptedModel(token_delay_s=0.05, hold_last_token_until=first_audio_heard)
+    held = ScriptedModel(tokens_per_s=20, hold_before_last=first_audio_heard)
     async with agent_app(speech_endpoint, lambda: held) as url, httpx.AsyncClient(timeout=300) as http:
         bidi = TurnRecord(mode="bidi")
         async for timed in invoke_http(http, url, payload_for("otters?", "bidi")):
             bidi.add(timed)
             if timed.event["type"] == "audio_chunk":
                 first_audio_heard.set()
-    async with agent_app(speech_endpoint, lambda: ScriptedModel(token_delay_s=0.05)) as url:
+    async with agent_app(speech_endpoint, lambda: ScriptedModel(tokens_per_s=20)) as url:
         batch = await run_turn(url, "otters?", "batch")
     return bidi, batch, held.finished
 
@@ -172,7 +172,7 @@ async def _disconnect_mid_turn(speech_endpoint: str, scripted: ScriptedModel) ->
 
 @MODEL_SERVER_TIMEOUT
 def test_client_disconnect_cancels_the_turn(model_server: RunningServer) -> None:
-    scripted = ScriptedModel(answer=FOUR_SENTENCES * 4, token_delay_s=0.15)
+    scripted = ScriptedModel(answer=FOUR_SENTENCES * 4, tokens_per_s=6.5)
     seen = asyncio.run(_disconnect_mid_turn(model_server.ws_url, scripted))
     assert seen[0] == "agent_start" and "agent_end" not in seen
     assert scripted.stopped_early and not scripted.finished
@@ -203,14 +203,8 @@ def test_python_m_agentcore_app_serves_the_contract(tmp_path: Any) -> None:
     cmd = [sys.executable, "-m", "agentcore_app", "--port", str(port), "--speech-endpoint", dead_endpoint()]
     process = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                ping = httpx.get(f"http://127.0.0.1:{port}/ping", timeout=1)
-                break
-            except httpx.HTTPError:
-                assert process.poll() is None and time.monotonic() < deadline, "agent app did not start"
-                time.sleep(0.2)
+        wait_until_ready(process, f"http://127.0.0.1:{port}", 60, name="python -m agentcore_app")
+        ping = httpx.get(f"http://127.0.0.1:{port}/ping", timeout=1)
         assert ping.status_code == 200 and ping.json()["status"] == "Healthy"
         response = httpx.post(f"http://127.0.0.1:{port}/invocations", json={"mode": "bidi"}, timeout=30)
         assert response.headers["content-type"].startswith("text/event-stream")

@@ -1,55 +1,15 @@
-"""``agent-infra demo --local`` as a newcomer runs it: real weights, model server, agent app and LLM."""
+"""The demo as a client: both modes asked of a given agent app, then the table, WAVs, PNG and JSON.
+
+``agent-infra demo --local`` (which starts that app here) is tested with the launchers, in tests/cdk.
+"""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import wave
 from pathlib import Path
 
 import pytest
-
-AGENT_INFRA = str(Path(sys.executable).parent / "agent-infra")
-
-
-@pytest.mark.slow
-@pytest.mark.timeout(900)  # starts its own model server and runs two real turns: minutes on a busy CPU
-def test_demo_local_writes_wavs_png_and_json(tmp_path: Path) -> None:
-    out_dir = tmp_path / "out"
-    json_path = tmp_path / "numbers.json"
-    result = subprocess.run(
-        [
-            AGENT_INFRA,
-            "demo",
-            "--local",
-            "--prompt",
-            "Say hello in one short sentence.",
-            "--out-dir",
-            str(out_dir),
-            "--json",
-            str(json_path),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=880,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "time to first audio" in result.stdout
-    assert "bidi first audio is" in result.stdout and "× sooner than batch" in result.stdout
-
-    numbers = json.loads(json_path.read_text())
-    assert set(numbers["modes"]) == {"bidi", "batch"}
-    for mode, summary in numbers["modes"].items():
-        assert summary["first_audio_ms"] is not None and summary["first_audio_ms"] > 0, mode
-        assert summary["first_text_ms"] <= summary["total_ms"]
-        assert summary["chunks"] >= 1 and summary["errors"] == []
-        with wave.open(str(out_dir / f"demo-{mode}.wav")) as wav:
-            assert wav.getnchannels() == 1 and wav.getsampwidth() == 2 and wav.getframerate() == 24_000
-            assert wav.getnframes() / wav.getframerate() == pytest.approx(summary["audio_s"], abs=0.01)
-    assert numbers["bidi_first_audio_speedup"] > 0
-    png = out_dir / "demo-timeline.png"
-    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
 
 
 def test_demo_against_an_endpoint_url_with_canned_sse_app(tmp_path: Path) -> None:
@@ -64,7 +24,8 @@ def test_demo_against_an_endpoint_url_with_canned_sse_app(tmp_path: Path) -> Non
     from starlette.routing import Route
 
     from agentcore_app import demo
-    from agentcore_app.local_stack import serve_asgi
+    from agentcore_app.client import TurnRecord
+    from cdk.local_stack import serve_asgi
 
     asked: list[str] = []
 
@@ -83,25 +44,14 @@ def test_demo_against_an_endpoint_url_with_canned_sse_app(tmp_path: Path) -> Non
 
     app = Starlette(routes=[Route("/invocations", invocations, methods=["POST"])])
 
-    async def scenario() -> list[object]:
+    async def scenario() -> list[TurnRecord]:
         async with serve_asgi(app) as url:
-            args = argparse.Namespace(
-                endpoint_url=url,
-                local=False,
-                prompt="hi",
-                model="local",
-                voice=None,
-                out_dir=tmp_path,
-                json=None,
-            )
-            return list(await demo.collect(args))
+            return await demo.collect(url, "hi")
 
     records = asyncio.run(scenario())
     assert asked == ["bidi", "batch"]
-    args = argparse.Namespace(
-        endpoint_url="http://x", prompt="hi", model="local", out_dir=tmp_path, json=tmp_path / "n.json"
-    )
-    results = demo.report(args, records)  # type: ignore[arg-type]
+    args = argparse.Namespace(prompt="hi", out_dir=tmp_path, json=tmp_path / "n.json")
+    results = demo.report(args, records, "http://x")
     assert results["modes"]["bidi"]["audio_s"] == pytest.approx(0.1)
     assert json.loads((tmp_path / "n.json").read_text())["target"] == "http://x"
     with wave.open(str(tmp_path / "demo-batch.wav")) as wav:

@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agentcore_app.app import create_app
-from agentcore_app.local_stack import serve_asgi
-from agentcore_app.serve import with_page
+from agentcore_app.player import with_page
+from cdk.local_stack import serve_asgi
+from strands_kokoro.protocol import DEFAULT_VOICE
 
 if TYPE_CHECKING:
     from playwright.async_api import Page
@@ -63,7 +64,7 @@ async def agent_app_with_page(speech_endpoint: str, new_model: Callable[[], Mode
         yield url
 
 
-async def speak(page: Page, prompt: str, mode: str, voice: str = "af_heart") -> None:
+async def speak(page: Page, prompt: str, mode: str, voice: str = DEFAULT_VOICE) -> None:
     """Ask through the page's own controls, as a user would."""
     await page.fill("#prompt", prompt)
     await page.check(f"input[name=mode][value={mode}]")

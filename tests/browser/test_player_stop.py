@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import pytest
 
-from tests.agentcore_app.scripted_model import FOUR_SENTENCES, ScriptedModel
 from tests.browser.browser_harness import agent_app_with_page, browser_page, speak
+from tests.scripted_model import FOUR_SENTENCES, ScriptedModel
 
 if TYPE_CHECKING:
     from playwright.async_api import Page
@@ -48,8 +48,8 @@ async def _stop_then_speak_again(
     speech_endpoint: str, chromium: Path, profile: Path
 ) -> tuple[ScriptedModel, dict[str, Any], dict[str, Any], float]:
     # A long answer, written slowly: the model is still writing when the first sentence is heard.
-    long_answer = ScriptedModel(answer=FOUR_SENTENCES * 10, token_delay_s=0.15)
-    short_answer = ScriptedModel(answer="Otters are back.", token_delay_s=0.02)
+    long_answer = ScriptedModel(answer=FOUR_SENTENCES * 10, tokens_per_s=6.5)
+    short_answer = ScriptedModel(answer="Otters are back.", tokens_per_s=50)
     models = iter([long_answer, short_answer])
     async with (
         agent_app_with_page(speech_endpoint, lambda: next(models)) as url,

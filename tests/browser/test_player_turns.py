@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from tests.agentcore_app.scripted_model import ScriptedModel
 from tests.browser.browser_harness import ARTIFACTS, agent_app_with_page, browser_page, speak
+from tests.scripted_model import ScriptedModel
 
 if TYPE_CHECKING:
     from playwright.async_api import Page
@@ -76,7 +76,7 @@ def assert_full_turn(turn: dict[str, Any], mode: str) -> None:
 
 async def _both_modes(speech_endpoint: str, chromium: Path, profile: Path) -> list[dict[str, Any]]:
     async with (
-        agent_app_with_page(speech_endpoint, lambda: ScriptedModel(answer=ANSWER, token_delay_s=0.02)) as url,
+        agent_app_with_page(speech_endpoint, lambda: ScriptedModel(answer=ANSWER, tokens_per_s=50)) as url,
         browser_page(chromium, profile) as page,
     ):
         await page.goto(url + "/player/")

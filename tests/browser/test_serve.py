@@ -17,13 +17,14 @@ from typing import TYPE_CHECKING
 
 import httpx
 
-from agentcore_app.local_stack import free_port
-from agentcore_app.serve import PAGE_PATH
+from agentcore_app.player import PAGE_PATH
+from cdk.local_stack import free_port
 
 if TYPE_CHECKING:
     from tests.model_server_process import RunningServer
 
 STARTUP_TIMEOUT_S = 120.0
+AGENT_INFRA = str(Path(sys.executable).parent / "agent-infra")
 
 
 def read_url(process: subprocess.Popen[str]) -> str:
@@ -44,9 +45,7 @@ def test_serve_prints_the_url_and_serves_page_and_contract(
 ) -> None:
     port = free_port()
     cmd = [
-        sys.executable,
-        "-m",
-        "agentcore_app.cli",
+        AGENT_INFRA,
         "serve",
         "--local",
         "--port",

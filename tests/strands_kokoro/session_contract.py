@@ -23,18 +23,17 @@ from typing import ClassVar
 import anyio
 import pytest
 
-from strands_kokoro.protocol import SAMPLE_WIDTH_BYTES, audio_ms
-from strands_kokoro.sessions.base import (
+from strands_kokoro.protocol import (
+    SAMPLE_WIDTH_BYTES,
     AudioData,
     Cancelled,
     ServerError,
-    SessionClosedError,
-    SessionEvent,
-    SpeechRequest,
-    SpeechSession,
     SynthesisCompleted,
     SynthesisStarted,
+    SynthesizeRequest,
+    audio_ms,
 )
+from strands_kokoro.sessions.base import SessionClosedError, SessionEvent, SpeechSession
 
 SessionFactory = Callable[[], SpeechSession]
 WAIT_S = 120.0  # bound on any single wait (CPU synthesis on a busy 2-core machine)
@@ -82,7 +81,7 @@ class SessionContract:
     async def test_one_request_streams_start_audio_complete(self, session_factory: SessionFactory) -> None:
         async with session_factory() as session:
             events = session.events()
-            await session.send(SpeechRequest("r1", "Hello there, this is a test."))
+            await session.send(SynthesizeRequest("Hello there, this is a test.", request_id="r1"))
             got = await read_until(events, completed("r1"))
             await session.close()
         kinds = [type(e) for e in got]
@@ -102,7 +101,7 @@ class SessionContract:
         async with session_factory() as session:
             events = session.events()
             for i, text in enumerate(texts):
-                await session.send(SpeechRequest(f"r{i}", text))
+                await session.send(SynthesizeRequest(text, request_id=f"r{i}"))
             got = await read_until(events, completed("r0", "r1", "r2"))
             await session.close()
         order = [e.request_id for e in got if isinstance(e, SynthesisCompleted)]
@@ -124,8 +123,8 @@ class SessionContract:
     ) -> None:
         async with session_factory() as session:
             events = session.events()
-            await session.send(SpeechRequest("bad", "Hello.", voice="no_such_voice"))
-            await session.send(SpeechRequest("good", "Still here."))
+            await session.send(SynthesizeRequest("Hello.", request_id="bad", voice="no_such_voice"))
+            await session.send(SynthesizeRequest("Still here.", request_id="good"))
             got = await read_until(events, completed("bad", "good"))
             await session.close()
         errors = [e for e in got if isinstance(e, ServerError)]
@@ -138,8 +137,8 @@ class SessionContract:
         text = "Speed changes the length of the audio."
         async with session_factory() as session:
             events = session.events()
-            await session.send(SpeechRequest("normal", text, sample_rate=16_000))
-            await session.send(SpeechRequest("fast", text, speed=2.0, sample_rate=16_000))
+            await session.send(SynthesizeRequest(text, request_id="normal", sample_rate=16_000))
+            await session.send(SynthesizeRequest(text, request_id="fast", speed=2.0, sample_rate=16_000))
             got = await read_until(events, completed("normal", "fast"))
             await session.close()
         starts = {e.request_id: e for e in got if isinstance(e, SynthesisStarted)}
@@ -154,11 +153,11 @@ class SessionContract:
         async with session_factory() as session:
             events = session.events()
             for i in range(3):
-                await session.send(SpeechRequest(f"q{i}", long_text))
+                await session.send(SynthesizeRequest(long_text, request_id=f"q{i}"))
             got = await read_until(events, lambda c: any(isinstance(e, AudioData) for e in c))
             await session.cancel()
             got += await read_until(events, lambda c: any(isinstance(e, Cancelled) for e in c))
-            await session.send(SpeechRequest("after", "Back again."))
+            await session.send(SynthesizeRequest("Back again.", request_id="after"))
             got += await read_until(events, completed("after"))
             await session.close()
         cancelled = [e for e in got if isinstance(e, Cancelled)]
@@ -170,7 +169,7 @@ class SessionContract:
     async def test_close_ends_the_event_stream_without_error(self, session_factory: SessionFactory) -> None:
         async with session_factory() as session:
             events = session.events()
-            await session.send(SpeechRequest("r1", "Short."))
+            await session.send(SynthesizeRequest("Short.", request_id="r1"))
             await read_until(events, completed("r1"))
             await session.close()
             with anyio.fail_after(WAIT_S):
@@ -183,5 +182,5 @@ class SessionContract:
         with anyio.fail_after(WAIT_S), pytest.raises(SessionClosedError):
             async with dead_session_factory() as session:
                 events = session.events()
-                await session.send(SpeechRequest("r1", "Nobody is listening."))
+                await session.send(SynthesizeRequest("Nobody is listening.", request_id="r1"))
                 await anext(events)

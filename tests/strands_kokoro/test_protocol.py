@@ -1,4 +1,4 @@
-"""The wire protocol module shared by server and client (DESIGN §3)."""
+"""The wire protocol module shared by server and client (DESIGN §3): every message built and parsed here."""
 
 from __future__ import annotations
 
@@ -8,7 +8,19 @@ import struct
 import pytest
 
 from strands_kokoro import protocol
-from strands_kokoro.protocol import Cancel, Close, ErrorCode, ProtocolError, SynthesizeRequest
+from strands_kokoro.protocol import (
+    AudioData,
+    Cancel,
+    Cancelled,
+    Close,
+    ErrorCode,
+    Invocation,
+    ProtocolError,
+    ServerError,
+    SynthesisCompleted,
+    SynthesisStarted,
+    SynthesizeRequest,
+)
 
 
 def code_of(payload: bytes | str) -> ErrorCode:
@@ -34,9 +46,28 @@ def test_text_without_type_is_synthesize_like_the_aws_sample() -> None:
     assert parsed.sample_rate == protocol.DEFAULT_SAMPLE_RATE
 
 
-def test_cancel_and_close() -> None:
-    assert protocol.parse_client_message(protocol.CANCEL_MESSAGE) == Cancel()
-    assert protocol.parse_client_message(protocol.CLOSE_MESSAGE.encode()) == Close()
+def test_every_client_message_round_trips() -> None:
+    request = SynthesizeRequest(
+        "Hi.", request_id="r1", voice="am_michael", speed=0.8, sample_rate=16_000, lang="en-gb"
+    )
+    assert protocol.parse_client_message(request.to_wire()) == request
+    assert protocol.parse_client_message(request.to_wire().encode()) == request
+    assert protocol.parse_client_message(Cancel().to_wire()) == Cancel()
+    assert protocol.parse_client_message(Close().to_wire().encode()) == Close()
+    without_id = SynthesizeRequest("Hi.")
+    assert "request_id" not in json.loads(without_id.to_wire())
+    assert protocol.parse_client_message(without_id.to_wire()) == without_id
+
+
+def test_an_invocation_body_round_trips_with_its_format() -> None:
+    invocation = Invocation(SynthesizeRequest("Hi.", request_id="r2", sample_rate=8_000), "sse")
+    assert protocol.parse_invocation(invocation.to_body()) == invocation
+    parsed = protocol.parse_invocation(b'{"text": "Hi.", "format": "wav"}')
+    assert parsed.format == "wav" and parsed.request.text == "Hi."
+    assert protocol.parse_invocation(b'{"text": "Hi."}').format == "pcm"
+    with pytest.raises(ProtocolError) as info:
+        protocol.parse_invocation(b'{"text": "Hi.", "format": "mp3"}')
+    assert info.value.code == ErrorCode.BAD_FORMAT
 
 
 @pytest.mark.parametrize(
@@ -51,14 +82,25 @@ def test_cancel_and_close() -> None:
         (b'{"type": "synthesize", "text": "hi", "speed": 0}', ErrorCode.BAD_SPEED),
         (b'{"type": "synthesize", "text": "hi", "speed": 100}', ErrorCode.BAD_SPEED),
         (b'{"type": "synthesize", "text": "hi", "speed": "fast"}', ErrorCode.BAD_SPEED),
+        (b'{"type": "synthesize", "text": "hi", "speed": NaN}', ErrorCode.BAD_SPEED),
         (b'{"type": "synthesize", "text": "hi", "sample_rate": 11}', ErrorCode.BAD_SAMPLE_RATE),
         (b'{"type": "synthesize", "text": "hi", "voice": 3}', ErrorCode.BAD_MESSAGE),
+        (b'{"type": "synthesize", "text": "hi", "request_id": 7}', ErrorCode.BAD_MESSAGE),
         (b'{"type": "dance"}', ErrorCode.UNKNOWN_TYPE),
         (b'{"hello": "world"}', ErrorCode.MISSING_TEXT),
     ],
 )
 def test_bad_messages_get_stable_codes(payload: bytes, code: ErrorCode) -> None:
     assert code_of(payload) == code
+
+
+def test_a_json_integer_of_thousands_of_digits_is_bad_json_not_a_crash() -> None:
+    """Python refuses to parse ints over 4,300 digits with a ValueError that is not a JSONDecodeError."""
+    huge = b'{"type": "synthesize", "text": "hi", "speed": 1' + b"0" * 5000 + b"}"
+    assert code_of(huge) == ErrorCode.BAD_JSON
+    assert protocol.control_object(huge) is None  # the client side: not a control frame, no crash
+    deep = b'{"text": "hi", "x": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    assert code_of(deep[: protocol.MAX_MESSAGE_BYTES]) in {ErrorCode.BAD_JSON, ErrorCode.MESSAGE_TOO_LARGE}
 
 
 def test_missing_text_message_is_not_a_bare_key_name() -> None:
@@ -76,55 +118,91 @@ def test_limits() -> None:
     assert code_of(too_big) == ErrorCode.MESSAGE_TOO_LARGE
 
 
+def test_errors_never_echo_more_than_a_short_prefix_of_what_the_client_sent() -> None:
+    long_id = "x" * 60_000
+    with pytest.raises(ProtocolError) as info:
+        protocol.parse_client_message(json.dumps({"text": "hi", "request_id": long_id}))
+    assert info.value.code == ErrorCode.BAD_MESSAGE and info.value.request_id is None
+    assert len(info.value.frame().to_wire()) < 300
+    rates = list(range(5_000))
+    with pytest.raises(ProtocolError) as info:
+        protocol.parse_client_message(json.dumps({"text": "hi", "sample_rate": rates}))
+    assert info.value.code == ErrorCode.BAD_SAMPLE_RATE and len(info.value.message) < 200
+    with pytest.raises(ProtocolError) as info:
+        protocol.parse_client_message(json.dumps({"type": "t" * 5_000, "request_id": "y" * 50_000}))
+    assert info.value.code == ErrorCode.UNKNOWN_TYPE and len(info.value.frame().to_wire()) < 300
+
+
 def test_request_id_is_kept_on_field_errors() -> None:
     with pytest.raises(ProtocolError) as info:
         protocol.parse_client_message(b'{"text": "hi", "request_id": "r9", "speed": 9}')
     assert info.value.request_id == "r9"
+    with pytest.raises(ProtocolError) as info:
+        protocol.parse_client_message(b'{"type": "dance", "request_id": "r10"}')
+    assert info.value.request_id == "r10"
 
 
-def test_control_frame_needs_the_whole_payload_to_be_a_json_object() -> None:
-    start = protocol.synthesis_start("r1", 24_000)
-    assert protocol.control_frame(start) == json.loads(start)
-    assert protocol.control_frame(start.encode()) == json.loads(start)
+def test_control_object_needs_the_whole_payload_to_be_a_json_object() -> None:
+    start = SynthesisStarted("r1", 24_000).to_wire()
+    assert protocol.control_object(start) == json.loads(start)
+    assert protocol.control_object(start.encode()) == json.loads(start)
     # PCM that happens to begin with '{' (0x7b) is audio.
     pcm = b"{" + struct.pack("<4h", 1, -2, 300, -32768)
-    assert protocol.control_frame(pcm) is None
+    assert protocol.control_object(pcm) is None
     # PCM that begins with '{' and ends with '}' but is not JSON is audio too.
-    assert protocol.control_frame(b"{\x00\x01}") is None
+    assert protocol.control_object(b"{\x00\x01}") is None
     # A JSON array or a number is not a control frame.
-    assert protocol.control_frame(b"[1]") is None
-    assert protocol.control_frame("42") is None
+    assert protocol.control_object(b"[1]") is None
+    assert protocol.control_object("42") is None
 
 
-def test_server_frames_round_trip() -> None:
-    complete = json.loads(
-        protocol.synthesis_complete("r1", audio_ms=1000.0, chunks=3, first_audio_ms=12.5, elapsed_ms=40.0)
-    )
-    assert complete == {
-        "type": "synthesis_complete",
-        "request_id": "r1",
-        "audio_ms": 1000.0,
-        "chunks": 3,
-        "first_audio_ms": 12.5,
-        "elapsed_ms": 40.0,
+def test_every_server_frame_round_trips() -> None:
+    frames = [
+        SynthesisStarted("r1", 16_000),
+        SynthesisCompleted("r1", audio_ms=1000.0, chunks=3, first_audio_ms=12.5, elapsed_ms=40.0),
+        SynthesisCompleted("r1", audio_ms=0.0, chunks=0, first_audio_ms=None, elapsed_ms=1.0),
+        ServerError("r2", ErrorCode.OVERLOADED, "queue full"),
+        ServerError(None, ErrorCode.BAD_JSON, "not JSON"),
+        Cancelled(3),
+    ]
+    for frame in frames:
+        obj = protocol.control_object(frame.to_wire().encode())
+        assert obj is not None and protocol.parse_control(obj) == frame
+    assert json.loads(frames[3].to_wire()) == {
+        "type": "error",
+        "request_id": "r2",
+        "code": "overloaded",
+        "message": "queue full",
     }
-    error = json.loads(protocol.error_frame(ErrorCode.OVERLOADED, "queue full", "r2"))
-    assert error == {"type": "error", "request_id": "r2", "code": "overloaded", "message": "queue full"}
-    assert json.loads(protocol.cancelled_frame(3)) == {"type": "cancelled", "dropped": 3}
+    assert protocol.parse_control({"type": "something_new"}) is None  # a newer server's frame
     assert protocol.audio_ms(48_000, 24_000) == 1000.0
 
 
-def test_invocation_request_formats() -> None:
-    parsed = protocol.parse_invocation_request(b'{"text": "Hi.", "format": "wav"}')
-    assert parsed.format == "wav"
-    assert parsed.synthesize.text == "Hi."
-    with pytest.raises(ProtocolError) as info:
-        protocol.parse_invocation_request(b'{"text": "Hi.", "format": "mp3"}')
-    assert info.value.code == ErrorCode.BAD_FORMAT
-
-
-def test_sse_event_is_one_data_line() -> None:
-    event = protocol.sse_audio_event("r1", 0, b"\x01\x02", 24_000)
+def test_sse_events_carry_each_frame_and_base64_audio() -> None:
+    event = protocol.sse_event(AudioData("r1", b"\x01\x02").to_dict(seq=0, sample_rate=24_000))
     assert event.startswith(b"data: ") and event.endswith(b"\n\n")
     assert b"\n" not in event[:-2]
-    assert json.loads(event[6:])["audio"] == "AQI="
+    data = event[6:-2].decode()
+    assert json.loads(data)["audio"] == "AQI="
+    assert protocol.parse_sse_data(data, request_id="other") == AudioData("r1", b"\x01\x02")
+    start = protocol.sse_event(SynthesisStarted("r1").to_dict())[6:-2].decode()
+    assert protocol.parse_sse_data(start, request_id="r1") == SynthesisStarted("r1")
+    with pytest.raises(ValueError, match="base64"):
+        protocol.parse_sse_data('{"type": "audio", "audio": "%%%"}', request_id="r1")
+
+
+def test_a_refused_post_reads_as_the_servers_coded_error() -> None:
+    body = ServerError("r1", ErrorCode.UNKNOWN_VOICE, "unknown voice 'x'").to_wire().encode()
+    assert protocol.parse_error_body(body, request_id="r1", status=400) == ServerError(
+        "r1", "unknown_voice", "unknown voice 'x'"
+    )
+    plain = protocol.parse_error_body(b"<html>Bad Gateway</html>", request_id="r1", status=502)
+    assert plain == ServerError("r1", "http_502", "the server answered HTTP 502")
+
+
+def test_speed_is_validated_once_for_everyone() -> None:
+    assert protocol.parse_speed(None) == 1.0 and protocol.parse_speed(2) == 2.0
+    for bad in (0.1, True, "1", float("inf")):
+        with pytest.raises(ProtocolError) as info:
+            protocol.parse_speed(bad)
+        assert info.value.code == ErrorCode.BAD_SPEED

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from strands_kokoro.protocol import parse_error_body
 from strands_kokoro.sessions import open_session
-from strands_kokoro.sessions.http import _error_from_body
 from tests.model_server_process import RunningServer, free_port
 from tests.strands_kokoro.session_contract import SessionContract, SessionFactory
 
@@ -21,9 +21,13 @@ class TestHttpSessionContract(SessionContract):
 
 
 def test_error_bodies_map_to_coded_errors() -> None:
-    flat = _error_from_body("r", 400, b'{"type": "error", "code": "bad_speed", "message": "too fast"}')
+    flat = parse_error_body(
+        b'{"type": "error", "code": "bad_speed", "message": "too fast"}', request_id="r", status=400
+    )
     assert (flat.code, flat.message) == ("bad_speed", "too fast")
-    nested = _error_from_body("r", 400, b'{"error": {"code": "unknown_voice", "message": "no"}}')
+    nested = parse_error_body(
+        b'{"error": {"code": "unknown_voice", "message": "no"}}', request_id="r", status=400
+    )
     assert nested.code == "unknown_voice"
-    opaque = _error_from_body("r", 502, b"<html>bad gateway</html>")
+    opaque = parse_error_body(b"<html>bad gateway</html>", request_id="r", status=502)
     assert opaque.code == "http_502" and "502" in opaque.message

@@ -17,19 +17,18 @@ import botocore.credentials
 import botocore.session
 import pytest
 
-from strands_kokoro.protocol import SAMPLE_WIDTH_BYTES
-from strands_kokoro.sessions import open_session
-from strands_kokoro.sessions.aws_credentials import BotocoreCredentialsResolver, SageMakerError
-from strands_kokoro.sessions.base import (
+from strands_kokoro.protocol import (
+    SAMPLE_WIDTH_BYTES,
     AudioData,
     Cancelled,
     ServerError,
-    SessionClosedError,
-    SessionEvent,
-    SpeechRequest,
     SynthesisCompleted,
     SynthesisStarted,
+    SynthesizeRequest,
 )
+from strands_kokoro.sessions import open_session
+from strands_kokoro.sessions.aws_credentials import BotocoreCredentialsResolver, SageMakerError
+from strands_kokoro.sessions.base import SessionClosedError, SessionEvent
 from strands_kokoro.sessions.sagemaker import SageMakerBidiSession
 from tests.model_server_process import RunningServer, free_port
 from tests.strands_kokoro.session_contract import SessionContract, SessionFactory
@@ -134,8 +133,8 @@ def assert_whole_request(events: list[SessionEvent], request_id: str) -> None:
 async def test_sentences_arrive_in_order_through_the_real_sdk(model_server: Any) -> None:
     async with SageMakerBidiRouter(model_server.ws_url) as router:
         async with open_bidi(router) as session:
-            await session.send(SpeechRequest("r1", "Hello there."))
-            await session.send(SpeechRequest("r2", "How are you today?", sample_rate=16_000))
+            await session.send(SynthesizeRequest("Hello there.", request_id="r1"))
+            await session.send(SynthesizeRequest("How are you today?", request_id="r2", sample_rate=16_000))
             events = await collect_until(session.events(), completed(2))
         assert_whole_request(events, "r1")
         assert_whole_request(events, "r2")
@@ -158,8 +157,8 @@ async def test_sentences_arrive_in_order_through_the_real_sdk(model_server: Any)
 
 async def test_bad_request_is_a_coded_error_and_the_session_goes_on(model_server: Any) -> None:
     async with SageMakerBidiRouter(model_server.ws_url) as router, open_bidi(router) as session:
-        await session.send(SpeechRequest("bad", "Hello.", voice="no_such_voice"))
-        await session.send(SpeechRequest("good", "Still here."))
+        await session.send(SynthesizeRequest("Hello.", request_id="bad", voice="no_such_voice"))
+        await session.send(SynthesizeRequest("Still here.", request_id="good"))
         events = await collect_until(session.events(), completed(2))
     errors = [e for e in events if isinstance(e, ServerError)]
     assert [(e.request_id, e.code) for e in errors] == [("bad", "unknown_voice")]
@@ -179,8 +178,8 @@ async def test_close_keeps_the_input_stream_open_until_the_audio_is_drained(mode
 
         async with asyncio.TaskGroup() as tg:
             tg.create_task(consume())
-            await session.send(SpeechRequest("a", "The first sentence is here."))
-            await session.send(SpeechRequest("b", "And a second one follows it."))
+            await session.send(SynthesizeRequest("The first sentence is here.", request_id="a"))
+            await session.send(SynthesizeRequest("And a second one follows it.", request_id="b"))
             await session.close()  # the consumer task ends when the stream does
         assert router.log.input_ended == 1
     assert_whole_request(seen, "a")
@@ -194,7 +193,9 @@ async def test_ending_the_input_early_loses_audio_which_is_why_close_drains(mode
             async with open_bidi(router) as session:
                 consumer = asyncio.ensure_future(collect_until(session.events(), completed(1)))
                 await session.send(
-                    SpeechRequest("lost", "This sentence is long enough to take a while to speak.")
+                    SynthesizeRequest(
+                        "This sentence is long enough to take a while to speak.", request_id="lost"
+                    )
                 )
                 raise RuntimeError("leave now")
         seen = await consumer  # the stream ended when the input did: no error, and no audio
@@ -206,7 +207,7 @@ async def test_model_stream_error_is_a_coded_session_error(model_server: Any) ->
         SageMakerBidiRouter(model_server.ws_url, break_after=2) as router,
         open_bidi(router) as session,
     ):
-        await session.send(SpeechRequest("r1", "This stream will break after two frames."))
+        await session.send(SynthesizeRequest("This stream will break after two frames.", request_id="r1"))
         with pytest.raises(SageMakerError) as caught:
             await collect_until(session.events(), completed(1))
     assert isinstance(caught.value, SessionClosedError)
@@ -218,13 +219,13 @@ async def test_model_stream_error_is_a_coded_session_error(model_server: Any) ->
 async def test_cancel_drops_the_request_and_the_session_goes_on(model_server: Any) -> None:
     async with SageMakerBidiRouter(model_server.ws_url) as router, open_bidi(router) as session:
         await session.send(
-            SpeechRequest("long", "One. Two. Three. Four. Five. Six. Seven. Eight. Nine. Ten.")
+            SynthesizeRequest("One. Two. Three. Four. Five. Six. Seven. Eight. Nine. Ten.", request_id="long")
         )
         events = session.events()
         first = await collect_until(events, lambda seen: isinstance(seen[-1], SynthesisStarted))
         await session.cancel()
         rest = await collect_until(events, lambda seen: isinstance(seen[-1], Cancelled))
-        await session.send(SpeechRequest("after", "Back again."))
+        await session.send(SynthesizeRequest("Back again.", request_id="after"))
         after = await collect_until(events, completed(1))
     assert first[0] == SynthesisStarted("long", first[0].sample_rate)
     assert not any(isinstance(e, SynthesisCompleted) and e.request_id == "long" for e in rest)
@@ -265,7 +266,7 @@ async def test_pcm_beginning_with_a_brace_is_audio_not_control(mode: str) -> Non
         SageMakerBidiRouter(url, **ROUTER_MODES[mode]) as router,
         open_bidi(router) as session,
     ):
-        await session.send(SpeechRequest("brace", "Anything."))
+        await session.send(SynthesizeRequest("Anything.", request_id="brace"))
         events = await collect_until(session.events(), completed(1))
     assert [e.pcm for e in events if isinstance(e, AudioData)] == brace_pcm
     assert not any(isinstance(e, ServerError) for e in events)

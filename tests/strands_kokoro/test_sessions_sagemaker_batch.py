@@ -14,20 +14,19 @@ import botocore.session
 import httpx
 import pytest
 
-from strands_kokoro.protocol import SAMPLE_WIDTH_BYTES
-from strands_kokoro.sessions import open_session
-from strands_kokoro.sessions.aws_credentials import SageMakerError
-from strands_kokoro.sessions.base import (
+from strands_kokoro.protocol import (
+    SAMPLE_WIDTH_BYTES,
     AudioData,
     Cancelled,
     ServerError,
-    SessionClosedError,
-    SessionEvent,
-    SpeechRequest,
     SynthesisCompleted,
     SynthesisStarted,
+    SynthesizeRequest,
 )
-from strands_kokoro.sessions.sagemaker_batch import SageMakerBatchSession, pcm_payloads, sse_payloads
+from strands_kokoro.sessions import open_session
+from strands_kokoro.sessions.aws_credentials import SageMakerError
+from strands_kokoro.sessions.base import SessionClosedError, SessionEvent, whole_samples
+from strands_kokoro.sessions.sagemaker_batch import SageMakerBatchSession, sse_payloads
 from tests.model_server_process import free_port
 from tests.strands_kokoro.session_contract import SessionContract, SessionFactory
 from tests.strands_kokoro.standins.sagemaker_response_stream import SageMakerResponseStreamServer
@@ -117,8 +116,8 @@ async def test_requests_complete_in_order_through_real_boto3(
     standin: SageMakerResponseStreamServer, fmt: Any
 ) -> None:
     async with open_batch(standin.url, format=fmt) as session:
-        await session.send(SpeechRequest("r1", "Hello there."))
-        await session.send(SpeechRequest("r2", "How are you today?", sample_rate=16_000))
+        await session.send(SynthesizeRequest("Hello there.", request_id="r1"))
+        await session.send(SynthesizeRequest("How are you today?", request_id="r2", sample_rate=16_000))
         events = await collect_until(session.events(), completed(2))
     assert_whole_request(events, "r1")
     assert_whole_request(events, "r2")
@@ -137,7 +136,7 @@ async def test_payload_parts_split_at_every_offset_give_the_same_audio(
     standin: SageMakerResponseStreamServer, fmt: Any
 ) -> None:
     """One-byte parts: every offset of the real response is a part boundary (mid event, mid sample)."""
-    request = SpeechRequest("split", "Hi.", sample_rate=8_000)
+    request = SynthesizeRequest("Hi.", request_id="split", sample_rate=8_000)
     async with open_batch(standin.url, format=fmt) as session:
         whole = await collect_until(_one(session, request), completed(1))
         standin.part_size = 1
@@ -148,7 +147,7 @@ async def test_payload_parts_split_at_every_offset_give_the_same_audio(
     assert audio_of(split, "split") == audio_of(whole, "split")
 
 
-async def _one(session: SageMakerBatchSession, request: SpeechRequest) -> AsyncIterator[SessionEvent]:
+async def _one(session: SageMakerBatchSession, request: SynthesizeRequest) -> AsyncIterator[SessionEvent]:
     await session.send(request)
     async for event in session.events():
         yield event
@@ -171,7 +170,7 @@ def test_reassembly_at_every_two_part_split_of_a_real_response(model_server: Any
     for offset in range(1, len(sse)):
         assert list(sse_payloads(_Parts(sse[:offset], sse[offset:]))) == sse_whole, offset
     for offset in range(1, len(pcm)):
-        assert b"".join(pcm_payloads(_Parts(pcm[:offset], pcm[offset:]))) == pcm, offset
+        assert b"".join(whole_samples(_Parts(pcm[:offset], pcm[offset:]))) == pcm, offset
 
 
 class _Parts(httpx.SyncByteStream):
@@ -186,8 +185,8 @@ async def test_bad_request_is_a_coded_error_and_the_session_goes_on(
     standin: SageMakerResponseStreamServer,
 ) -> None:
     async with open_batch(standin.url) as session:
-        await session.send(SpeechRequest("bad", "Hello.", voice="no_such_voice"))
-        await session.send(SpeechRequest("good", "Still here."))
+        await session.send(SynthesizeRequest("Hello.", request_id="bad", voice="no_such_voice"))
+        await session.send(SynthesizeRequest("Still here.", request_id="good"))
         events = await collect_until(session.events(), completed(2))
     errors = [e for e in events if isinstance(e, ServerError)]
     assert [(e.request_id, e.code) for e in errors] == [("bad", "unknown_voice")]
@@ -200,10 +199,10 @@ async def test_model_stream_error_fails_the_request_with_a_code_and_the_session_
 ) -> None:
     async with open_batch(standin.url, format=fmt) as session:
         standin.break_after = 2
-        await session.send(SpeechRequest("broken", "This stream will break after two parts."))
+        await session.send(SynthesizeRequest("This stream will break after two parts.", request_id="broken"))
         broken = await collect_until(session.events(), completed(1))
         standin.break_after = None
-        await session.send(SpeechRequest("after", "Back again."))
+        await session.send(SynthesizeRequest("Back again.", request_id="after"))
         after = await collect_until(session.events(), completed(1))
     error = broken[-1]
     assert isinstance(error, ServerError) and error.request_id == "broken"
@@ -215,14 +214,14 @@ async def test_model_stream_error_fails_the_request_with_a_code_and_the_session_
 async def test_cancel_drops_queued_and_in_flight_requests(standin: SageMakerResponseStreamServer) -> None:
     async with open_batch(standin.url) as session:
         await session.send(
-            SpeechRequest("long", "One. Two. Three. Four. Five. Six. Seven. Eight. Nine. Ten.")
+            SynthesizeRequest("One. Two. Three. Four. Five. Six. Seven. Eight. Nine. Ten.", request_id="long")
         )
-        await session.send(SpeechRequest("queued", "Never spoken."))
+        await session.send(SynthesizeRequest("Never spoken.", request_id="queued"))
         events = session.events()
         first = await collect_until(events, lambda seen: isinstance(seen[-1], AudioData))
         await session.cancel()
         rest = await collect_until(events, lambda seen: isinstance(seen[-1], Cancelled))
-        await session.send(SpeechRequest("after", "Back again."))
+        await session.send(SynthesizeRequest("Back again.", request_id="after"))
         after = await collect_until(events, completed(1))
     assert isinstance(first[0], SynthesisStarted)
     assert rest[-1] == Cancelled(2)
@@ -233,7 +232,7 @@ async def test_cancel_drops_queued_and_in_flight_requests(standin: SageMakerResp
 
 async def test_endpoint_down_is_a_coded_session_error() -> None:
     async with open_batch("http://127.0.0.1:9") as session:
-        await session.send(SpeechRequest("r1", "Nobody listens."))
+        await session.send(SynthesizeRequest("Nobody listens.", request_id="r1"))
         with pytest.raises(SageMakerError) as caught:
             await collect_until(session.events(), completed(1))
     assert isinstance(caught.value, SessionClosedError)
@@ -251,8 +250,8 @@ async def test_close_lets_the_consumer_finish_what_was_sent(standin: SageMakerRe
 
     async with asyncio.TaskGroup() as tg:
         tg.create_task(consume())
-        await session.send(SpeechRequest("a", "The first sentence is here."))
-        await session.send(SpeechRequest("b", "And a second one follows it."))
+        await session.send(SynthesizeRequest("The first sentence is here.", request_id="a"))
+        await session.send(SynthesizeRequest("And a second one follows it.", request_id="b"))
         await session.close()  # the consumer ends after both requests
     assert_whole_request(seen, "a")
     assert_whole_request(seen, "b")

@@ -12,8 +12,8 @@ from pathlib import Path
 import botocore.session
 import pytest
 
+from strands_kokoro.protocol import SynthesisCompleted, SynthesizeRequest
 from strands_kokoro.sessions.aws_credentials import SageMakerError
-from strands_kokoro.sessions.base import SpeechRequest, SynthesisCompleted
 from strands_kokoro.sessions.sagemaker import (
     SageMakerBidiSession,
     bidi_endpoint_uri,
@@ -86,7 +86,7 @@ async def test_a_session_in_each_partition_reaches_its_host_through_the_real_sdk
         SageMakerBidiRouter(model_server.ws_url, region=region, dns_suffix=suffix) as router,
         standin_session(region, router) as session,
     ):
-        await session.send(SpeechRequest("r1", "Hi."))
+        await session.send(SynthesizeRequest("Hi.", request_id="r1"))
         async for event in session.events():
             if isinstance(event, SynthesisCompleted):
                 break

@@ -17,18 +17,15 @@ import botocore.session
 import pytest
 from aws_sdk_sagemaker_runtime_http2.models import ResponsePayloadPart
 
-from strands_kokoro.protocol import synthesis_start
-from strands_kokoro.sessions.aws_credentials import SageMakerError
-from strands_kokoro.sessions.base import (
+from strands_kokoro.protocol import (
     AudioData,
     ServerError,
-    SessionClosedError,
-    SessionEvent,
-    SpeechRequest,
     SynthesisCompleted,
     SynthesisStarted,
+    SynthesizeRequest,
 )
-from strands_kokoro.sessions.frames import FrameDecoder
+from strands_kokoro.sessions.aws_credentials import SageMakerError
+from strands_kokoro.sessions.base import FrameDecoder, SessionClosedError, SessionEvent
 from strands_kokoro.sessions.sagemaker import (
     PartAssembler,
     ResponseFrame,
@@ -41,7 +38,7 @@ from tests.strands_kokoro.standins.scripted_model_server import scripted_model_s
 pytestmark = pytest.mark.anyio
 
 REGION = "us-east-1"
-START = synthesis_start("r1", 24_000).encode()
+START = SynthesisStarted("r1", 24_000).to_wire().encode()
 JSON_LOOKING_PCM = b'{"type":"error"}'
 """16 bytes = 8 valid s16le samples that also parse as a JSON object: an ``error`` frame by content."""
 MISREAD_AS_ERROR = ServerError(None, "unknown_error", "")
@@ -167,7 +164,7 @@ async def speak_once(
         SageMakerBidiRouter(url, **router_options) as router,
         open_bidi(router, **session_options) as session,
     ):
-        await session.send(SpeechRequest("r1", "Anything."))
+        await session.send(SynthesizeRequest("Anything.", request_id="r1"))
         events = await read_until(session.events(), lambda e: isinstance(e, SynthesisCompleted))
     return events, router
 

@@ -6,16 +6,15 @@ import json
 
 import pytest
 
-from strands_kokoro.protocol import synthesis_complete, synthesis_start
-from strands_kokoro.sessions import EndpointError, open_session
-from strands_kokoro.sessions.base import (
+from strands_kokoro.protocol import (
     AudioData,
     Cancelled,
     ServerError,
     SynthesisCompleted,
     SynthesisStarted,
 )
-from strands_kokoro.sessions.frames import FrameDecoder
+from strands_kokoro.sessions import EndpointError, open_session
+from strands_kokoro.sessions.base import FrameDecoder
 from strands_kokoro.sessions.http import HttpSession
 from strands_kokoro.sessions.ws import WebSocketSession, websocket_url
 from tests.model_server_process import RunningServer, free_port
@@ -37,7 +36,7 @@ class TestWebSocketSessionContract(SessionContract):
 
 def test_pcm_that_begins_with_a_brace_is_audio() -> None:
     decoder = FrameDecoder()
-    assert isinstance(decoder.decode(synthesis_start("r1", 24_000).encode()), SynthesisStarted)
+    assert isinstance(decoder.decode(SynthesisStarted("r1", 24_000).to_wire().encode()), SynthesisStarted)
     pcm = b"{" + bytes(range(1, 200)) + b"}"  # starts AND ends like JSON, but is not
     assert decoder.decode(pcm) == AudioData("r1", pcm)
     pcm_like_text = b'{"type": "synthesis_complete", '  # a JSON prefix, not a whole object
@@ -48,8 +47,12 @@ def test_pcm_that_begins_with_a_brace_is_audio() -> None:
 def test_a_whole_json_object_in_a_binary_frame_is_control() -> None:
     """SageMaker's router re-wraps every server frame as bytes: control frames arrive binary too."""
     decoder = FrameDecoder()
-    decoder.decode(synthesis_start("r1", 16_000).encode())
-    frame = synthesis_complete("r1", audio_ms=10.0, chunks=1, first_audio_ms=5.0, elapsed_ms=12.0).encode()
+    decoder.decode(SynthesisStarted("r1", 16_000).to_wire().encode())
+    frame = (
+        SynthesisCompleted("r1", audio_ms=10.0, chunks=1, first_audio_ms=5.0, elapsed_ms=12.0)
+        .to_wire()
+        .encode()
+    )
     event = decoder.decode(frame)
     assert isinstance(event, SynthesisCompleted) and event.request_id == "r1" and event.audio_ms == 10.0
     assert decoder.current_request_id is None
@@ -65,7 +68,7 @@ def test_audio_outside_a_request_and_unknown_frames_are_dropped() -> None:
 
 def test_error_and_cancelled_frames() -> None:
     decoder = FrameDecoder()
-    decoder.decode(synthesis_start("r1", 24_000))
+    decoder.decode(SynthesisStarted("r1", 24_000).to_wire())
     error = decoder.decode(
         json.dumps({"type": "error", "request_id": "r1", "code": "engine_failed", "message": "x"})
     )

@@ -1,6 +1,6 @@
 """KokoroSpeech end to end: a REAL Strands Agent (scripted streaming model) and the REAL model server.
 
-The model is a test double (``ScriptedStreamingModel``: known words at 40 tokens/s); the agent loop,
+The model is a test double (``ScriptedModel``: known words at 40 tokens/s); the agent loop,
 middleware, hooks, tool executor, WebSocket, server and Kokoro engine are all real. Every turn also
 checks that it left no asyncio task behind.
 """
@@ -17,16 +17,8 @@ from strands import tool
 from strands_kokoro import KokoroSpeech
 from strands_kokoro.events import Event
 from tests.model_server_process import RunningServer, free_port, start_model_server, stop_model_server
-from tests.strands_kokoro.speech_doubles import (
-    FOUR_SENTENCES,
-    ScriptedCall,
-    ToolCall,
-    Turn,
-    make_agent,
-    run_turn,
-    tokens,
-    words,
-)
+from tests.scripted_model import FOUR_SENTENCES, ScriptedCall, ToolCall, tokens
+from tests.strands_kokoro.speech_doubles import Turn, make_agent, run_turn, words
 
 # A shared 2-core CI box synthesizes slowly; the first test also waits for the server to load.
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(900)]
@@ -64,7 +56,8 @@ async def test_bidi_speaks_while_the_model_is_still_writing(model_server: Runnin
         if event["type"] == "audio_chunk":
             first_audio.set()
 
-    turn = await run_turn(speech.stream(agent, "Tell me about otters."), on_event)
+    spoken = speech.stream(agent, "Tell me about otters.")
+    turn = await run_turn(spoken, on_event)
 
     # The model holds its last token until audio arrives (bounded): in bidi it never has to wait long.
     assert model.finished_at is not None
@@ -84,7 +77,7 @@ async def test_bidi_speaks_while_the_model_is_still_writing(model_server: Runnin
     assert abs(end["audio_ms"] - sum(c["audio_ms"] for c in completes)) < 1.0
     assert [e["seq"] for e in turn.of("audio_chunk")] == list(range(end["chunks"]))
     assert not turn.of("speech_error") and not turn.of("error")
-    assert speech.last_result is not None and str(speech.last_result).strip() == FOUR_SENTENCES
+    assert spoken.result is not None and str(spoken.result).strip() == FOUR_SENTENCES
 
 
 async def test_batch_speaks_nothing_before_the_answer_is_complete(model_server: RunningServer) -> None:

@@ -21,14 +21,8 @@ import pytest
 from strands_kokoro import KokoroSpeech
 from strands_kokoro.protocol import audio_ms
 from tests.model_server_process import running_app
-from tests.strands_kokoro.speech_doubles import (
-    FOUR_SENTENCES,
-    ScriptedCall,
-    Turn,
-    make_agent,
-    run_turn,
-    words,
-)
+from tests.scripted_model import FOUR_SENTENCES, ScriptedCall
+from tests.strands_kokoro.speech_doubles import Turn, make_agent, run_turn, words
 from tts_container.app import create_app
 from tts_container.engines.base import NATIVE_SAMPLE_RATE, Audio
 

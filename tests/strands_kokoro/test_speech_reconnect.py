@@ -14,11 +14,13 @@ from collections.abc import AsyncIterator
 import pytest
 
 from strands_kokoro import KokoroSpeech, open_session
-from strands_kokoro.sessions.base import AudioData, SessionEvent, SpeechRequest
+from strands_kokoro.protocol import AudioData, SynthesizeRequest
+from strands_kokoro.sessions.base import SessionEvent
 from strands_kokoro.sessions.ws import WebSocketSession
 from tests.model_server_process import RunningServer
+from tests.scripted_model import ScriptedCall
 from tests.strands_kokoro.session_contract import completed, read_until
-from tests.strands_kokoro.speech_doubles import ScriptedCall, make_agent, run_turn, words
+from tests.strands_kokoro.speech_doubles import make_agent, run_turn, words
 
 # A shared 2-core CI box synthesizes slowly; the first test also waits for the server to load.
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(900)]
@@ -54,7 +56,7 @@ async def clean_synthesis_bytes(server: RunningServer, text: str) -> int:
     """Bytes of one clean synthesis of ``text`` (Kokoro's durations are deterministic)."""
     async with open_session(server.ws_url) as session:
         events = session.events()
-        await session.send(SpeechRequest("clean", text, voice="af_heart", speed=1.0))
+        await session.send(SynthesizeRequest(text, request_id="clean", voice="af_heart", speed=1.0))
         got = await read_until(events, completed("clean"))
         await session.close()
     return sum(len(e.pcm) for e in got if isinstance(e, AudioData))

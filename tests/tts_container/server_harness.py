@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 from websockets.asyncio.client import ClientConnection
 
-from strands_kokoro.protocol import control_frame
+from strands_kokoro.protocol import control_object
 
 
 async def stats(address: str) -> dict[str, Any]:
@@ -54,7 +54,7 @@ class Response:
 async def read_frame(ws: ClientConnection, timeout_s: float = 120.0) -> dict[str, Any] | bytes:
     """The next frame: a control dict, or audio bytes (DESIGN §3 classification rule)."""
     payload = await asyncio.wait_for(ws.recv(), timeout_s)
-    control = control_frame(payload)
+    control = control_object(payload)
     if control is not None:
         return control
     assert isinstance(payload, bytes), f"text frame that is not a JSON object: {payload!r}"

@@ -18,12 +18,12 @@ from httpx_sse import aconnect_sse
 from websockets.asyncio.client import ClientConnection, connect
 
 from strands_kokoro.protocol import (
-    CANCEL_MESSAGE,
-    CLOSE_MESSAGE,
     MAX_MESSAGE_BYTES,
     MAX_QUEUED_REQUESTS,
     MAX_TEXT_CHARS,
     WS_PATH,
+    Cancel,
+    Close,
     audio_ms,
 )
 from tests.tts_container.server_harness import Response, dumps, read_frame, read_response, wait_for_stats
@@ -61,7 +61,7 @@ async def test_ws_binary_frames_two_sentences_in_order_then_close(model_server: 
         assert_consistent(first)
         assert_consistent(second)
         assert (first.end or {})["request_id"] == "one" and (second.end or {})["request_id"] == "two"
-        await ws.send(CLOSE_MESSAGE.encode())
+        await ws.send(Close().to_wire().encode())
         await ws.wait_closed()
         assert ws.close_code == 1000
 
@@ -93,7 +93,7 @@ async def test_every_error_code_is_answered_and_the_session_goes_on(model_server
         flood = MAX_QUEUED_REQUESTS + 8
         for i in range(flood):
             await ws.send(dumps(text="Hi.", request_id=f"f{i}"))
-        await ws.send(CANCEL_MESSAGE.encode())
+        await ws.send(Cancel().to_wire().encode())
         overloaded, completed = 0, 0
         while True:
             frame = await read_frame(ws)
@@ -124,7 +124,7 @@ async def test_cancel_stops_a_long_request_and_the_session_goes_on(model_server:
         start = await read_frame(ws)
         assert isinstance(start, dict) and start["type"] == "synthesis_start"
         assert isinstance(await read_frame(ws), bytes)
-        await ws.send(CANCEL_MESSAGE.encode())
+        await ws.send(Cancel().to_wire().encode())
         frame = await read_frame(ws)
         while isinstance(frame, bytes):
             frame = await read_frame(ws)
@@ -170,7 +170,7 @@ async def _session(url: str, index: int) -> list[Response]:
                 )
             )
         responses = [await read_response(ws, timeout_s=240) for _ in range(3)]
-        await ws.send(CLOSE_MESSAGE)
+        await ws.send(Close().to_wire())
     return responses
 
 

@@ -14,7 +14,7 @@ import httpx
 import pytest
 from websockets.asyncio.client import connect
 
-from strands_kokoro.protocol import CANCEL_MESSAGE, CLOSE_MESSAGE, WS_PATH, audio_ms
+from strands_kokoro.protocol import WS_PATH, Cancel, Close, audio_ms
 from tests.model_server_process import running_app, wait_for_ping
 from tests.tts_container.server_fakes import TONE_HZ, ToneEngine, dominant_hz
 from tests.tts_container.server_harness import dumps, read_frame, read_response, stats, wait_for_stats
@@ -41,7 +41,7 @@ async def test_two_requests_in_order_then_close_with_fake_engine() -> None:
             assert response.end["chunks"] == len(response.audio)
             assert response.end["audio_ms"] == pytest.approx(audio_ms(len(response.pcm), 24_000), abs=0.01)
             assert dominant_hz(response.pcm, 24_000) == pytest.approx(TONE_HZ[voice], abs=3)
-        await ws.send(CLOSE_MESSAGE)
+        await ws.send(Close().to_wire())
         await ws.wait_closed()
         assert ws.close_code == 1000
 
@@ -50,7 +50,7 @@ async def test_close_finishes_queued_requests_first_with_fake_engine() -> None:
     async with running_app(create_app(ToneEngine)) as address, connect(f"ws://{address}{WS_PATH}") as ws:
         await ws.send(dumps(text="One."))
         await ws.send(dumps(text="Two."))
-        await ws.send(CLOSE_MESSAGE)
+        await ws.send(Close().to_wire())
         ends = [(await read_response(ws)).end for _ in range(2)]
         assert all(end is not None and end["type"] == "synthesis_complete" for end in ends)
         await ws.wait_closed()
@@ -100,7 +100,7 @@ async def test_cancel_drops_queued_and_stops_in_flight_with_fake_engine() -> Non
             start = await read_frame(ws)
             assert isinstance(start, dict) and start["type"] == "synthesis_start"
             assert isinstance(await read_frame(ws), bytes)  # audio flows: the first segment arrived
-            await ws.send(CANCEL_MESSAGE)
+            await ws.send(Cancel().to_wire())
             frame = await read_frame(ws)
             while isinstance(frame, bytes):  # frames already on the wire before the cancel was read
                 frame = await read_frame(ws)

@@ -15,7 +15,7 @@ from typing import Any
 
 import websockets
 
-from strands_kokoro.protocol import synthesis_complete, synthesis_start
+from strands_kokoro.protocol import SynthesisCompleted, SynthesisStarted
 
 SAMPLE_RATE = 24_000
 
@@ -29,18 +29,18 @@ async def scripted_model_server(pcm_frames: list[bytes]) -> AsyncIterator[str]:
             request = json.loads(message)
             if request.get("type") == "close":
                 return
-            await websocket.send(synthesis_start(request["request_id"], SAMPLE_RATE))
+            await websocket.send(SynthesisStarted(request["request_id"], SAMPLE_RATE).to_wire())
             for frame in pcm_frames:
                 await websocket.send(frame)
             n_bytes = sum(len(f) for f in pcm_frames)
             await websocket.send(
-                synthesis_complete(
+                SynthesisCompleted(
                     request["request_id"],
                     audio_ms=n_bytes / 2 / SAMPLE_RATE * 1000,
                     chunks=len(pcm_frames),
                     first_audio_ms=1.0,
                     elapsed_ms=2.0,
-                )
+                ).to_wire()
             )
 
     server = await websockets.serve(handler, "127.0.0.1", 0)

@@ -1,4 +1,4 @@
-"""``agent-infra``: subcommands parse, and the ones owned by other modules are delegated to them."""
+"""``agent-infra``: one console script (:func:`cdk.cli.agent_main`); subcommands parse and are delegated."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from agentcore_app import cli
+from cdk import cli
 
 AGENT_INFRA = str(Path(sys.executable).parent / "agent-infra")
 
@@ -39,22 +39,19 @@ def test_no_command_is_a_usage_error() -> None:
 
 
 @pytest.mark.parametrize("command", ["deploy", "diff", "synth", "destroy"])
-def test_cdk_commands_are_delegated_with_fake_cdk_module(
+def test_cdk_commands_are_delegated_to_the_recording_agent_infra(
     monkeypatch: pytest.MonkeyPatch, command: str
 ) -> None:
     calls: list[list[str]] = []
-    fake_cli = types.ModuleType("cdk.cli")
-    fake_cli.agent_infra = lambda argv: calls.append(list(argv)) or 0  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "cdk", types.ModuleType("cdk"))
-    monkeypatch.setitem(sys.modules, "cdk.cli", fake_cli)
-    assert cli.main([command, "--profile", "dev"]) == 0
+    monkeypatch.setattr(cli, "agent_infra", lambda argv: calls.append(list(argv)) or 0)
+    assert cli.agent_main([command, "--profile", "dev"]) == 0
     assert calls == [[command, "--profile", "dev"]]
 
 
-def test_serve_is_delegated_with_fake_serve_module(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_serve_is_delegated_with_fake_local_commands_module(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[list[str]] = []
-    fake_serve = types.ModuleType("agentcore_app.serve")
-    fake_serve.main = lambda argv: calls.append(list(argv)) or 3  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "agentcore_app.serve", fake_serve)
-    assert cli.main(["serve", "--local", "--port", "9000"]) == 3
+    fake = types.ModuleType("cdk.local_commands")
+    fake.serve_main = lambda argv: calls.append(list(argv)) or 3  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "cdk.local_commands", fake)
+    assert cli.agent_main(["serve", "--local", "--port", "9000"]) == 3
     assert calls == [["--local", "--port", "9000"]]

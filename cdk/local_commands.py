@@ -1,0 +1,147 @@
+"""``agent-infra demo`` and ``agent-infra serve``: the agent app with everything it needs, on this machine.
+
+These are launchers, so they live beside the CDK app rather than in a wing: they depend on the wings
+(``agentcore_app`` for the app, the demo and the page; ``tts_container`` through its command lines, by
+way of :mod:`cdk.local_stack`), and no wing depends on them. ``agentcore_app`` is imported inside the
+commands, so ``speech-infra`` and ``agent-infra deploy`` never load strands or the LLM.
+
+- ``demo``: with ``--local`` (the default when no ``--endpoint-url`` is given) it provisions the Kokoro
+  weights, starts the model server and the agent app on free ports, warms the LLM on the prompt, hands
+  the app's URL to :mod:`agentcore_app.demo` and tears everything down afterwards.
+- ``serve``: the browser voice player with the model server (unless ``--speech-endpoint`` names a running
+  one) and the agent app behind it, on 127.0.0.1, until Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import sys
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+
+# What a local stack needs besides the demo's own report modules (the model server runs on this Python).
+LOCAL_MODULES: tuple[str, ...] = ("onnxruntime", "uvicorn")
+LOCAL_LLM_MODULES: tuple[str, ...] = ("xllamacpp",)
+MODEL_HELP = "local | bedrock:<id> | openai:<url>[#model]"
+
+
+# -------------------------------------------------------------------------------------------- demo
+
+
+def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--local`` / ``--model`` here, every client option from :func:`agentcore_app.demo.add_arguments`."""
+    from agentcore_app import demo
+
+    target = parser.add_mutually_exclusive_group()
+    target.add_argument(
+        "--local", action="store_true", help="start the model server and the agent app here (the default)"
+    )
+    demo.add_arguments(parser, target)
+    parser.add_argument("--model", default="local", help=f"with --local: {MODEL_HELP}")
+
+
+@contextlib.asynccontextmanager
+async def _local_target(args: argparse.Namespace) -> AsyncIterator[str]:
+    """The local stack for as long as the demo runs; yields the agent app's URL."""
+    from cdk.local_stack import local_stack, warm_up_model
+
+    print("starting the local stack (weights, model server, agent app)...", file=sys.stderr)
+    async with local_stack(args.out_dir, model=args.model) as stack:
+        await warm_up_model(args.model, args.prompt)
+        print(
+            f"agent app {stack.agent_url}, speech {stack.speech_endpoint}, model {stack.model}",
+            file=sys.stderr,
+        )
+        yield stack.agent_url
+
+
+def demo_main(args: argparse.Namespace) -> int:
+    """``agent-infra demo``: exit status 0 only when both modes produced audio; 2 when extras are missing."""
+    from agentcore_app import demo
+
+    if args.endpoint_url:
+        if demo.refuse_missing(demo.REQUIRED_MODULES):
+            return 2
+        return demo.run(args, args.endpoint_url, args.endpoint_url)
+    needed = [*demo.REQUIRED_MODULES, *LOCAL_MODULES]
+    if args.model == "local":
+        needed += LOCAL_LLM_MODULES
+    if demo.refuse_missing(needed):
+        return 2
+    return demo.run(args, _local_target(args), f"local ({args.model})")
+
+
+# ------------------------------------------------------------------------------------------- serve
+
+
+def serve_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="agent-infra serve", description="Serve the browser voice player with a local agent stack."
+    )
+    parser.add_argument(
+        "--local", action="store_true", help="run the model server and the agent app here (the default)"
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=0, help="page + agent app port (default: a free one)")
+    parser.add_argument("--model", default="local", help=MODEL_HELP)
+    parser.add_argument(
+        "--speech-endpoint",
+        default=None,
+        help="use this running model server (ws://host:port, ...) instead of starting one",
+    )
+    parser.add_argument("--engine", default="onnx", help="engine of the started model server (onnx|torch)")
+    parser.add_argument("--threads", type=int, default=None, help="inference threads of the model server")
+    parser.add_argument(
+        "--cors-origin",
+        action="append",
+        default=[],
+        help="another origin allowed to call the agent app (local origins always are); repeatable",
+    )
+    parser.add_argument(
+        "--log-dir", type=Path, default=Path("artifacts/serve"), help="where the model server log goes"
+    )
+    return parser
+
+
+@contextlib.asynccontextmanager
+async def _speech_endpoint(args: argparse.Namespace) -> AsyncIterator[str]:
+    """The given speech endpoint, or a model server started here for as long as the page is served."""
+    if args.speech_endpoint:
+        yield args.speech_endpoint
+        return
+    from cdk.local_stack import model_server, provision_weights
+
+    print("starting the model server (weights are fetched on first use)...", file=sys.stderr)
+    await provision_weights()
+    log = args.log_dir / "model_server.log"
+    async with model_server(log, engine=args.engine, threads=args.threads) as server:
+        yield server.ws_url
+
+
+async def serve(args: argparse.Namespace) -> None:
+    """Serve until interrupted (Ctrl-C): uvicorn handles the signal, then the model server is stopped."""
+    from agentcore_app.app import create_app
+    from agentcore_app.player import page_url, with_page
+    from cdk.local_stack import serve_until_stopped, warm_up_model
+
+    async with _speech_endpoint(args) as speech_endpoint:
+        await warm_up_model(args.model)
+        app = with_page(
+            create_app(speech_endpoint=speech_endpoint, model=args.model), cors_origins=args.cors_origin
+        )
+
+        def announce(url: str) -> None:
+            print(f"speech {speech_endpoint}, model {args.model}", file=sys.stderr)
+            print(f"voice player: {page_url(url)}", flush=True)
+
+        await serve_until_stopped(app, host=args.host, port=args.port, on_started=announce)
+
+
+def serve_main(argv: Sequence[str] | None = None) -> int:
+    """``agent-infra serve``; returns the exit status."""
+    args = serve_parser().parse_args(argv)
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(serve(args))
+    return 0
