@@ -93,11 +93,23 @@ def _dumps(obj: Mapping[str, Any]) -> str:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
 
 
+class _JsonMessage:
+    """A message that travels as one JSON object: ``to_wire()`` is its text frame."""
+
+    __slots__ = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def to_wire(self) -> str:
+        return _dumps(self.to_dict())
+
+
 # ---------------------------------------------------------------------------------------------- client
 
 
 @dataclass(frozen=True, slots=True)
-class SynthesizeRequest:
+class SynthesizeRequest(_JsonMessage):
     """One text to speak. ``request_id`` is chosen by the client so audio can be matched to it; the server
     assigns one when it is left out."""
 
@@ -119,25 +131,21 @@ class SynthesizeRequest:
             "lang": self.lang,
         }
 
-    def to_wire(self) -> str:
-        """The WebSocket ``synthesize`` frame."""
-        return _dumps(self.to_dict())
-
 
 @dataclass(frozen=True, slots=True)
-class Cancel:
+class Cancel(_JsonMessage):
     """Barge-in: drop queued requests, stop the one in flight at its next segment."""
 
-    def to_wire(self) -> str:
-        return _dumps({"type": "cancel"})
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": "cancel"}
 
 
 @dataclass(frozen=True, slots=True)
-class Close:
+class Close(_JsonMessage):
     """The only client message that ends a session."""
 
-    def to_wire(self) -> str:
-        return _dumps({"type": "close"})
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": "close"}
 
 
 ClientMessage = SynthesizeRequest | Cancel | Close
@@ -310,7 +318,7 @@ def parse_invocation(body: bytes) -> Invocation:
 
 
 @dataclass(frozen=True, slots=True)
-class SynthesisStarted:
+class SynthesisStarted(_JsonMessage):
     """The audio frames that follow belong to ``request_id`` (until its ``synthesis_complete``)."""
 
     request_id: str
@@ -326,12 +334,9 @@ class SynthesisStarted:
             "channels": self.channels,
         }
 
-    def to_wire(self) -> str:
-        return _dumps(self.to_dict())
-
 
 @dataclass(frozen=True, slots=True)
-class SynthesisCompleted:
+class SynthesisCompleted(_JsonMessage):
     """All of a request's audio was sent; ``first_audio_ms`` and ``elapsed_ms`` count from its arrival."""
 
     request_id: str
@@ -350,12 +355,9 @@ class SynthesisCompleted:
             "elapsed_ms": round(self.elapsed_ms, 3),
         }
 
-    def to_wire(self) -> str:
-        return _dumps(self.to_dict())
-
 
 @dataclass(frozen=True, slots=True)
-class ServerError:
+class ServerError(_JsonMessage):
     """An ``error`` frame: the server refused or failed one request (or message); the session goes on."""
 
     request_id: str | None
@@ -365,21 +367,15 @@ class ServerError:
     def to_dict(self) -> dict[str, Any]:
         return {"type": "error", "request_id": self.request_id, "code": self.code, "message": self.message}
 
-    def to_wire(self) -> str:
-        return _dumps(self.to_dict())
-
 
 @dataclass(frozen=True, slots=True)
-class Cancelled:
+class Cancelled(_JsonMessage):
     """The answer to ``cancel``: how many accepted requests were dropped."""
 
     dropped: int
 
     def to_dict(self) -> dict[str, Any]:
         return {"type": "cancelled", "dropped": self.dropped}
-
-    def to_wire(self) -> str:
-        return _dumps(self.to_dict())
 
 
 @dataclass(frozen=True, slots=True)

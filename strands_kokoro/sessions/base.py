@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Protocol, Self
 
@@ -97,17 +97,6 @@ def whole_samples(chunks: Iterable[bytes]) -> Iterator[bytes]:
     """PCM from a byte stream cut anywhere (HTTP chunks, SageMaker parts): whole 16-bit samples only."""
     carry = b""
     for chunk in chunks:
-        data = carry + chunk
-        cut = len(data) - len(data) % SAMPLE_WIDTH_BYTES
-        carry = data[cut:]
-        if cut:
-            yield data[:cut]
-
-
-async def whole_samples_async(chunks: AsyncIterable[bytes]) -> AsyncIterator[bytes]:
-    """:func:`whole_samples` for an async byte stream."""
-    carry = b""
-    async for chunk in chunks:
         data = carry + chunk
         cut = len(data) - len(data) % SAMPLE_WIDTH_BYTES
         carry = data[cut:]
