@@ -56,7 +56,7 @@ def main() -> None:
 
         def synth(text: str, engine: OnnxEngine = engine) -> int:
             segments = engine.segments(text, voice=DEFAULT_VOICE, speed=1.0, lang=DEFAULT_LANG)
-            return sum(a.size for a in segments)
+            return sum(segment.audio.size for segment in segments)
 
         hello = [timed(lambda: synth("Hello there.")) for _ in range(5)]
         started = time.perf_counter()

@@ -10,9 +10,10 @@ agent object.
 from __future__ import annotations
 
 import base64
+from collections.abc import Sequence
 from typing import Literal, TypedDict
 
-from strands_kokoro.protocol import AUDIO_FORMAT, CHANNELS
+from strands_kokoro.protocol import AUDIO_FORMAT, CHANNELS, Word
 
 
 class AgentStart(TypedDict):
@@ -37,6 +38,12 @@ class AudioChunk(TypedDict):
     channels: int
 
 
+class WordTiming(TypedDict):
+    text: str
+    start_ms: float
+    end_ms: float
+
+
 class SentenceComplete(TypedDict):
     type: Literal["sentence_complete"]
     sentence: int
@@ -45,6 +52,7 @@ class SentenceComplete(TypedDict):
     first_audio_ms: float | None
     predicted_buffer_ms: float | None
     buffer_ms: float | None
+    words: list[WordTiming]
 
 
 class SpeechError(TypedDict):
@@ -124,9 +132,13 @@ def sentence_complete(
     *,
     predicted_buffer_ms: float | None = None,
     buffer_ms: float | None = None,
+    words: Sequence[Word] = (),
 ) -> SentenceComplete:
     """One request fully spoken: a sentence, or the piece of one the pacer cut (``sentence`` numbers
     the turn's requests). ``first_audio_ms`` is relative to ``agent_start`` (None: no audio).
+
+    ``words``: when each word is heard, in ms from the start of this request's audio (its first
+    ``audio_chunk``), as the model timed it; empty when the server cannot tell. Captions follow it.
 
     ``predicted_buffer_ms``: the audio the pacer predicted the listener would have left when this
     request's audio arrived; ``buffer_ms``: what was left (negative: it came after a gap that long).
@@ -140,6 +152,9 @@ def sentence_complete(
         "first_audio_ms": _ms(first_audio_ms),
         "predicted_buffer_ms": _ms(predicted_buffer_ms),
         "buffer_ms": _ms(buffer_ms),
+        "words": [
+            {"text": w.text, "start_ms": round(w.start_ms, 1), "end_ms": round(w.end_ms, 1)} for w in words
+        ],
     }
 
 

@@ -336,14 +336,32 @@ class SynthesisStarted(_JsonMessage):
 
 
 @dataclass(frozen=True, slots=True)
+class Word:
+    """When a word is heard: milliseconds from the start of its request's audio (as the client gets it)."""
+
+    text: str
+    start_ms: float
+    end_ms: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"text": self.text, "start_ms": round(self.start_ms, 1), "end_ms": round(self.end_ms, 1)}
+
+
+@dataclass(frozen=True, slots=True)
 class SynthesisCompleted(_JsonMessage):
-    """All of a request's audio was sent; ``first_audio_ms`` and ``elapsed_ms`` count from its arrival."""
+    """All of a request's audio was sent; ``first_audio_ms`` and ``elapsed_ms`` count from its arrival.
+
+    ``words``: when each word is heard in the request's audio (after the server's trimming and
+    resampling), from the model's own durations; empty when the engine cannot tell. A field added
+    after the first release: older clients ignore it.
+    """
 
     request_id: str
     audio_ms: float
     chunks: int
     first_audio_ms: float | None
     elapsed_ms: float
+    words: tuple[Word, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -353,6 +371,7 @@ class SynthesisCompleted(_JsonMessage):
             "chunks": self.chunks,
             "first_audio_ms": None if self.first_audio_ms is None else round(self.first_audio_ms, 3),
             "elapsed_ms": round(self.elapsed_ms, 3),
+            "words": [word.to_dict() for word in self.words],
         }
 
 
@@ -443,6 +462,17 @@ def _int(value: Any, default: int) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else default
 
 
+def _words(value: Any) -> tuple[Word, ...]:
+    """Word timings as sent; an entry that is not one is skipped (a newer or broken server)."""
+    if not isinstance(value, list):
+        return ()
+    return tuple(
+        Word(item["text"], _float(item.get("start_ms")), _float(item.get("end_ms")))
+        for item in value
+        if isinstance(item, dict) and isinstance(item.get("text"), str)
+    )
+
+
 def parse_control(obj: Mapping[str, Any]) -> ControlFrame | None:
     """A server control frame from its JSON object; None for a type this client does not know.
 
@@ -464,6 +494,7 @@ def parse_control(obj: Mapping[str, Any]) -> ControlFrame | None:
             chunks=_int(obj.get("chunks"), 0),
             first_audio_ms=_float(first) if first is not None else None,
             elapsed_ms=_float(obj.get("elapsed_ms")),
+            words=_words(obj.get("words")),
         )
     if kind == "error":
         code, message = obj.get("code"), obj.get("message")

@@ -477,7 +477,7 @@ class SpeechTurn:
             case AudioData(request_id=request_id, pcm=pcm):
                 if (request := self._by_id.get(request_id)) is not None and not self._muted:
                     self._on_audio(request, pcm)
-            case SynthesisCompleted(request_id=request_id):
+            case SynthesisCompleted(request_id=request_id, words=words):
                 if (request := self._by_id.pop(request_id, None)) is not None:
                     self._pending.remove(request)
                     spoken_ms = audio_ms(request.emitted_bytes, request.sample_rate)
@@ -489,6 +489,7 @@ class SpeechTurn:
                         request.first_audio_ms,
                         predicted_buffer_ms=request.predicted_buffer_ms,
                         buffer_ms=request.buffer_ms,
+                        words=words,
                     )
                     self._deliver(request, complete)
                     self._retire(request)

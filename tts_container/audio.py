@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 import soxr
 
+from strands_kokoro.protocol import Word
 from tts_container.engines.base import NATIVE_SAMPLE_RATE, Audio
 
 # Below this amplitude (about -46 dBFS) a sample counts as silence.
@@ -38,12 +39,27 @@ def trim_edges(
 
     A segment that is silence throughout comes back empty: it carries nothing worth a frame.
     """
+    start, stop = edges_to_keep(
+        audio, sample_rate=sample_rate, keep_lead_s=keep_lead_s, keep_tail_s=keep_tail_s, threshold=threshold
+    )
+    return audio[start:stop]
+
+
+def edges_to_keep(
+    audio: Audio,
+    *,
+    sample_rate: int = NATIVE_SAMPLE_RATE,
+    keep_lead_s: float = KEEP_LEAD_S,
+    keep_tail_s: float = KEEP_TAIL_S,
+    threshold: float = SILENCE_THRESHOLD,
+) -> tuple[int, int]:
+    """The sample range :func:`trim_edges` keeps (``(0, 0)`` for silence throughout)."""
     loud = np.flatnonzero(np.abs(audio) > threshold)
     if loud.size == 0:
-        return audio[:0]
+        return 0, 0
     start = max(0, int(loud[0]) - round(keep_lead_s * sample_rate))
     stop = min(audio.size, int(loud[-1]) + 1 + round(keep_tail_s * sample_rate))
-    return audio[start:stop]
+    return start, stop
 
 
 def fade_edges(audio: Audio, *, sample_rate: int = NATIVE_SAMPLE_RATE, fade_s: float = FADE_S) -> Audio:
@@ -96,16 +112,35 @@ class StreamResampler:
 
 
 class SegmentJoiner:
-    """Per request: engine segment in, PCM bytes out (trimmed, faded, resampled, s16le)."""
+    """Per request: engine segment in, PCM bytes out (trimmed, faded, resampled, s16le).
+
+    Word timings follow the audio: a segment's words move by the silence trimmed off its start and by
+    the request's audio before it, and end where the kept audio ends (``words``: the last segment's).
+    Resampling changes no time: soxr's stream keeps the output aligned with the input.
+    """
 
     def __init__(self, sample_rate: int) -> None:
         self._resampler = StreamResampler(sample_rate)
+        self._elapsed_ms = 0.0  # audio of the request before this segment, as the client hears it
+        self.words: tuple[Word, ...] = ()
 
-    def segment(self, audio: Audio) -> bytes:
-        trimmed = trim_edges(np.asarray(audio, dtype=np.float32).reshape(-1))
-        if trimmed.size == 0:
+    def segment(self, audio: Audio, words: tuple[Word, ...] = ()) -> bytes:
+        samples = np.asarray(audio, dtype=np.float32).reshape(-1)
+        start, stop = edges_to_keep(samples)
+        kept_ms = (stop - start) / NATIVE_SAMPLE_RATE * 1000.0
+        shift_ms = start / NATIVE_SAMPLE_RATE * 1000.0
+        self.words = tuple(
+            Word(
+                word.text,
+                self._elapsed_ms + min(kept_ms, max(0.0, word.start_ms - shift_ms)),
+                self._elapsed_ms + min(kept_ms, max(0.0, word.end_ms - shift_ms)),
+            )
+            for word in words
+        )
+        self._elapsed_ms += kept_ms
+        if stop <= start:
             return b""
-        return to_s16le(self._resampler.process(fade_edges(trimmed)))
+        return to_s16le(self._resampler.process(fade_edges(samples[start:stop])))
 
     def finish(self) -> bytes:
         return to_s16le(self._resampler.flush())

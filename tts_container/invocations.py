@@ -32,6 +32,7 @@ from strands_kokoro.protocol import (
     SynthesisCompleted,
     SynthesisStarted,
     SynthesizeRequest,
+    Word,
     audio_ms,
     parse_invocation,
     sse_event,
@@ -78,14 +79,15 @@ async def invocations(request: Request, synthesizer: Synthesizer | None) -> Resp
         return error_response(ErrorCode(refusal.code), refusal.message, synth.request_id)
     synth = replace(synth, request_id=synth.request_id or uuid.uuid4().hex)
     started = time.perf_counter()
-    frames = synthesizer.pcm_frames(synth)
+    words: list[Word] = []
+    frames = synthesizer.pcm_frames(synth, words)
     try:
         first = await anext(frames, b"")
     except Exception:
         await frames.aclose()
         logger.exception("engine failed before the first audio of a POST of %d characters", len(synth.text))
         return error_response(ErrorCode.ENGINE_FAILED, "synthesis failed on the server", synth.request_id)
-    audio = _Audio(synth, frames, first, started)
+    audio = _Audio(synth, frames, first, started, words)
     headers = {"X-Request-Id": str(synth.request_id), "X-Sample-Rate": str(synth.sample_rate)}
     if invocation.format == "wav":
         return StreamingResponse(_wav(audio), media_type="audio/wav", headers=headers)
@@ -108,6 +110,7 @@ class _Audio:
     frames: AsyncGenerator[bytes]
     first: bytes
     started: float
+    words: list[Word]
     n_bytes: int = 0
     chunks: int = 0
     first_audio_ms: float | None = None
@@ -134,6 +137,7 @@ class _Audio:
             chunks=self.chunks,
             first_audio_ms=self.first_audio_ms,
             elapsed_ms=(time.perf_counter() - self.started) * 1000,
+            words=tuple(self.words),
         )
 
 

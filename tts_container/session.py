@@ -50,6 +50,7 @@ from strands_kokoro.protocol import (
     SynthesisCompleted,
     SynthesisStarted,
     SynthesizeRequest,
+    Word,
     audio_ms,
     parse_client_message,
 )
@@ -87,6 +88,7 @@ class _Job:
     audio_bytes: int = 0
     chunks: int = 0
     first_audio_at: float | None = None
+    words: list[Word] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,7 +265,7 @@ class Session:
 
     async def _synthesize(self, job: _Job) -> None:
         self._control(SynthesisStarted(job.request_id, job.request.sample_rate), epoch=job.epoch)
-        frames = self._synth.pcm_frames(job.request)
+        frames = self._synth.pcm_frames(job.request, job.words)
         try:
             async for pcm in frames:
                 while self._buffered >= MAX_BUFFERED_AUDIO_BYTES and job.epoch == self._epoch:
@@ -328,6 +330,7 @@ class Session:
             chunks=job.chunks,
             first_audio_ms=first,
             elapsed_ms=(now - job.received_at) * 1000,
+            words=tuple(job.words),
         )
         log_completed(complete, route="ws")
         return complete

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, Iterator
 from dataclasses import dataclass
 
-from strands_kokoro.protocol import DEFAULT_VOICE, ErrorCode, ServerError, SynthesizeRequest, shown
+from strands_kokoro.protocol import DEFAULT_VOICE, ErrorCode, ServerError, SynthesizeRequest, Word, shown
 from tts_container.audio import SegmentJoiner, split_frames
-from tts_container.engines.base import Audio, Engine
+from tts_container.engines.base import Audio, Engine, Segment
 from tts_container.g2p import UnsupportedLanguage, dialect_for
 from tts_container.inference import InferencePool
 
@@ -36,8 +36,14 @@ class Synthesizer:
             return ServerError(request.request_id, ErrorCode.UNSUPPORTED_LANG, str(exc))
         return None
 
-    async def pcm_frames(self, request: SynthesizeRequest) -> AsyncGenerator[bytes]:
-        """Yield s16le PCM frames at ``request.sample_rate``; raises what the engine raises."""
+    async def pcm_frames(
+        self, request: SynthesizeRequest, words: list[Word] | None = None
+    ) -> AsyncGenerator[bytes]:
+        """Yield s16le PCM frames at ``request.sample_rate``; raises what the engine raises.
+
+        ``words`` (optional) receives when each word is heard, in ms of the audio yielded (after the
+        joiner's trimming), segment by segment as their audio goes out.
+        """
         # Even starting the iterator goes through the pool: an engine may phonemize eagerly.
         segments = await self.pool.run(
             lambda: iter(
@@ -49,7 +55,12 @@ class Synthesizer:
         joiner = SegmentJoiner(request.sample_rate)
         try:
             while (segment := await self.pool.run(lambda: _next_or_none(segments))) is not None:
-                for frame in split_frames(joiner.segment(segment)):
+                if not isinstance(segment, Segment):
+                    segment = Segment(segment)
+                pcm = joiner.segment(segment.audio, segment.words)
+                if words is not None:
+                    words.extend(joiner.words)
+                for frame in split_frames(pcm):
                     yield frame
             for frame in split_frames(joiner.finish()):
                 yield frame
@@ -59,5 +70,5 @@ class Synthesizer:
                 close()
 
 
-def _next_or_none(segments: Iterator[Audio]) -> Audio | None:
+def _next_or_none(segments: Iterator[Segment | Audio]) -> Segment | Audio | None:
     return next(segments, None)

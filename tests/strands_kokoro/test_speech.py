@@ -69,6 +69,9 @@ async def test_bidi_speaks_while_the_model_is_still_writing(model_server: Runnin
     completes = turn.of("sentence_complete")
     assert len(completes) >= 4
     assert words(" ".join(c["text"] for c in completes)) == words(FOUR_SENTENCES)  # all said, once
+    for c in completes:  # word timings: every word of the request, in order, inside its audio
+        assert [w["text"].lower() for w in c["words"]] == words(c["text"])
+        assert all(0 <= w["start_ms"] <= w["end_ms"] <= c["audio_ms"] + 1 for w in c["words"])
     audio = turn.audio_by_sentence()
     assert all(len(pcm) % 2 == 0 and pcm for pcm in audio.values())
     end = turn.events[-1]

@@ -35,7 +35,7 @@ def test_engine_satisfies_the_protocol_and_has_every_voice(engine: OnnxEngine) -
 def test_hello_there_is_a_short_loud_enough_float32_utterance(engine: OnnxEngine) -> None:
     segments = list(engine.segments("Hello there.", voice="af_heart", speed=1.0, lang="en-us"))
     assert len(segments) == 1
-    audio = segments[0]
+    audio = segments[0].audio
     assert audio.dtype == np.float32
     assert audio.ndim == 1
     assert 0.6 < audio.size / NATIVE_SAMPLE_RATE < 3.0
@@ -47,7 +47,7 @@ def test_each_sentence_is_its_own_segment(engine: OnnxEngine) -> None:
     text = "The first sentence is here. The second one follows! Is there a third?"
     segments = list(engine.segments(text, voice="am_michael", speed=1.0, lang="en-us"))
     assert len(segments) == 3
-    assert all(rms(segment) > 0.02 for segment in segments)
+    assert all(rms(segment.audio) > 0.02 for segment in segments)
 
 
 def test_over_long_sentence_streams_in_segments_the_model_accepts(engine: OnnxEngine) -> None:
@@ -58,7 +58,7 @@ def test_over_long_sentence_streams_in_segments_the_model_accepts(engine: OnnxEn
     """
     text = "This clause keeps going, and it goes on and on, without a full stop, " * 8 + "until now."
     iterator = engine.segments(text, voice="af_heart", speed=1.2, lang="en-us")
-    first = next(iterator)
+    first = next(iterator).audio
     iterator.close()
     assert 0 < first.size / NATIVE_SAMPLE_RATE < 60
     assert rms(first) > 0.02
@@ -74,7 +74,7 @@ def test_speed_changes_duration(engine: OnnxEngine) -> None:
 def test_british_voice_and_other_languages_speak(engine: OnnxEngine) -> None:
     assert rms(synthesize(engine, "Good afternoon, everyone.", voice="bf_emma")) > 0.02
     french = list(engine.segments("Bonjour tout le monde.", voice="ff_siwis", speed=1.0, lang="fr"))
-    assert french and rms(np.concatenate(french)) > 0.02
+    assert french and rms(np.concatenate([segment.audio for segment in french])) > 0.02
 
 
 def test_bad_requests_raise_typed_errors(engine: OnnxEngine) -> None:
@@ -100,3 +100,25 @@ def test_load_engine_onnx_from_the_default_cache() -> None:
     loaded = load_engine("onnx", threads=1)
     assert isinstance(loaded, OnnxEngine)
     assert "af_heart" in loaded.voices
+
+
+def test_word_timings_match_the_onsets_of_s_sounds(engine: OnnxEngine) -> None:
+    """An acoustic reference for word timings, independent of any model: the hiss of an /s/ starts
+    a word audibly (high-frequency energy rises). Our starts come from the model's durations."""
+    differences: list[float] = []
+    for voice in ("af_heart", "am_michael", "bf_emma"):
+        for text in ("We saw six small ships sailing south.", "They sell soup and salad every Saturday."):
+            for segment in engine.segments(text, voice=voice, speed=1.0, lang="en-us"):
+                hiss = np.diff(segment.audio, prepend=np.float32(0.0))
+                step = NATIVE_SAMPLE_RATE // 200  # 5 ms
+                envelope = np.sqrt(np.mean(hiss[: hiss.size // step * step].reshape(-1, step) ** 2, axis=1))
+                threshold = 0.25 * float(envelope.max())
+                rises = np.flatnonzero((envelope[1:] >= threshold) & (envelope[:-1] < threshold)) + 1
+                for word in segment.words:
+                    if word.text.lower().startswith("s") and not word.text.lower().startswith("sh"):
+                        nearest = rises[np.argmin(np.abs(rises * 5.0 - word.start_ms))] * 5.0
+                        if abs(nearest - word.start_ms) <= 200:
+                            differences.append(word.start_ms - nearest)
+    assert len(differences) >= 20
+    assert abs(float(np.mean(differences))) <= 40.0, differences  # no bias
+    assert float(np.mean(np.abs(differences))) <= 80.0, differences

@@ -46,6 +46,7 @@ pytest.importorskip("kokoro", reason="the torch extra (kokoro, Python < 3.13) is
 import torch
 from kokoro import KModel
 
+from tts_container.engines.base import Segment
 from tts_container.engines.loader import load_engine
 from tts_container.engines.torch_engine import (
     COMPONENTS,
@@ -212,7 +213,7 @@ def test_sentence_gives_float32_mono_audio_as_long_as_its_phonemes(
     segments = list(engine.segments(text, voice="af_heart", speed=1.0, lang="en-us"))
     phoneme_segments = split_phonemes(phonemizer.phonemize(text, lang="en-us", voice="af_heart"))
     assert len(segments) == len(phoneme_segments) == 1
-    (audio,) = segments
+    audio = segments[0].audio
     assert audio.dtype == np.float32
     assert audio.ndim == 1
     assert audio.shape[0] == expected_samples(engine, phoneme_segments[0], frames_per_token=1)
@@ -226,14 +227,14 @@ def test_long_text_streams_one_segment_per_sentence_lazily(
 ) -> None:
     text = "The first sentence is short. A second one follows! Does a third one work?"
     calls: list[str] = []
-    synthesize = engine.synthesize_phonemes
+    synthesize = engine.synthesize_timed
 
-    def counted(phonemes: str, *, voice: str, speed: float) -> np.ndarray:
+    def counted(phonemes: str, *, voice: str, speed: float) -> tuple[np.ndarray, list[int]]:
         calls.append(phonemes)
         return synthesize(phonemes, voice=voice, speed=speed)
 
-    monkeypatch.setattr(engine, "synthesize_phonemes", counted)
-    stream: Generator[np.ndarray] = engine.segments(text, voice="af_heart", speed=1.0, lang="en-us")
+    monkeypatch.setattr(engine, "synthesize_timed", counted)
+    stream: Generator[Segment] = engine.segments(text, voice="af_heart", speed=1.0, lang="en-us")
     assert calls == []  # nothing synthesized before the consumer asks
     first = next(stream)
     assert len(calls) == 1  # one segment per next(): a cancel lands between segments
@@ -242,19 +243,19 @@ def test_long_text_streams_one_segment_per_sentence_lazily(
     phoneme_segments = split_phonemes(phonemizer.phonemize(text, lang="en-us", voice="af_heart"))
     assert len(phoneme_segments) == 3
     assert calls == phoneme_segments
-    lengths = [audio.shape[0] for audio in [first, *rest]]
+    lengths = [segment.audio.shape[0] for segment in [first, *rest]]
     assert lengths == [expected_samples(engine, s, frames_per_token=1) for s in phoneme_segments]
 
 
 def test_closing_the_stream_stops_synthesis(engine: TorchEngine, monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[str] = []
-    synthesize = engine.synthesize_phonemes
+    synthesize = engine.synthesize_timed
 
-    def counted(phonemes: str, *, voice: str, speed: float) -> np.ndarray:
+    def counted(phonemes: str, *, voice: str, speed: float) -> tuple[np.ndarray, list[int]]:
         calls.append(phonemes)
         return synthesize(phonemes, voice=voice, speed=speed)
 
-    monkeypatch.setattr(engine, "synthesize_phonemes", counted)
+    monkeypatch.setattr(engine, "synthesize_timed", counted)
     stream = engine.segments("One. Two. Three.", voice="af_heart", speed=1.0, lang="en-us")
     next(stream)
     stream.close()  # what the server does on cancel
@@ -264,14 +265,14 @@ def test_closing_the_stream_stops_synthesis(engine: TorchEngine, monkeypatch: py
 
 def test_warm_up_runs_g2p_and_the_model(engine: TorchEngine, monkeypatch: pytest.MonkeyPatch) -> None:
     lengths: list[int] = []
-    synthesize = engine.synthesize_phonemes
+    synthesize = engine.synthesize_timed
 
-    def measured(phonemes: str, *, voice: str, speed: float) -> np.ndarray:
-        audio = synthesize(phonemes, voice=voice, speed=speed)
+    def measured(phonemes: str, *, voice: str, speed: float) -> tuple[np.ndarray, list[int]]:
+        audio, durations = synthesize(phonemes, voice=voice, speed=speed)
         lengths.append(audio.shape[0])
-        return audio
+        return audio, durations
 
-    monkeypatch.setattr(engine, "synthesize_phonemes", measured)
+    monkeypatch.setattr(engine, "synthesize_timed", measured)
     engine.warm_up()
     assert len(lengths) == 1
     assert lengths[0] > PADDING_TOKENS * FRAME_SAMPLES
@@ -282,7 +283,11 @@ def test_half_speed_doubles_the_duration(engine: TorchEngine, phonemizer: Phonem
     (normal,) = engine.segments(text, voice="af_heart", speed=1.0, lang="en-us")
     (slow,) = engine.segments(text, voice="af_heart", speed=0.5, lang="en-us")
     (segment,) = split_phonemes(phonemizer.phonemize(text))
-    assert slow.shape[0] == 2 * normal.shape[0] == expected_samples(engine, segment, frames_per_token=2)
+    assert (
+        slow.audio.shape[0]
+        == 2 * normal.audio.shape[0]
+        == expected_samples(engine, segment, frames_per_token=2)
+    )
 
 
 def test_unknown_voice_is_refused_before_any_work_like_the_onnx_engine(
@@ -291,7 +296,7 @@ def test_unknown_voice_is_refused_before_any_work_like_the_onnx_engine(
     def fail(*args: object, **kwargs: object) -> None:
         raise AssertionError("no G2P or model work for an unknown voice")
 
-    monkeypatch.setattr(engine, "synthesize_phonemes", fail)
+    monkeypatch.setattr(engine, "synthesize_timed", fail)
     with pytest.raises(UnknownVoice, match="unknown voice 'zz_nobody'") as raised:
         engine.segments("Hello.", voice="zz_nobody", speed=1.0, lang="en-us")
     assert isinstance(raised.value, KeyError)  # the same exception type as OnnxEngine raises

@@ -11,6 +11,7 @@ the hub's ``onnx-community`` export).
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -18,11 +19,14 @@ from pathlib import Path
 import numpy as np
 import onnxruntime as ort
 
-from tts_container.engines.base import Audio
+from tts_container.engines.base import Audio, Segment
+from tts_container.engines.timed_graph import DURATIONS_OUTPUT, UnexpectedGraph, edited_model
 from tts_container.engines.voices import DEFAULT_VOICE, UnknownVoice, VoiceTables
-from tts_container.g2p import Phonemizer, split_phonemes
+from tts_container.g2p import Phonemizer
 from tts_container.provisioning import ensure_weights
 from tts_container.weights import CachedWeights
+
+logger = logging.getLogger(__name__)
 
 
 def load_vocab(config_path: Path) -> dict[str, int]:
@@ -59,9 +63,15 @@ class OnnxEngine:
         threads: int | None = None,
         phonemizer: Phonemizer | None = None,
     ) -> None:
+        try:
+            model: bytes | str = edited_model(model_path)
+        except UnexpectedGraph:
+            logger.warning("%s is not the export the graph edit knows: no word timings", model_path.name)
+            model = str(model_path)
         self._session = ort.InferenceSession(
-            str(model_path), sess_options=session_options(threads), providers=["CPUExecutionProvider"]
+            model, sess_options=session_options(threads), providers=["CPUExecutionProvider"]
         )
+        self._timed = DURATIONS_OUTPUT in {output.name for output in self._session.get_outputs()}
         dtypes = {i.name: _numpy_dtype(i.type) for i in self._session.get_inputs()}
         self._tokens_input = "input_ids" if "input_ids" in dtypes else "tokens"
         self._tokens_dtype = dtypes[self._tokens_input]
@@ -82,21 +92,26 @@ class OnnxEngine:
     def voices(self) -> frozenset[str]:
         return self._voice_tables.names
 
-    def segments(self, text: str, *, voice: str, speed: float, lang: str) -> Iterator[Audio]:
+    def segments(self, text: str, *, voice: str, speed: float, lang: str) -> Iterator[Segment]:
         """Phonemize once, then synthesize and yield one segment at a time (see ``split_phonemes``)."""
         if voice not in self._voice_tables.names:
             raise UnknownVoice(f"unknown voice {voice!r}")
-        phonemes = self._phonemizer.phonemize(text, lang=lang, voice=voice)
-        for segment in split_phonemes(phonemes):
-            audio = self.synthesize_phonemes(segment, voice=voice, speed=speed)
+        phonemes = self._phonemizer.phonemes(text, lang=lang, voice=voice)
+        for segment in phonemes.split():
+            audio, durations = self.synthesize_timed(segment.text, voice=voice, speed=speed)
             if audio.size:
-                yield audio
+                words = segment.word_timings(durations, self._vocab) if durations is not None else ()
+                yield Segment(audio, words)
 
     def synthesize_phonemes(self, phonemes: str, *, voice: str, speed: float) -> Audio:
         """Audio for one segment of at most 510 phonemes; symbols outside the vocab are dropped."""
+        return self.synthesize_timed(phonemes, voice=voice, speed=speed)[0]
+
+    def synthesize_timed(self, phonemes: str, *, voice: str, speed: float) -> tuple[Audio, list[int] | None]:
+        """Audio and, from the edited graph, every token's duration in frames (pads included)."""
         tokens = [self._vocab[symbol] for symbol in phonemes if symbol in self._vocab]
         if not tokens:
-            return np.zeros(0, dtype=np.float32)
+            return np.zeros(0, dtype=np.float32), None
         if len(tokens) > 510:
             raise ValueError(f"segment of {len(tokens)} tokens exceeds Kokoro's 510-token context")
         inputs = {
@@ -104,8 +119,9 @@ class OnnxEngine:
             "style": self._voice_tables.style(voice, len(tokens)),
             "speed": np.array([speed], dtype=self._speed_dtype),
         }
-        (audio, *_) = self._session.run(None, inputs)
-        return np.asarray(audio, dtype=np.float32).reshape(-1)
+        (audio, *rest) = self._session.run(None, inputs)
+        durations = [int(frames) for frames in np.asarray(rest[0]).reshape(-1)] if self._timed else None
+        return np.asarray(audio, dtype=np.float32).reshape(-1), durations
 
     def warm_up(self) -> None:
         """Run G2P and the model once so the first real request pays no lazy-initialisation cost."""

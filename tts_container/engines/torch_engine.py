@@ -31,9 +31,9 @@ import numpy as np
 import torch
 from kokoro import KModel
 
-from tts_container.engines.base import Audio
+from tts_container.engines.base import Audio, Segment
 from tts_container.engines.voices import DEFAULT_VOICE, UnknownVoice, VoiceTables
-from tts_container.g2p import MAX_SEGMENT_TOKENS, Phonemizer, split_phonemes
+from tts_container.g2p import MAX_SEGMENT_TOKENS, Phonemes, Phonemizer
 from tts_container.provisioning import ensure_weights
 from tts_container.weights import CachedWeights
 
@@ -134,7 +134,7 @@ class TorchEngine:
     def voices(self) -> frozenset[str]:
         return self._voice_tables.names
 
-    def segments(self, text: str, *, voice: str, speed: float, lang: str) -> Generator[Audio]:
+    def segments(self, text: str, *, voice: str, speed: float, lang: str) -> Generator[Segment]:
         """Check the voice and phonemize now, then synthesize one segment per ``next()``.
 
         Not a generator itself: an unknown voice or language raises at the call (which the server makes
@@ -143,14 +143,14 @@ class TorchEngine:
         """
         if voice not in self._voice_tables.names:
             raise UnknownVoice(f"unknown voice {voice!r}")
-        phonemes = self._phonemizer.phonemize(text, lang=lang, voice=voice)
-        return self._synthesize_each(split_phonemes(phonemes), voice=voice, speed=speed)
+        phonemes = self._phonemizer.phonemes(text, lang=lang, voice=voice)
+        return self._synthesize_each(phonemes.split(), voice=voice, speed=speed)
 
-    def _synthesize_each(self, segments: list[str], *, voice: str, speed: float) -> Generator[Audio]:
+    def _synthesize_each(self, segments: list[Phonemes], *, voice: str, speed: float) -> Generator[Segment]:
         for segment in segments:
-            audio = self.synthesize_phonemes(segment, voice=voice, speed=speed)
+            audio, durations = self.synthesize_timed(segment.text, voice=voice, speed=speed)
             if audio.size:
-                yield audio
+                yield Segment(audio, segment.word_timings(durations, self._vocab))
 
     def count_tokens(self, phonemes: str) -> int:
         """Phoneme symbols the model knows (the others are dropped by ``KModel``, as by the onnx engine)."""
@@ -158,9 +158,13 @@ class TorchEngine:
 
     def synthesize_phonemes(self, phonemes: str, *, voice: str, speed: float) -> Audio:
         """Audio for one segment of at most 510 tokens, as mono float32 at 24 kHz on the host."""
+        return self.synthesize_timed(phonemes, voice=voice, speed=speed)[0]
+
+    def synthesize_timed(self, phonemes: str, *, voice: str, speed: float) -> tuple[Audio, list[int]]:
+        """Audio and ``KModel``'s predicted duration of every token in frames (pads included)."""
         n_tokens = self.count_tokens(phonemes)
         if not n_tokens:
-            return np.zeros(0, dtype=np.float32)
+            return np.zeros(0, dtype=np.float32), []
         if n_tokens > MAX_SEGMENT_TOKENS:
             raise ValueError(
                 f"segment of {n_tokens} tokens exceeds Kokoro's {MAX_SEGMENT_TOKENS}-token context"
@@ -168,8 +172,10 @@ class TorchEngine:
         # The same style row as the onnx engine picks (row n_tokens - 1, see VoiceTables.style).
         style = torch.from_numpy(self._voice_tables.style(voice, n_tokens))
         with torch.inference_mode():
-            audio = self._model(phonemes, style, speed)
-            return audio.reshape(-1).to(device="cpu", dtype=torch.float32).numpy()
+            output = self._model(phonemes, style, speed, return_output=True)
+            audio = output.audio.reshape(-1).to(device="cpu", dtype=torch.float32).numpy()
+            durations = [] if output.pred_dur is None else [int(d) for d in output.pred_dur.reshape(-1)]
+            return audio, durations
 
     def warm_up(self) -> None:
         """Run G2P and the model once (CUDA kernels, cuDNN autotuning) before the first real request."""
