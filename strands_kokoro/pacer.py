@@ -246,19 +246,21 @@ class SpeechPacer:
 
     # ------------------------------------------------------------------------------- session side
 
-    def sent(self, piece_id: int, now: float) -> None:
+    def sent(self, piece_id: int | None, now: float) -> None:
         """The piece went on the wire (again, after a reconnect: its audio starts over)."""
-        if (flight := self._in_flight.get(piece_id)) is not None:
+        if piece_id is not None and (flight := self._in_flight.get(piece_id)) is not None:
             flight.sent_at = now
             flight.received_ms = 0.0
 
-    def audio(self, piece_id: int, audio_ms: float, now: float, *, playing: bool = True) -> float | None:
+    def audio(
+        self, piece_id: int | None, audio_ms: float, now: float, *, playing: bool = True
+    ) -> float | None:
         """Audio of a piece arrived and (``playing``) went to the listener.
 
         Returns the audio the listener had left when it came (ms; negative: it came after a gap that
         long; None: nothing had played yet, or it is held back for a ``smooth`` start).
         """
-        if (flight := self._in_flight.get(piece_id)) is not None:
+        if piece_id is not None and (flight := self._in_flight.get(piece_id)) is not None:
             flight.received_ms += audio_ms
         if not playing:
             return None
@@ -274,12 +276,11 @@ class SpeechPacer:
         """``smooth``: playback starts now with the audio that was held back."""
         self._play_end = now + held_ms
 
-    def completed(self, piece_id: int, audio_ms: float, now: float) -> None:
-        """The piece's ``synthesis_complete`` arrived: measure the engine on it."""
-        flight = self._in_flight.pop(piece_id, None)
-        if flight is None:
-            return
-        if flight.sent_at is not None:
+    def completed(self, piece_id: int | None, audio_ms: float, now: float) -> None:
+        """A request's ``synthesis_complete`` arrived: measure the engine on it if it was a piece (a
+        request of the turn's own, a tool filler, still kept the server busy until now)."""
+        flight = self._in_flight.pop(piece_id, None) if piece_id is not None else None
+        if flight is not None and flight.sent_at is not None:
             started = flight.sent_at
             if self._last_complete_at is not None:
                 started = max(started, self._last_complete_at)
@@ -288,13 +289,19 @@ class SpeechPacer:
             )
         self._last_complete_at = now
 
-    def failed(self, piece_id: int) -> None:
+    def failed(self, piece_id: int | None) -> None:
         """The piece will bring no (more) audio: refused, failed, or dropped by a barge-in."""
-        self._in_flight.pop(piece_id, None)
+        if piece_id is not None:
+            self._in_flight.pop(piece_id, None)
 
     @property
     def in_flight(self) -> int:
         return len(self._in_flight)
+
+    @property
+    def play_end_ms(self) -> float | None:
+        """When the audio received so far will have finished playing (None: nothing played yet)."""
+        return self._play_end
 
     # ----------------------------------------------------------------------------------- decisions
 

@@ -25,7 +25,13 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from contextvars import ContextVar
 from typing import Any
 
-from strands.hooks import AgentInitializedEvent, BeforeToolCallEvent, HookProvider, HookRegistry
+from strands.hooks import (
+    AfterToolCallEvent,
+    AgentInitializedEvent,
+    BeforeToolCallEvent,
+    HookProvider,
+    HookRegistry,
+)
 from strands.middleware import InvokeModelContext, InvokeModelStage, MiddlewareNext, TypedEvent
 
 from strands_kokoro.events import Event
@@ -51,7 +57,11 @@ class KokoroSpeech(HookProvider):
     ``pacing`` matters for engines slower than real time (a loaded CPU): ``"latency"`` (default) starts
     speaking as soon as possible and accepts gaps it cannot avoid; ``"smooth"`` sends whole sentences
     and holds the start of playback until the predicted schedule has no gap. ``max_chars`` bounds one
-    request (long sentences are cut at a clause). ``reconnect_attempts`` bounds how often a dropped
+    request (long sentences are cut at a clause).
+
+    While a tool runs, the text before it is spoken first; if the tool is still running
+    ``tool_filler_after_s`` after that audio ran out, ``tool_filler`` is said (``None``: stay silent)
+    so a slow tool does not leave the listener wondering. ``reconnect_attempts`` bounds how often a dropped
     session is reopened within a turn. ``session_factory`` replaces ``open_session(endpoint)`` (tests,
     custom transports).
     """
@@ -67,6 +77,8 @@ class KokoroSpeech(HookProvider):
         lang: str = DEFAULT_LANG,
         pacing: PacingPolicy = "latency",
         max_chars: int | None = 350,
+        tool_filler: str | None = "One moment.",
+        tool_filler_after_s: float = 1.0,
         reconnect_attempts: int = 2,
         reconnect_backoff_s: float = 0.25,
         session_factory: SessionFactory | None = None,
@@ -85,6 +97,8 @@ class KokoroSpeech(HookProvider):
             lang=lang,
             pacing=pacing,
             max_chars=max_chars,
+            tool_filler=tool_filler.strip() if tool_filler and tool_filler.strip() else None,
+            tool_filler_after_s=max(0.0, tool_filler_after_s),
             reconnect_attempts=max(0, reconnect_attempts),
             reconnect_backoff_s=reconnect_backoff_s,
         )
@@ -98,6 +112,7 @@ class KokoroSpeech(HookProvider):
     def register_hooks(self, registry: HookRegistry, **kwargs: Any) -> None:
         registry.add_callback(AgentInitializedEvent, self._on_agent_initialized)
         registry.add_callback(BeforeToolCallEvent, self._before_tool_call)
+        registry.add_callback(AfterToolCallEvent, self._after_tool_call)
 
     def _on_agent_initialized(self, event: AgentInitializedEvent) -> None:
         self.install(event.agent)
@@ -106,6 +121,12 @@ class KokoroSpeech(HookProvider):
         turn = _current_turn.get()
         if turn is not None:
             await turn.wait_flushed()
+            turn.tool_started(_tool_use_id(event))
+
+    def _after_tool_call(self, event: AfterToolCallEvent) -> None:
+        turn = _current_turn.get()
+        if turn is not None:
+            turn.tool_finished(_tool_use_id(event))
 
     def install(self, agent: Any) -> None:
         """Add the token tap to ``agent`` (done on ``AgentInitializedEvent``; idempotent)."""
@@ -206,3 +227,7 @@ class SpokenTurn:
     def result(self) -> Any:
         """The agent's ``AgentResult`` once the turn ended (None before, or if the agent failed)."""
         return self._turn.result
+
+
+def _tool_use_id(event: BeforeToolCallEvent | AfterToolCallEvent) -> str:
+    return str(event.tool_use.get("toolUseId", ""))

@@ -90,6 +90,8 @@ class SpeechOptions:
     lang: str = DEFAULT_LANG
     pacing: PacingPolicy = "latency"
     max_chars: int | None = 350
+    tool_filler: str | None = "One moment."
+    tool_filler_after_s: float = 1.0
     reconnect_attempts: int = 2
     reconnect_backoff_s: float = 0.25
 
@@ -102,6 +104,7 @@ class _Request:
     text: str
     request_id: str
     predicted_buffer_ms: float | None = None
+    piece_id: int | None = None  # the pacer's piece this request carries (None: not the pacer's)
     buffer_ms: float | None = None  # audio the listener had left when this request's audio began
     sent_on: int = -1  # connection generation it was last sent on
     emitted_bytes: int = 0  # audio already handed to the consumer (kept across reconnects)
@@ -115,8 +118,8 @@ class _Request:
 
 @dataclass(eq=False, slots=True)
 class _Flush:
-    """End of a model call: ``done`` is set once its text was handed to the session; a tool that is
-    about to run waits for it (``awaited``), which makes the speaker send everything at once."""
+    """End of a model call: ``done`` is set once its text is on the wire (sent on an open session); a
+    tool that is about to run waits for it (``awaited``), which makes the speaker send all of it."""
 
     done: asyncio.Event = field(default_factory=asyncio.Event)
     awaited: bool = False
@@ -167,6 +170,7 @@ class SpeechTurn:
         self._held: list[Event] = []
         self._held_ms = 0.0
         self._task_group: asyncio.TaskGroup | None = None
+        self._fillers: dict[str, asyncio.Task[None]] = {}  # tool use id -> its pending filler
         self._loop = asyncio.get_running_loop()
         self._t0 = time.perf_counter()
         self._text_seq = 0
@@ -219,6 +223,29 @@ class SpeechTurn:
             self._wake()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(flush.done.wait(), FLUSH_WAIT_S)
+
+    # -------------------------------------------------------------------------------------- tools
+
+    def tool_started(self, tool_use_id: str) -> None:
+        """A tool runs now (the text before it was handed over): say the filler if it runs long."""
+        o = self.options
+        if o.mode != "bidi" or o.tool_filler is None or self._task_group is None or self._muted:
+            return
+        with contextlib.suppress(RuntimeError):  # the turn is finishing: nothing to fill
+            self._fillers[tool_use_id] = self._task_group.create_task(
+                self._filler(o.tool_filler), name="kokoro-tool-filler"
+            )
+
+    def tool_finished(self, tool_use_id: str) -> None:
+        if (filler := self._fillers.pop(tool_use_id, None)) is not None:
+            filler.cancel()
+
+    async def _filler(self, text: str) -> None:
+        """Wait until the audio before the tool has played, then ``tool_filler_after_s`` more."""
+        silence_from_ms = max(self._now_ms(), self._pacer.play_end_ms or 0.0)
+        await asyncio.sleep((silence_from_ms - self._now_ms()) / 1000 + self.options.tool_filler_after_s)
+        if not (self._muted or self._failed):
+            await self._submit(text, None)
 
     # ---------------------------------------------------------------------------------- interrupt
 
@@ -285,6 +312,14 @@ class SpeechTurn:
 
     async def _drive_agent(self, agent_stream: AsyncIterator[Any]) -> None:
         try:
+            await self._drive(agent_stream)
+        finally:
+            for filler in self._fillers.values():
+                filler.cancel()
+            self._fillers.clear()
+
+    async def _drive(self, agent_stream: AsyncIterator[Any]) -> None:
+        try:
             async for event in agent_stream:
                 if isinstance(event, dict) and "result" in event:
                     self.result = event["result"]
@@ -338,8 +373,8 @@ class SpeechTurn:
                 self._pacer.drop_all()
             urgent = any(flush.awaited for flush in flushes)
             while (piece := self._pacer.next_piece(self._now_ms(), urgent=urgent)) is not None:
-                await self._submit(piece.text, piece.predicted_buffer_ms)
-            if not self._pacer.unsent:
+                await self._submit(piece.text, piece.predicted_buffer_ms, piece_id=piece.id)
+            if not self._pacer.unsent and self._all_on_the_wire():
                 for flush in flushes:
                     flush.done.set()
                 flushes.clear()
@@ -358,17 +393,24 @@ class SpeechTurn:
                 await self._inbox.get()  # only wakes come after the end of the text
             await self._submit(text, None)
 
+    def _all_on_the_wire(self) -> bool:
+        """Has every request been sent on the current session (not just queued until it opens)?"""
+        return all(request.sent_on == self._generation for request in self._pending)
+
     def _release_flushes(self) -> None:
         if self._last_flush is not None:
             self._last_flush.done.set()
 
-    async def _submit(self, text: str, predicted_buffer_ms: float | None) -> None:
+    async def _submit(
+        self, text: str, predicted_buffer_ms: float | None, *, piece_id: int | None = None
+    ) -> None:
+        """One request, in order; ``piece_id`` ties it to the pacer's piece (bidi text, not fillers)."""
         text = text.strip()
         if not text or self._failed or self._muted:
             return
         index = self._requests
         self._requests += 1
-        request = _Request(index, text, f"{self.request_id}-{index}", predicted_buffer_ms)
+        request = _Request(index, text, f"{self.request_id}-{index}", predicted_buffer_ms, piece_id)
         self._pending.append(request)
         self._by_id[request.request_id] = request
         self._order.append(request)
@@ -379,7 +421,7 @@ class SpeechTurn:
             try:
                 await session.send(self._wire_request(request))
                 request.sent_on = self._generation
-                self._pacer.sent(index, self._now_ms())
+                self._pacer.sent(request.piece_id, self._now_ms())
             except SessionClosedError:
                 pass  # the receiver sees the drop, reconnects and re-sends
 
@@ -439,8 +481,9 @@ class SpeechTurn:
                 request.received_bytes = 0
                 await session.send(self._wire_request(request))
                 request.sent_on = self._generation
-                self._pacer.sent(request.index, self._now_ms())
+                self._pacer.sent(request.piece_id, self._now_ms())
             self._session = session
+        self._wake()  # a tool may be waiting for text that is only now on the wire
         await self._close_if_finished()
 
     def _give_up(self, ever_connected: bool, exc: SessionClosedError) -> None:
@@ -481,7 +524,7 @@ class SpeechTurn:
                 if (request := self._by_id.pop(request_id, None)) is not None:
                     self._pending.remove(request)
                     spoken_ms = audio_ms(request.emitted_bytes, request.sample_rate)
-                    self._pacer.completed(request.index, spoken_ms, self._now_ms())
+                    self._pacer.completed(request.piece_id, spoken_ms, self._now_ms())
                     complete = sentence_complete(
                         request.index,
                         request.text,
@@ -506,7 +549,7 @@ class SpeechTurn:
                     if not self._muted:
                         self._deliver(request, speech_error(code, message))
                     self._pending.remove(request)
-                    self._pacer.failed(request.index)
+                    self._pacer.failed(request.piece_id)
                     self._retire(request)
                     self._wake()
                     await self._close_if_finished()
@@ -525,7 +568,7 @@ class SpeechTurn:
             self._inbox.put_nowait(_WAKE)
             self._by_id.pop(request.request_id, None)
             self._pending.remove(request)
-            self._pacer.failed(request.index)
+            self._pacer.failed(request.piece_id)
             self._deliver(request, speech_error("overloaded", message))
             self._retire(request)
             return
@@ -542,7 +585,7 @@ class SpeechTurn:
             with contextlib.suppress(SessionClosedError):
                 await session.send(self._wire_request(request))
                 request.sent_on = self._generation
-                self._pacer.sent(request.index, self._now_ms())
+                self._pacer.sent(request.piece_id, self._now_ms())
 
     # ------------------------------------------------------------------------------ ordered output
 
@@ -574,7 +617,7 @@ class SpeechTurn:
         fresh_ms = audio_ms(len(fresh), request.sample_rate)
         self._audio_ms += fresh_ms
         now = self._now_ms()
-        buffered = self._pacer.audio(request.index, fresh_ms, now, playing=self._playing)
+        buffered = self._pacer.audio(request.piece_id, fresh_ms, now, playing=self._playing)
         if self._playing:
             if request.first_audio_ms is None:
                 request.first_audio_ms = now

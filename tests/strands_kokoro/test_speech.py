@@ -10,12 +10,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from strands import tool
 
 from strands_kokoro import KokoroSpeech
 from strands_kokoro.events import Event
+from strands_kokoro.protocol import SynthesizeRequest
+from strands_kokoro.sessions.ws import WebSocketSession
 from tests.model_server_process import RunningServer, free_port, start_model_server, stop_model_server
 from tests.scripted_model import FOUR_SENTENCES, ScriptedCall, ToolCall, tokens
 from tests.strands_kokoro.speech_doubles import Turn, make_agent, run_turn, words
@@ -96,51 +99,105 @@ async def test_batch_speaks_nothing_before_the_answer_is_complete(model_server: 
     assert turn.events[-1]["first_audio_ms"] > turn.events[-1]["first_text_ms"]
 
 
-async def test_text_before_a_tool_call_is_spoken_before_the_tool_returns(model_server: RunningServer) -> None:
-    heard_first_sentence = asyncio.Event()
-    tool_saw_audio: list[bool] = []
+class SpySessionDouble(WebSocketSession):
+    """The real WebSocket session, noting every text it sent (a test double of the recording kind)."""
+
+    def __init__(self, endpoint: str, sent: list[str]) -> None:
+        super().__init__(endpoint)
+        self._sent = sent
+
+    async def send(self, request: SynthesizeRequest) -> None:
+        await super().send(request)
+        self._sent.append(request.text)
+
+
+WEATHER_BEFORE = "Let me check the weather for you."
+WEATHER_AFTER = "It is sunny and warm in Seattle today. Enjoy the sunshine."
+
+
+def weather_turn(
+    model_server: RunningServer, tool_s: float, sent: list[str], **speech_options: Any
+) -> tuple[KokoroSpeech, Any, list[list[str]]]:
+    """A turn that calls a tool after WEATHER_BEFORE; the tool notes (without waiting) what was sent."""
+    sent_when_tool_ran: list[list[str]] = []
 
     @tool
     async def look_up_weather(city: str) -> str:
-        """Look up the weather (waits until the text before it was heard, at most 60 s)."""
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(heard_first_sentence.wait(), 60)
-        tool_saw_audio.append(heard_first_sentence.is_set())
+        """Look up the weather."""
+        sent_when_tool_ran.append(list(sent))
+        await asyncio.sleep(tool_s)
         return f"sunny in {city}"
 
-    before_tool = "Let me check the weather for you."
-    after_tool = "It is sunny and warm in Seattle today. Enjoy the sunshine."
-    speech = KokoroSpeech(endpoint=model_server.ws_url)
+    speech = KokoroSpeech(
+        session_factory=lambda: SpySessionDouble(model_server.ws_url, sent), **speech_options
+    )
     agent, _ = make_agent(
         speech,
         [
-            ScriptedCall(before_tool, ToolCall("look_up_weather", {"city": "Seattle"})),
-            ScriptedCall(after_tool),
+            ScriptedCall(WEATHER_BEFORE, ToolCall("look_up_weather", {"city": "Seattle"})),
+            ScriptedCall(WEATHER_AFTER),
         ],
         tools=[look_up_weather],
     )
+    return speech, agent, sent_when_tool_ran
 
-    spoken: list[str] = []
 
-    def on_event(event: Event) -> None:
-        if event["type"] == "sentence_complete":
-            spoken.extend(words(event["text"]))
-            if spoken == words(before_tool):
-                heard_first_sentence.set()
-
-    turn = await run_turn(speech.stream(agent, "Weather in Seattle?"), on_event)
-    assert tool_saw_audio == [True]
-    # Everything written before the tool call was spoken (and completed) before any later text appeared.
-    n_before = len(tokens(before_tool))
-    first_after = next(
-        i for i, e in enumerate(turn.events) if e["type"] == "text_delta" and e["seq"] >= n_before
+async def test_text_before_a_tool_call_is_sent_before_the_tool_runs(model_server: RunningServer) -> None:
+    sent: list[str] = []
+    speech, agent, sent_when_tool_ran = weather_turn(model_server, 0.0, sent, tool_filler=None)
+    turn = await run_turn(speech.stream(agent, "Weather in Seattle?"))
+    # The tool saw, at its start and without waiting, all the text before it already on the wire.
+    [at_tool] = sent_when_tool_ran
+    assert words(" ".join(at_tool)) == words(WEATHER_BEFORE)
+    # And its audio comes before the audio of anything written after the tool.
+    completes = turn.of("sentence_complete")
+    n_before = next(
+        k
+        for k in range(len(completes) + 1)
+        if words(" ".join(c["text"] for c in completes[:k])) == words(WEATHER_BEFORE)
     )
-    spoken_before = [e["text"] for e in turn.events[:first_after] if e["type"] == "sentence_complete"]
-    assert words(" ".join(spoken_before)) == words(before_tool)
+    last_before = max(
+        i for i, e in enumerate(turn.events) if e["type"] == "audio_chunk" and e["sentence"] < n_before
+    )
+    first_after = min(
+        i for i, e in enumerate(turn.events) if e["type"] == "audio_chunk" and e["sentence"] >= n_before
+    )
+    assert last_before < first_after
     assert words(" ".join(c["text"] for c in turn.of("sentence_complete"))) == words(
-        before_tool + " " + after_tool
+        WEATHER_BEFORE + " " + WEATHER_AFTER
     )
     assert_sentences_in_order(turn)
+
+
+async def test_a_slow_tool_gets_a_short_filler_once_the_audio_before_it_has_played(
+    model_server: RunningServer,
+) -> None:
+    sent: list[str] = []
+    speech, agent, _ = weather_turn(
+        model_server, 6.0, sent, tool_filler="One moment.", tool_filler_after_s=0.5
+    )
+    turn = await run_turn(speech.stream(agent, "Weather in Seattle?"))
+    texts = [c["text"] for c in turn.of("sentence_complete")]
+    filler = texts.index("One moment.")  # said once, after the text before the tool, before the rest
+    assert texts.count("One moment.") == 1
+    assert words(" ".join(texts[:filler])) == words(WEATHER_BEFORE)
+    assert words(" ".join(texts[filler + 1 :])) == words(WEATHER_AFTER)
+    # It came after the audio before the tool had played out (the listener heard silence, not overlap).
+    before = [c for c in turn.of("sentence_complete")][:filler]
+    filler_event = turn.of("sentence_complete")[filler]
+    played_until = max(c["first_audio_ms"] + c["audio_ms"] for c in before)
+    assert filler_event["first_audio_ms"] >= played_until
+    assert_sentences_in_order(turn)
+
+
+async def test_a_quick_tool_or_no_filler_setting_says_nothing_extra(model_server: RunningServer) -> None:
+    for tool_s, filler in ((0.0, "One moment."), (3.0, None)):
+        sent: list[str] = []
+        speech, agent, _ = weather_turn(model_server, tool_s, sent, tool_filler=filler)
+        turn = await run_turn(speech.stream(agent, "Weather in Seattle?"))
+        assert words(" ".join(c["text"] for c in turn.of("sentence_complete"))) == words(
+            WEATHER_BEFORE + " " + WEATHER_AFTER
+        )
 
 
 # ------------------------------------------------------------------------------------------- failures
