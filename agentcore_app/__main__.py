@@ -2,14 +2,22 @@
 
 The defaults pair with a local model server: the agent app on AgentCore's 8080, speech on
 ``ws://127.0.0.1:8081`` (start it with ``python -m tts_container --port 8081``).
+
+A setting the app cannot use (model, tools, conversations) stops it before it listens, with one line
+that names the setting and exit status 2.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import sys
 
-from agentcore_app.app import DEFAULT_SPEECH_ENDPOINT, SPEECH_ENDPOINT_ENV, create_app
-from agentcore_app.models import DEFAULT_MODEL, MODEL_ENV
+from agentcore_app.conversations import CONVERSATIONS_ENV, ConversationSettingError
+from agentcore_app.models import DEFAULT_MODEL, MODEL_ENV, ModelSpecError
+from agentcore_app.tools import TOOLS_ENV, ToolSettingError
+
+SETTING_ERRORS = (ModelSpecError, ToolSettingError, ConversationSettingError)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -21,8 +29,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--speech-endpoint",
         default=None,
-        help=f"ws://host:port, http(s)://host:port or sagemaker:<name> (env {SPEECH_ENDPOINT_ENV}; "
-        f"default {DEFAULT_SPEECH_ENDPOINT})",
+        help="ws://host:port, http(s)://host:port or sagemaker:<name> (env STRANDS_KOKORO_SPEECH_ENDPOINT; "
+        "default ws://127.0.0.1:8081)",
     )
     parser.add_argument(
         "--model",
@@ -30,8 +38,26 @@ def main(argv: list[str] | None = None) -> None:
         help=f"local | bedrock:<model-id> | openai:<base-url>[#model] (env {MODEL_ENV}; "
         f"default {DEFAULT_MODEL})",
     )
+    parser.add_argument(
+        "--conversations",
+        default=None,
+        help=f"where conversations are kept: a directory, s3://<bucket>/<prefix> or off (env "
+        f"{CONVERSATIONS_ENV}; default ~/.cache/strands-kokoro/conversations). Tools: env {TOOLS_ENV}",
+    )
     args = parser.parse_args(argv)
-    create_app(speech_endpoint=args.speech_endpoint, model=args.model).run(port=args.port, host=args.host)
+    try:
+        # The module-level app reads the environment when imported, so its errors are caught here too.
+        from agentcore_app.app import create_app
+        from agentcore_app.conversations import ConversationSettings, parse_location
+
+        settings = ConversationSettings.from_env()
+        if args.conversations is not None:
+            settings = dataclasses.replace(settings, location=parse_location(args.conversations))
+        app = create_app(speech_endpoint=args.speech_endpoint, model=args.model, conversations=settings)
+    except SETTING_ERRORS as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+    app.run(port=args.port, host=args.host)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,10 @@
 """The AgentCore entrypoint: a Strands agent that speaks while it writes, streamed back as SSE.
 
 ``app`` is what the AgentCore runtime (and ``python -m agentcore_app``) serves: POST ``/invocations`` with
-``{prompt, mode: "bidi"|"batch", voice?, speed?}`` answers ``text/event-stream`` of DESIGN §4 events.
+``{prompt, mode: "bidi"|"batch", voice?, speed?}`` answers ``text/event-stream`` of DESIGN §4 events. The
+agent has tools (:mod:`agentcore_app.tools`); a request with AgentCore's runtime session id header
+continues that conversation (:mod:`agentcore_app.conversations`, :mod:`agentcore_app.conversation_turn`),
+one without it is a turn of its own.
 
 Why it is built the way it is:
 
@@ -21,21 +24,35 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
-from bedrock_agentcore.runtime import BedrockAgentCoreApp
+from bedrock_agentcore.runtime import BedrockAgentCoreApp, RequestContext
 from starlette.middleware import Middleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from agentcore_app.conversation_turn import remembered_turn
+from agentcore_app.conversations import (
+    AGENT_ID,
+    ConversationError,
+    ConversationSettings,
+    ConversationStore,
+    TurnBuffer,
+    check_session_id,
+)
+from agentcore_app.local_guard import LocalCallerGuard
 from agentcore_app.models import create_model, model_setting, parse_model_spec
 from agentcore_app.payload import PayloadError, parse_turn
+from agentcore_app.tools import load_tools, speech_setting
 from strands_kokoro import events
 from strands_kokoro.protocol import DEFAULT_VOICE, sse_event
 
 if TYPE_CHECKING:
+    from strands.agent.conversation_manager import ConversationManager
     from strands.models.model import Model
+
+    from strands_kokoro.events import Event
 
 logger = logging.getLogger(__name__)
 
@@ -47,7 +64,8 @@ MAX_BODY_BYTES = 64 * 1024
 
 SYSTEM_PROMPT = (
     "You are a friendly voice assistant. Your answers are read aloud, so answer in three to five short, "
-    "plain sentences. Do not use lists, headings, code or markdown."
+    "plain sentences. Do not use lists, headings, code or markdown. Before you use a tool, say in a few "
+    "words what you are about to check."
 )
 
 
@@ -110,15 +128,25 @@ def create_app(
     speech_endpoint: str | None = None,
     model: str | Callable[[], Model] | None = None,
     speech_options: dict[str, Any] | None = None,
+    tools: Sequence[Any] | None = None,
+    conversations: ConversationSettings | ConversationStore | None = None,
 ) -> BedrockAgentCoreApp:
     """Build the AgentCore app. Settings are read now (not per request) so a process serves one config.
 
     ``model`` is a setting string (see :mod:`agentcore_app.models`) or a factory called once per turn
     (each turn gets a fresh agent; providers are cheap to build, the local weights are loaded once).
-    ``speech_options`` are extra ``KokoroSpeech`` arguments for every turn (e.g. ``pacing``),
-    for deployments and benchmarks; callers cannot set them per request.
+    ``speech_options`` are extra ``KokoroSpeech`` arguments for every turn (e.g. ``pacing``), for
+    deployments and benchmarks; they win over the tool filler settings
+    (:func:`agentcore_app.tools.speech_setting`). Callers cannot set them per request.
+    ``tools``: the agent's tools (default: :func:`agentcore_app.tools.load_tools`, the default set plus
+    ``STRANDS_KOKORO_TOOLS``, checked now). ``conversations``: where conversations are kept and how they
+    are bounded (default: the ``STRANDS_KOKORO_CONVERSATION*`` settings; ``location=None`` turns them
+    off), or a ready store. A request without a runtime session id is always a single turn.
     """
     endpoint = speech_endpoint_setting(speech_endpoint)
+    agent_tools = load_tools() if tools is None else list(tools)
+    spoken_options = {**speech_setting(), **(speech_options or {})}  # the tool filler settings, then code's
+    store = conversation_store(conversations)
     if callable(model):
         new_model = model
     else:
@@ -127,19 +155,30 @@ def create_app(
         def new_model() -> Model:
             return create_model(spec)
 
-    agentcore = BedrockAgentCoreApp(middleware=[Middleware(JsonBodyGuard)])
+    # Outermost first: a locally bound app refuses cross-site callers before reading any body.
+    agentcore = BedrockAgentCoreApp(middleware=[Middleware(LocalCallerGuard), Middleware(JsonBodyGuard)])
 
     @agentcore.entrypoint
-    async def invoke(payload: Any) -> AsyncIterator[Mapping[str, Any]]:
-        """One agent turn, spoken in ``mode``; yields JSON-serialisable DESIGN §4 events."""
+    async def invoke(payload: Any, context: RequestContext | None = None) -> AsyncIterator[Mapping[str, Any]]:
+        """One agent turn, spoken in ``mode``; yields JSON-serialisable DESIGN §4 events.
+
+        ``context.session_id`` (AgentCore's runtime session id header) names the conversation the turn
+        belongs to; without one the agent answers this prompt alone.
+        """
         try:
             turn = parse_turn(payload)
+            session_id = None if context is None else context.session_id
+            if session_id is not None:
+                check_session_id(session_id)
         except PayloadError as refused:
             yield refused.event()
             return
+        except ConversationError as refused:
+            yield events.error(refused.code, refused.message)
+            return
         from strands import Agent
 
-        from strands_kokoro.speech import KokoroSpeech
+        from strands_kokoro.speech import KokoroSpeech, SpokenTurn
 
         task_id = agentcore.add_async_task("turn", {"mode": turn.mode})
         try:
@@ -148,17 +187,34 @@ def create_app(
                 mode=turn.mode,
                 voice=turn.voice or DEFAULT_VOICE,
                 speed=turn.speed or 1.0,
-                **(speech_options or {}),
+                **spoken_options,
             )
-            agent = Agent(
-                model=new_model(),
-                system_prompt=SYSTEM_PROMPT,
-                hooks=[speech],
-                callback_handler=None,
-            )
-            async with aclosing(speech.stream(agent, turn.prompt)) as spoken:
-                async for event in spoken:
+
+            def new_agent(
+                session_manager: TurnBuffer | None = None,
+                conversation_manager: ConversationManager | None = None,
+            ) -> Agent:
+                return Agent(
+                    model=new_model(),
+                    system_prompt=SYSTEM_PROMPT,
+                    tools=agent_tools,
+                    hooks=[speech],
+                    callback_handler=None,
+                    agent_id=AGENT_ID,
+                    session_manager=session_manager,
+                    conversation_manager=conversation_manager,
+                )
+
+            spoken: SpokenTurn | AsyncGenerator[Event, None]
+            if session_id is None or store is None:
+                spoken = speech.stream(new_agent(), turn.prompt)
+            else:
+                spoken = remembered_turn(store, session_id, speech, new_agent, turn.prompt)
+            async with aclosing(spoken) as stream:
+                async for event in stream:
                     yield event
+        except ConversationError as refused:
+            yield events.error(refused.code, refused.message)
         except Exception:
             # The SDK would put str(exc) on the wire; a coded event says what failed, leaking nothing.
             logger.exception("agent turn failed")
@@ -167,6 +223,16 @@ def create_app(
             agentcore.complete_async_task(task_id)
 
     return agentcore
+
+
+def conversation_store(
+    conversations: ConversationSettings | ConversationStore | None,
+) -> ConversationStore | None:
+    """The store the app keeps conversations in, or None when they are off (every turn stands alone)."""
+    if isinstance(conversations, ConversationStore):
+        return conversations
+    settings = ConversationSettings.from_env() if conversations is None else conversations
+    return None if settings.location is None else ConversationStore(settings)
 
 
 app = create_app()

@@ -24,6 +24,13 @@ import httpx
 from httpx_sse import EventSource, aconnect_sse
 
 INVOKE_TIMEOUT_S = 300.0
+SESSION_HEADER = "X-Amzn-Bedrock-AgentCore-Runtime-Session-Id"
+"""AgentCore's runtime session id: the conversation a turn belongs to (the agent app remembers it)."""
+
+
+def new_session_id(label: str = "demo") -> str:
+    """A fresh conversation id AgentCore accepts (33+ characters) and the agent app's pattern allows."""
+    return f"{label}-{uuid.uuid4()}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,12 +103,18 @@ def payload_for(
 
 
 async def invoke_http(
-    client: httpx.AsyncClient, base_url: str, payload: dict[str, Any]
+    client: httpx.AsyncClient, base_url: str, payload: dict[str, Any], *, session_id: str | None = None
 ) -> AsyncIterator[TimedEvent]:
-    """POST /invocations on an agent app and yield its events as they complete."""
+    """POST /invocations on an agent app and yield its events as they complete.
+
+    ``session_id`` is sent as AgentCore's session header, as the runtime forwards it to the container.
+    """
     started = time.perf_counter()
     url = base_url.rstrip("/") + "/invocations"
-    async with aconnect_sse(client, "POST", url, json=payload, timeout=INVOKE_TIMEOUT_S) as source:
+    headers = {} if session_id is None else {SESSION_HEADER: session_id}
+    async with aconnect_sse(
+        client, "POST", url, json=payload, headers=headers, timeout=INVOKE_TIMEOUT_S
+    ) as source:
         async for sse in source.aiter_sse():
             if sse.data:
                 yield TimedEvent((time.perf_counter() - started) * 1000.0, json.loads(sse.data))
@@ -119,14 +132,22 @@ class _BotoBodyStream(httpx.AsyncByteStream):
 
 
 async def invoke_runtime(
-    agentcore_client: Any, runtime_arn: str, payload: dict[str, Any], *, qualifier: str | None = None
+    agentcore_client: Any,
+    runtime_arn: str,
+    payload: dict[str, Any],
+    *,
+    qualifier: str | None = None,
+    session_id: str | None = None,
 ) -> AsyncIterator[TimedEvent]:
-    """Invoke a deployed AgentCore runtime (boto3 ``bedrock-agentcore``) with a fresh runtime session id."""
+    """Invoke a deployed AgentCore runtime (boto3 ``bedrock-agentcore``) in conversation ``session_id``.
+
+    Without one, a fresh runtime session per turn: the run measures a cold conversation, never one that
+    remembers the last.
+    """
     started = time.perf_counter()
     params: dict[str, Any] = {
         "agentRuntimeArn": runtime_arn,
-        # A new session per turn: each run measures a cold conversation, never one that remembers the last.
-        "runtimeSessionId": f"demo-{uuid.uuid4()}",
+        "runtimeSessionId": session_id or new_session_id(),
         "payload": json.dumps(payload).encode("utf-8"),
         "contentType": "application/json",
         "accept": "text/event-stream",
@@ -154,8 +175,12 @@ async def run_turn(
     http_client: httpx.AsyncClient | None = None,
     agentcore_client: Any = None,
     voice: str | None = None,
+    session_id: str | None = None,
 ) -> TurnRecord:
-    """Run one turn against ``endpoint_url`` (http(s) URL or AgentCore runtime ARN) and record it."""
+    """Run one turn against ``endpoint_url`` (http(s) URL or AgentCore runtime ARN) and record it.
+
+    ``session_id``: the conversation this turn continues (None: a turn of its own).
+    """
     record = TurnRecord(mode=mode)
     payload = payload_for(prompt, mode, voice)
     if endpoint_url.startswith("arn:"):
@@ -164,14 +189,14 @@ async def run_turn(
 
             region = endpoint_url.split(":")[3] or None
             agentcore_client = boto3.client("bedrock-agentcore", region_name=region)
-        async for timed in invoke_runtime(agentcore_client, endpoint_url, payload):
+        async for timed in invoke_runtime(agentcore_client, endpoint_url, payload, session_id=session_id):
             record.add(timed)
         return record
     if http_client is None:
         async with httpx.AsyncClient(timeout=INVOKE_TIMEOUT_S) as client:
-            async for timed in invoke_http(client, endpoint_url, payload):
+            async for timed in invoke_http(client, endpoint_url, payload, session_id=session_id):
                 record.add(timed)
         return record
-    async for timed in invoke_http(http_client, endpoint_url, payload):
+    async for timed in invoke_http(http_client, endpoint_url, payload, session_id=session_id):
         record.add(timed)
     return record

@@ -5,6 +5,11 @@ a given target: a running app (``http://host:port``) or a deployed AgentCore run
 (``arn:aws:bedrock-agentcore:...``). Nothing here starts a server: ``agent-infra demo --local``
 (:mod:`cdk.local_commands`) starts the model server and the agent app on this machine and hands this
 module their URL, so the deployable package never depends on the launchers.
+
+A conversation (``--turns "q1" "q2" ...`` and/or ``--session ID``) asks its questions in order, each turn
+remembering the ones before (the runtime session id header). Without ``--session`` each mode gets a
+fresh conversation of its own, so both modes hear the same conversation and can be compared turn by turn;
+``--session ID`` continues (or starts) that one conversation in one mode (``--mode``, default bidi).
 """
 
 from __future__ import annotations
@@ -16,13 +21,24 @@ import importlib.util
 import sys
 import time
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from agentcore_app.client import INVOKE_TIMEOUT_S, TurnRecord, run_turn
-from agentcore_app.report import results_json, speedup_line, table, write_json, write_timeline, write_wav
+from agentcore_app.client import INVOKE_TIMEOUT_S, TurnRecord, new_session_id, run_turn
+from agentcore_app.report import (
+    concatenated,
+    results_json,
+    speedup,
+    speedup_line,
+    stall_ms,
+    table,
+    write_json,
+    write_timeline,
+    write_wav,
+)
 from strands_kokoro.protocol import DEFAULT_VOICE
 
 DEFAULT_PROMPT = "In three or four sentences, why do cats purr?"
@@ -42,7 +58,28 @@ def add_arguments(
         "--endpoint-url",
         help="a running agent app (http://host:port) or an AgentCore runtime ARN (arn:aws:...)",
     )
-    parser.add_argument("--prompt", default=DEFAULT_PROMPT, help="what to ask the agent")
+    asked = parser.add_mutually_exclusive_group()
+    asked.add_argument("--prompt", default=DEFAULT_PROMPT, help="what to ask the agent")
+    asked.add_argument(
+        "--turns",
+        nargs="+",
+        metavar="Q",
+        default=None,
+        help="a short conversation: ask these in order, each turn remembering the ones before",
+    )
+    parser.add_argument(
+        "--session",
+        default=None,
+        metavar="ID",
+        help="conversation id (AgentCore runtime session id, 33-128 of A-Z a-z 0-9 - _): continue or start "
+        "it, in one mode (default: a fresh conversation per mode)",
+    )
+    parser.add_argument(
+        "--mode",
+        choices=(*MODES, "both"),
+        default=None,
+        help="which modes to run (default: both; bidi with --session)",
+    )
     parser.add_argument(
         "--voice", default=None, help=f"Kokoro voice (default {DEFAULT_VOICE}; e.g. am_michael, bf_emma)"
     )
@@ -67,12 +104,14 @@ def refuse_missing(names: Iterable[str]) -> bool:
     return bool(missing)
 
 
-async def collect(target: Target, prompt: str, *, voice: str | None = None) -> list[TurnRecord]:
-    """Run the prompt through both modes against the target, one after the other, over real HTTP."""
+async def collect(
+    target: Target, prompt: str, *, voice: str | None = None, modes: tuple[str, ...] = MODES
+) -> list[TurnRecord]:
+    """Run the prompt through the modes (both by default) against the target, one after the other."""
     records: list[TurnRecord] = []
     reached = contextlib.nullcontext(target) if isinstance(target, str) else target
     async with reached as endpoint, httpx.AsyncClient(timeout=INVOKE_TIMEOUT_S) as http_client:
-        for mode in MODES:
+        for mode in modes:
             print(f"{mode}: asking {prompt!r}", file=sys.stderr)
             records.append(await run_turn(endpoint, prompt, mode, http_client=http_client, voice=voice))
     return records
@@ -107,7 +146,133 @@ def report(args: argparse.Namespace, records: list[TurnRecord], target: str) -> 
 
 
 def run(args: argparse.Namespace, target: Target, label: str) -> int:
-    """Collect and report; exit status 0 only when both modes produced audio (a silent demo failed)."""
-    records = asyncio.run(collect(target, args.prompt, voice=args.voice))
-    report(args, records, label)
+    """Collect and report; exit status 0 only when every turn produced audio (a silent demo failed).
+
+    2 (and nothing started) when the options contradict each other.
+    """
+    try:
+        plan = conversation_plan(args)
+    except ValueError as exc:
+        print(f"agent-infra demo: {exc}", file=sys.stderr)
+        return 2
+    if plan is None:
+        records = asyncio.run(collect(target, args.prompt, voice=args.voice, modes=chosen_modes(args)))
+        report(args, records, label)
+    else:
+        conversations = asyncio.run(converse(target, plan, voice=args.voice))
+        report_conversation(args, plan, conversations, label)
+        records = [record for turns in conversations.values() for record in turns]
     return 0 if all(r.first("audio_chunk") is not None for r in records) else 1
+
+
+# ------------------------------------------------------------------------------------ conversations
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationPlan:
+    """The questions, in order, and the conversation (runtime session id) each mode asks them in."""
+
+    prompts: list[str]
+    sessions: dict[str, str]
+
+
+def chosen_modes(args: argparse.Namespace) -> tuple[str, ...]:
+    """``--mode``: both (the default), or one; with ``--session`` the default is bidi."""
+    mode = getattr(args, "mode", None) or ("bidi" if getattr(args, "session", None) else "both")
+    return MODES if mode == "both" else (mode,)
+
+
+def conversation_plan(args: argparse.Namespace) -> ConversationPlan | None:
+    """None for the classic one-prompt demo; else the plan. ``ValueError`` when the options conflict."""
+    turns: list[str] | None = getattr(args, "turns", None)
+    session: str | None = getattr(args, "session", None)
+    if not turns and not session:
+        return None
+    modes = chosen_modes(args)
+    if session is not None:
+        from agentcore_app.conversations import SESSION_ID_PATTERN
+
+        if not SESSION_ID_PATTERN.match(session):
+            raise ValueError(f"--session {session!r}: use 33-128 letters, digits, '-' or '_'")
+        if len(modes) > 1:
+            raise ValueError("--session names ONE conversation: run it in one mode (--mode bidi or batch)")
+        return ConversationPlan(list(turns or [args.prompt]), {modes[0]: session})
+    shared = new_session_id("demo")
+    return ConversationPlan(list(turns or [args.prompt]), {mode: f"{shared}-{mode}" for mode in modes})
+
+
+async def converse(
+    target: Target, plan: ConversationPlan, *, voice: str | None = None
+) -> dict[str, list[TurnRecord]]:
+    """Each mode asks every question of the plan in order, in its own conversation; records per mode."""
+    conversations: dict[str, list[TurnRecord]] = {}
+    reached = contextlib.nullcontext(target) if isinstance(target, str) else target
+    async with reached as endpoint, httpx.AsyncClient(timeout=INVOKE_TIMEOUT_S) as http_client:
+        for mode, session_id in plan.sessions.items():
+            turns = conversations.setdefault(mode, [])
+            for number, prompt in enumerate(plan.prompts, 1):
+                print(f"{mode} turn {number} ({session_id}): asking {prompt!r}", file=sys.stderr)
+                turns.append(
+                    await run_turn(
+                        endpoint, prompt, mode, http_client=http_client, voice=voice, session_id=session_id
+                    )
+                )
+    return conversations
+
+
+def report_conversation(
+    args: argparse.Namespace, plan: ConversationPlan, conversations: dict[str, list[TurnRecord]], target: str
+) -> dict[str, Any]:
+    """The dialogue per mode, one table column per turn, a WAV per mode (its turns in order), PNG, JSON."""
+    out_dir: Path = args.out_dir
+    for mode, turns in conversations.items():
+        print()
+        print(f"{mode} conversation {plan.sessions[mode]}:")
+        for prompt, record in zip(plan.prompts, turns, strict=True):
+            print(f"  you:   {prompt}")
+            print(f"  agent: {record.text.strip()}")
+            for error in record.summary()["errors"]:
+                print(f"  {error.get('type')} {error.get('code')}: {error.get('message')}")
+    records = [record for turns in conversations.values() for record in turns]
+    labels = [f"{mode} #{n}" for mode, turns in conversations.items() for n in range(1, len(turns) + 1)]
+    print()
+    print(table(records, labels=labels))
+    ratios: list[float | None] = []
+    if set(conversations) == set(MODES):
+        print()
+        for number, (bidi, batch) in enumerate(
+            zip(conversations["bidi"], conversations["batch"], strict=True), 1
+        ):
+            ratio = speedup(batch.summary()["first_audio_ms"], bidi.summary()["first_audio_ms"])
+            ratios.append(None if ratio is None else round(ratio, 2))
+            shown = (
+                "no audio in one of the modes" if ratio is None else f"bidi first audio {ratio:.1f}× sooner"
+            )
+            print(f"turn {number}: {shown}")
+    artifacts = {
+        f"wav_{mode}": str(write_wav(concatenated(turns), out_dir / f"demo-{mode}.wav"))
+        for mode, turns in conversations.items()
+    }
+    artifacts["timeline_png"] = str(write_timeline(records, out_dir / "demo-timeline.png", labels=labels))
+    if args.json:
+        artifacts["json"] = str(args.json)
+    results: dict[str, Any] = {
+        "prompts": plan.prompts,
+        "target": target,
+        "artifacts": artifacts,
+        "at": time.time(),
+        "conversations": {
+            mode: {
+                "session_id": plan.sessions[mode],
+                "turns": [{**r.summary(), "stall_ms": round(stall_ms(r), 1)} for r in turns],
+            }
+            for mode, turns in conversations.items()
+        },
+        "bidi_first_audio_speedup_per_turn": ratios,
+    }
+    if args.json:
+        write_json(results, args.json)
+    print()
+    for name, path in artifacts.items():
+        print(f"{name:>13}: {path}")
+    return results

@@ -21,15 +21,18 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp
 
+from agentcore_app.client import SESSION_HEADER
+from agentcore_app.local_guard import LOCAL_ORIGIN_REGEX, LocalCallerGuard
+
 STATIC_DIR = Path(__file__).parent / "static"
 PAGE_PATH = "/player/"
-# A page served by another local port (another dev server, the tests' page server) may call the agent app.
-# Remote origins may not unless named with --cors-origin: a local agent app is not a public API.
-LOCAL_ORIGIN_REGEX = r"https?://(127\.0\.0\.1|localhost|\[::1\])(:\d+)?"
+# Local origins (LOCAL_ORIGIN_REGEX: another dev server, the tests' page server) may call the agent app;
+# remote origins may not unless named with --cors-origin: a local agent app is not a public API.
 
 
 def with_page(app: ASGIApp, *, cors_origins: Sequence[str] = ()) -> Starlette:
-    """``app`` plus the player at ``/player/`` (``/`` redirects there) and CORS for local origins."""
+    """``app`` plus the player at ``/player/`` (``/`` redirects there), CORS for local origins, and the
+    local-caller guard (:mod:`agentcore_app.local_guard`) that also admits ``cors_origins``."""
 
     async def to_page(request: Request) -> Response:
         return RedirectResponse(PAGE_PATH)
@@ -46,8 +49,12 @@ def with_page(app: ASGIApp, *, cors_origins: Sequence[str] = ()) -> Starlette:
                 allow_origins=list(cors_origins),
                 allow_origin_regex=LOCAL_ORIGIN_REGEX,
                 allow_methods=["GET", "POST"],
-                allow_headers=["content-type", "accept"],
-            )
+                # The player sends AgentCore's session header: the conversation it is having.
+                allow_headers=["content-type", "accept", SESSION_HEADER.lower()],
+            ),
+            # Inside CORS, so a local page can read a refusal. It lets the --cors-origin origins in too;
+            # the agent app's own guard then leaves the request alone.
+            Middleware(LocalCallerGuard, extra_origins=cors_origins),
         ],
     )
 

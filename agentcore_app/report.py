@@ -63,8 +63,8 @@ def stall_ms(record: TurnRecord) -> float:
     return stalled
 
 
-def table(records: Sequence[TurnRecord]) -> str:
-    """A plain-text table: one column per mode, one row per measure."""
+def table(records: Sequence[TurnRecord], *, labels: Sequence[str] | None = None) -> str:
+    """A plain-text table: one column per record (headed by its mode, or ``labels``), one row per measure."""
     summaries = [r.summary() for r in records]
     rows = [
         ("time to first text", [_fmt_ms(s["first_text_ms"]) for s in summaries]),
@@ -78,7 +78,9 @@ def table(records: Sequence[TurnRecord]) -> str:
     ]
     label_width = max(len(label) for label, _ in rows)
     col_width = max(12, *(len(v) for _, values in rows for v in values))
-    header = " " * label_width + "".join(f"  {s['mode']:>{col_width}}" for s in summaries)
+    heads = list(labels) if labels is not None else [s["mode"] for s in summaries]
+    col_width = max(col_width, *(len(head) for head in heads))
+    header = " " * label_width + "".join(f"  {head:>{col_width}}" for head in heads)
     lines = [header, "-" * len(header)]
     lines += [
         f"{label:<{label_width}}" + "".join(f"  {v:>{col_width}}" for v in values) for label, values in rows
@@ -107,8 +109,18 @@ def write_wav(record: TurnRecord, path: Path) -> Path:
     return path
 
 
-def write_timeline(records: Sequence[TurnRecord], path: Path) -> Path:
-    """Text deltas and audio chunks against time, one lane pair per mode, shared time axis."""
+def concatenated(records: Sequence[TurnRecord]) -> TurnRecord:
+    """One record holding the audio of ``records`` in order (a conversation's turns as one WAV)."""
+    joined = TurnRecord(
+        mode=records[0].mode if records else "", sample_rate=records[0].sample_rate if records else 24_000
+    )
+    for record in records:
+        joined.pcm += record.pcm
+    return joined
+
+
+def write_timeline(records: Sequence[TurnRecord], path: Path, *, labels: Sequence[str] | None = None) -> Path:
+    """Text deltas and audio chunks against time, one lane pair per record (titled by mode or ``labels``)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -117,7 +129,8 @@ def write_timeline(records: Sequence[TurnRecord], path: Path) -> Path:
     fig, axes = plt.subplots(
         len(records), 1, figsize=(11, 1.9 * len(records) + 0.8), sharex=True, squeeze=False
     )
-    for ax, record in zip(axes[:, 0], records, strict=True):
+    titles = list(labels) if labels is not None else [record.mode for record in records]
+    for ax, record, title in zip(axes[:, 0], records, titles, strict=True):
         text_times = [e.at_ms for e in record.of_type("text_delta")]
         ax.vlines(text_times, 1.6, 2.4, color="tab:blue", linewidth=0.8, label="text delta")
         ax.broken_barh(
@@ -136,7 +149,7 @@ def write_timeline(records: Sequence[TurnRecord], path: Path) -> Path:
             )
         ax.set_yticks([1.0, 2.0], ["audio chunks\n(arrival, length)", "text deltas"])
         ax.set_ylim(0.3, 2.9)
-        ax.set_title(f"{record.mode}", loc="left", fontsize=10)
+        ax.set_title(title, loc="left", fontsize=10)
         ax.grid(axis="x", alpha=0.3)
     axes[-1, 0].set_xlabel("ms since the request was sent")
     fig.suptitle("agent text and speech audio as the client receives them")

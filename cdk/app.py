@@ -95,7 +95,8 @@ def add_speech_stacks(app: App) -> list[Stack]:
 
 
 def add_agent_stacks(app: App) -> list[Stack]:
-    """The execution role, then the runtime that assumes it (empty without a Bedrock model id)."""
+    """The execution role (and conversations bucket), then the runtime that uses them (empty without a
+    Bedrock model id)."""
     config = agent_config_from_context(app)
     if config is None:
         return []
@@ -108,6 +109,7 @@ def add_agent_stacks(app: App) -> list[Stack]:
         runtime_id,
         config=config,
         execution_role=foundation.execution_role,
+        conversations_bucket_name=foundation.conversations.bucket_name,
         description="strands-kokoro: speaking Strands agent on Bedrock AgentCore",
     )
     return [foundation, runtime]

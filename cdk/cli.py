@@ -1,13 +1,14 @@
 """The two console scripts: ``speech-infra`` and ``agent-infra``; the CDK commands drive the app in order.
 
-    agent-infra demo [--local | --endpoint-url URL] [--prompt P] ...    (:mod:`cdk.local_commands`)
+    agent-infra demo [--local | --endpoint-url URL] [--prompt P | --turns Q1 Q2 ...] [--session ID] ...
+                                                                        (:mod:`cdk.local_commands`)
     agent-infra serve [--local] [--port N] [--speech-endpoint E] ...    (:mod:`cdk.local_commands`)
     speech-infra deploy|diff|synth|destroy kokoro-82m [--instance-type ml.g5.xlarge] [--instance-count 1]
                  [--max-instance-count 4] [--weights-dir DIR] [--log-retention-days 30]
                  [--no-network-isolation] [--tts-run-as-root] [--region R] [--profile P] [--output DIR]
     speech-infra list
     agent-infra deploy|diff|synth|destroy --bedrock-model-id ID [--endpoint-name kokoro-82m]
-                [--log-retention-days 30] [...]
+                [--log-retention-days 30] [--conversation-retention-days 2] [...]
 
 ``synth`` runs in-process (aws-cdk-lib + cdk-nag; no npm CLI, no Docker, no AWS account) and prints the
 cdk-nag verdict. ``deploy``, ``diff`` and ``destroy`` run the CDK CLI (``cdk`` or ``npx aws-cdk@2``) with
@@ -64,6 +65,9 @@ The endpoint's and the copy job's log groups were deleted with their stacks."""
 
 AGENT_LEFT_BEHIND = """\
 Left in place on purpose:
+  - the conversations bucket and its access-log bucket (RemovalPolicy RETAIN: S3 cannot delete a bucket
+    that holds objects). Their lifecycle rules empty them (conversations after the retention days, access
+    logs after the log retention); then remove them with: aws s3 rb s3://<bucket>   (or --force sooner)
   - the agent image in the CDK bootstrap ECR repository (shared by every CDK app in the account/region).
     Remove unused images with: npx aws-cdk@2 gc --unstable=gc
 The runtime's log groups were deleted with the runtime stack."""
@@ -160,6 +164,13 @@ def agent_infra(argv: Sequence[str]) -> int:
     parser.add_argument(
         "--endpoint-name", default=MODEL_NAME, help=f"the speech endpoint (default {MODEL_NAME})"
     )
+    parser.add_argument(
+        "--conversation-retention-days",
+        type=int,
+        metavar="DAYS",
+        help="days the conversations bucket keeps a conversation's objects (default 2, at least 2; the app "
+        "starts a conversation afresh one day sooner)",
+    )
     _retention_argument(parser)
     _common_arguments(parser)
     args = parser.parse_args(list(argv))
@@ -168,6 +179,7 @@ def agent_infra(argv: Sequence[str]) -> int:
         "kokoro:bedrock_model_id": args.bedrock_model_id,
         "kokoro:endpoint_name": args.endpoint_name,
         "kokoro:log_retention_days": args.log_retention_days,
+        "kokoro:conversation_retention_days": args.conversation_retention_days,
     }
     return _guarded(lambda: _run_agent(args, _present(context)))
 

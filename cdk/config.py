@@ -50,6 +50,15 @@ LOG_RETENTION_DAYS = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 
 DEFAULT_LOG_RETENTION_DAYS = 30
 """Long enough to debug last month's incident, short enough that logs of every session do not pile up."""
 
+CONVERSATIONS_PREFIX = "conversations/"
+"""Key prefix of the remembered conversations in the agent's bucket: the agent's role may use this prefix
+and nothing else of the bucket."""
+
+DEFAULT_CONVERSATION_RETENTION_DAYS = 2
+"""The bucket's lifecycle rule deletes conversation objects this many days after they were written; the app
+treats a conversation as over one day earlier (``STRANDS_KOKORO_CONVERSATION_MAX_AGE_S``), so the rule
+never removes part of a conversation still in use."""
+
 _ENDPOINT_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
 _MODEL_ID = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9.:_-]{2,199}$")
 _RUNTIME_NAME = re.compile(r"^[a-zA-Z][a-zA-Z0-9_]{0,47}$")
@@ -149,6 +158,7 @@ class AgentConfig:
     speech_endpoint_name: str = MODEL_NAME
     runtime_name: str = "strands_kokoro_agent"
     log_retention_days: int = DEFAULT_LOG_RETENTION_DAYS
+    conversation_retention_days: int = DEFAULT_CONVERSATION_RETENTION_DAYS
 
     def __post_init__(self) -> None:
         if not _MODEL_ID.match(self.bedrock_model_id):
@@ -158,6 +168,16 @@ class AgentConfig:
         if not _RUNTIME_NAME.match(self.runtime_name):
             raise ConfigError(f"runtime name {self.runtime_name!r} is not a valid AgentCore runtime name")
         _check_retention(self.log_retention_days)
+        if self.conversation_retention_days < 2:
+            raise ConfigError(
+                f"conversation retention {self.conversation_retention_days} days: at least 2 (the app ends a "
+                "conversation one day before the bucket deletes it)"
+            )
+
+    @property
+    def conversation_max_age_s(self) -> int:
+        """What the app is told: a conversation older than this starts afresh (a day before deletion)."""
+        return (self.conversation_retention_days - 1) * 86_400
 
     @property
     def is_inference_profile(self) -> bool:
@@ -233,4 +253,7 @@ _SPEECH_FIELDS: tuple[tuple[str, Callable[[Any], Any]], ...] = (
     ("weights_dir", Path),
 )
 
-_AGENT_FIELDS: tuple[tuple[str, Callable[[Any], Any]], ...] = (("log_retention_days", int),)
+_AGENT_FIELDS: tuple[tuple[str, Callable[[Any], Any]], ...] = (
+    ("log_retention_days", int),
+    ("conversation_retention_days", int),
+)

@@ -49,7 +49,7 @@ async def _local_target(args: argparse.Namespace) -> AsyncIterator[str]:
 
     print("starting the local stack (weights, model server, agent app)...", file=sys.stderr)
     async with local_stack(args.out_dir, model=args.model) as stack:
-        await warm_up_model(args.model, args.prompt)
+        await warm_up_model(args.model, args.turns[0] if args.turns else args.prompt)
         print(
             f"agent app {stack.agent_url}, speech {stack.speech_endpoint}, model {stack.model}",
             file=sys.stderr,

@@ -182,13 +182,35 @@ def decode_text(payload: bytes | str) -> str:
 
 
 def _json(text: str) -> Any:
-    """``json.loads`` that never lets a client crash its caller (deep nesting, 4,300-digit integers)."""
+    """``json.loads`` that never lets a client crash its caller: deep nesting, 4,300-digit integers,
+    and ``"\\ud800"`` (valid JSON for a string no UTF-8 can carry, so no frame could echo it back)."""
     try:
-        return json.loads(text)
+        obj = json.loads(text)
     except (ValueError, RecursionError):  # JSONDecodeError is a ValueError, as is the int-digits limit
         raise ProtocolError(
             ErrorCode.BAD_JSON, "message is not valid JSON (or a number is too long)"
         ) from None
+    if "\\u" in text and not _encodable(obj):
+        raise ProtocolError(ErrorCode.BAD_UTF8, "message has a lone surrogate (\\ud800-\\udfff) in a string")
+    return obj
+
+
+def _encodable(obj: Any) -> bool:
+    """Does every string in ``obj`` (keys too) encode as UTF-8? Iterative: the nesting is the client's."""
+    stack = [obj]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return False
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return True
 
 
 def _load_object(payload: bytes | str) -> dict[str, Any]:
@@ -530,9 +552,7 @@ def parse_error_body(body: bytes, *, request_id: str, status: int) -> ServerErro
     """The refusal of a POST (or a SageMaker ``ModelError``'s original message): the server's coded
     error frame, or a code made from the HTTP status when the body is not one."""
     obj = control_object(body)
-    if obj is not None and isinstance(
-        obj.get("error"), dict
-    ):  # ``{"error": {code, message}}``, as gateways nest it
+    if obj is not None and isinstance(obj.get("error"), dict):  # gateways nest it: {"error": {...}}
         obj = {"type": "error", "request_id": obj.get("request_id"), **obj["error"]}
     frame = parse_control(obj) if obj is not None else None
     if isinstance(frame, ServerError):

@@ -171,6 +171,7 @@ class SpeechTurn:
         self._held_ms = 0.0
         self._task_group: asyncio.TaskGroup | None = None
         self._fillers: dict[str, asyncio.Task[None]] = {}  # tool use id -> its pending filler
+        self._progress = asyncio.Event()  # set whenever a request completes or fails
         self._loop = asyncio.get_running_loop()
         self._t0 = time.perf_counter()
         self._text_seq = 0
@@ -233,15 +234,19 @@ class SpeechTurn:
             return
         with contextlib.suppress(RuntimeError):  # the turn is finishing: nothing to fill
             self._fillers[tool_use_id] = self._task_group.create_task(
-                self._filler(o.tool_filler), name="kokoro-tool-filler"
+                self._filler(o.tool_filler, self._requests), name="kokoro-tool-filler"
             )
 
     def tool_finished(self, tool_use_id: str) -> None:
         if (filler := self._fillers.pop(tool_use_id, None)) is not None:
             filler.cancel()
 
-    async def _filler(self, text: str) -> None:
-        """Wait until the audio before the tool has played, then ``tool_filler_after_s`` more."""
+    async def _filler(self, text: str, requests_before: int) -> None:
+        """Wait until the audio of the text before the tool has all arrived and played, then
+        ``tool_filler_after_s`` more; then say the filler (unless the tool returned: cancelled)."""
+        while any(request.index < requests_before for request in self._pending):
+            self._progress.clear()
+            await self._progress.wait()
         silence_from_ms = max(self._now_ms(), self._pacer.play_end_ms or 0.0)
         await asyncio.sleep((silence_from_ms - self._now_ms()) / 1000 + self.options.tool_filler_after_s)
         if not (self._muted or self._failed):
@@ -510,6 +515,7 @@ class SpeechTurn:
         self._by_id.clear()
         self._order.clear()
         self._pacer.drop_all()
+        self._progress.set()
 
     async def _handle(self, event: SessionEvent) -> None:
         match event:
@@ -599,6 +605,7 @@ class SpeechTurn:
     def _retire(self, request: _Request) -> None:
         """The request owes nothing more: release what later requests were holding, in order."""
         request.done = True
+        self._progress.set()
         while self._order and self._order[0].done:
             self._order.popleft()
             if self._order:

@@ -9,6 +9,7 @@ import argparse
 import functools
 import logging
 from collections.abc import Sequence
+from typing import Any
 
 import uvicorn
 
@@ -20,6 +21,10 @@ from tts_container.engines.base import Engine
 # Frames above this size are refused by the WebSocket layer itself (close code 1009); frames between
 # the protocol's MAX_MESSAGE_BYTES and this get a coded `message_too_large` error and the session goes on.
 WS_MAX_FRAME_BYTES = 16 * MAX_MESSAGE_BYTES
+# uvicorn's WebSocket settings (the tests' in-process servers use the same). permessage-deflate is off:
+# PCM does not compress, and with it a 100-byte frame inflates to a 1 MiB message; uvicorn parses and
+# queues every frame of one 256 KB read at once, so one flooding client held +107 MiB (issue 11).
+WS_OPTIONS: dict[str, Any] = {"ws_max_size": WS_MAX_FRAME_BYTES, "ws_per_message_deflate": False}
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -33,6 +38,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="inference engine; auto picks torch when CUDA is available, else onnx (default: %(default)s)",
     )
     parser.add_argument("--threads", type=int, default=None, help="engine CPU threads (default: all cores)")
+    parser.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="a browser origin (scheme://host[:port]) allowed to open a WebSocket session; repeatable. "
+        "Any other Origin is refused (SageMaker and the Python clients send none)",
+    )
     return parser.parse_args(argv)
 
 
@@ -47,8 +60,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     metrics.configure()
-    app = create_app(functools.partial(_load, args.engine, args.threads))
-    uvicorn.run(app, host=args.host, port=args.port, ws_max_size=WS_MAX_FRAME_BYTES, log_level="info")
+    app = create_app(functools.partial(_load, args.engine, args.threads), allowed_origins=args.allow_origin)
+    uvicorn.run(app, host=args.host, port=args.port, log_level="info", **WS_OPTIONS)
 
 
 if __name__ == "__main__":

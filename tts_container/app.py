@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, WebSocketRoute
@@ -31,6 +32,7 @@ from strands_kokoro.protocol import (
 from tts_container.engines.base import Engine
 from tts_container.inference import InferencePool
 from tts_container.invocations import invocations
+from tts_container.local_guard import LocalRequestGuard
 from tts_container.session import Session, SessionCounters
 from tts_container.synthesis import Synthesizer
 
@@ -51,11 +53,15 @@ class ServerState:
     load_failed: bool = False
 
 
-def create_app(load_engine: Callable[[], Engine], *, workers: int = 1) -> Starlette:
+def create_app(
+    load_engine: Callable[[], Engine], *, workers: int = 1, allowed_origins: Iterable[str] = ()
+) -> Starlette:
     """Build the app; ``load_engine`` (blocking) runs on the inference pool after the server is up.
 
     ``workers`` is the number of engine calls running at once; one is right for a single shared model
     whose runtime already uses every core (onnxruntime intra-op threads, one GPU stream).
+    ``allowed_origins``: browser origins that may open a session (``--allow-origin``); every other
+    ``Origin`` is refused (:mod:`tts_container.local_guard`).
     """
     state = ServerState(pool=InferencePool(workers))
 
@@ -76,6 +82,7 @@ def create_app(load_engine: Callable[[], Engine], *, workers: int = 1) -> Starle
                 "sessions_opened": counters.opened,
                 "requests_completed": counters.requests_completed,
                 "requests_cancelled": counters.requests_cancelled,
+                "error_floods": counters.error_floods,
                 "inference_queued": pool.queued,
                 "inference_running": pool.running,
                 "inference_completed": pool.completed,
@@ -113,6 +120,7 @@ def create_app(load_engine: Callable[[], Engine], *, workers: int = 1) -> Starle
             Route(INVOCATIONS_PATH, post_invocations, methods=["POST"]),
             WebSocketRoute(WS_PATH, bidirectional_stream),
         ],
+        middleware=[Middleware(LocalRequestGuard, allowed_origins=tuple(allowed_origins))],
         lifespan=lifespan,
     )
 

@@ -88,7 +88,7 @@ async def invocations(request: Request, synthesizer: Synthesizer | None) -> Resp
         logger.exception("engine failed before the first audio of a POST of %d characters", len(synth.text))
         return error_response(ErrorCode.ENGINE_FAILED, "synthesis failed on the server", synth.request_id)
     audio = _Audio(synth, frames, first, started, words)
-    headers = {"X-Request-Id": str(synth.request_id), "X-Sample-Rate": str(synth.sample_rate)}
+    headers = {"X-Request-Id": header_value(str(synth.request_id)), "X-Sample-Rate": str(synth.sample_rate)}
     if invocation.format == "wav":
         return StreamingResponse(_wav(audio), media_type="audio/wav", headers=headers)
     if invocation.format == "sse":
@@ -96,6 +96,17 @@ async def invocations(request: Request, synthesizer: Synthesizer | None) -> Resp
         return StreamingResponse(_sse(audio), media_type="text/event-stream", headers=headers)
     headers["X-Audio-Format"] = "pcm_s16le"
     return StreamingResponse(_pcm(audio), media_type="application/octet-stream", headers=headers)
+
+
+def header_value(text: str) -> str:
+    """``text`` as an HTTP header value: printable ASCII as is, anything else (a newline, a non-Latin-1
+    character a client put in its request id) percent-encoded as UTF-8, so the header can always be sent."""
+    return "".join(
+        char
+        if " " <= char <= "~" and char != "%"
+        else "".join(f"%{b:02X}" for b in char.encode("utf-8", "surrogatepass"))
+        for char in text
+    )
 
 
 class EngineFailedMidStream(Exception):

@@ -17,9 +17,12 @@ or on a disconnect (everything stops; the task group cancels the rest, and the i
 out the one engine call already running, so no work leaks).
 
 Bounded memory, whatever the client does: queued requests (``MAX_QUEUED_REQUESTS``), queued audio
-(``MAX_BUFFERED_AUDIO_BYTES``) and error frames the client has not read (``MAX_UNREAD_ERRORS``) all
-have a limit. A client that keeps sending bad messages without reading the errors is closed with code
-1008 and the reason ``error_flood``; one that reads gets every error and goes on.
+(``MAX_BUFFERED_AUDIO_BYTES``) and error frames not yet sent (``MAX_UNREAD_ERRORS``) all have a limit.
+At that many unsent errors the reader stops reading until the sender makes room, so a flooding client
+is throttled by its own TCP window, not buffered. "Unsent" alone proves nothing (a burst of bad frames
+arrives in one read, faster than the sender gets a turn; refusals wait for earlier audio): the client
+is judged not to read only when one send to it has been stuck for ``STALLED_SEND_S``. Then the session
+is closed with code 1008 and the reason ``error_flood``; a client that reads gets every error and goes on.
 
 Order: a refused request (unknown voice, unsupported language, queue full) is answered in its place in
 the request order, after the audio of the requests before it (DESIGN §3); only errors about messages
@@ -61,8 +64,12 @@ logger = logging.getLogger(__name__)
 
 # Audio the synthesizer may run ahead of a slow reader before it waits (about 44 s at 24 kHz).
 MAX_BUFFERED_AUDIO_BYTES = 2 * 1024 * 1024
-# Error frames queued for a client that is not reading them; one more closes the session.
+# Error frames queued and not yet sent; at this many the reader waits for the sender.
 MAX_UNREAD_ERRORS = 64
+# A send to the client stuck this long (while errors pile up) means it does not read: error_flood.
+STALLED_SEND_S = 5.0
+# The 1008 close frame waits this long for such a client to take what was sent before it.
+POLICY_CLOSE_WAIT_S = 30.0
 POLICY_VIOLATION = 1008  # WebSocket close code
 
 
@@ -145,6 +152,8 @@ class Session:
         self._requests: asyncio.Queue[_Job | _Refusal | object] = asyncio.Queue()
         self._outbox: asyncio.Queue[_Control | _Audio | _Finished | object] = asyncio.Queue()
         self._unread_errors = 0  # error frames (and refusals) queued but not yet sent
+        self._sent = asyncio.Event()  # set whenever a frame went out: the reader may have room again
+        self._sending_since: float | None = None  # when the send in progress began
         self._queued = 0  # accepted requests waiting for the synthesizer
         self._buffered = 0
         self._room = asyncio.Event()
@@ -169,15 +178,17 @@ class Session:
             self._counters.active -= 1
 
     async def _close_for_policy(self, reason: str) -> None:
-        """Close with 1008; a client that reads nothing may never take the close frame: bounded wait."""
+        """Close with 1008 once the client takes the frames before it; one that never reads: bounded wait."""
         with contextlib.suppress(Exception):
-            async with asyncio.timeout(2.0):
+            async with asyncio.timeout(POLICY_CLOSE_WAIT_S):
                 await self._ws.close(POLICY_VIOLATION, reason)
 
     # ------------------------------------------------------------------------------------- reader
 
     async def _read_loop(self) -> None:
         while True:
+            if self._unread_errors >= MAX_UNREAD_ERRORS:
+                await self._wait_for_room()
             message = await self._ws.receive()
             if message["type"] == "websocket.disconnect":
                 raise _ClientGone
@@ -211,10 +222,21 @@ class Session:
         self._queued += 1
         self._requests.put_nowait(job)
 
+    async def _wait_for_room(self) -> None:
+        """Read nothing more until the sender has room for errors; ``_ErrorFlood`` if the client stalls it."""
+        while self._unread_errors >= MAX_UNREAD_ERRORS:
+            self._sent.clear()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(STALLED_SEND_S):
+                    await self._sent.wait()
+                continue
+            since = self._sending_since
+            if since is not None and time.monotonic() - since >= STALLED_SEND_S:
+                raise _ErrorFlood
+            # Nothing stuck: the errors wait for earlier requests' audio (refusals in order). Keep waiting.
+
     def _count_error(self) -> None:
-        """One more error frame the client has yet to read; too many unread ones end the session."""
-        if self._unread_errors >= MAX_UNREAD_ERRORS:
-            raise _ErrorFlood
+        """One more error frame queued for the client (the reader waits at ``MAX_UNREAD_ERRORS``)."""
         self._unread_errors += 1
 
     def _error(self, frame: ServerError) -> None:
@@ -336,6 +358,7 @@ class Session:
         return complete
 
     async def _send(self, data: str | bytes) -> None:
+        self._sending_since = time.monotonic()
         try:
             if isinstance(data, bytes):
                 await self._ws.send_bytes(data)
@@ -343,6 +366,9 @@ class Session:
                 await self._ws.send_text(data)
         except (WebSocketDisconnect, OSError, RuntimeError) as exc:
             raise _ClientGone from exc
+        finally:
+            self._sending_since = None
+        self._sent.set()
 
 
 def _audio_ms(job: _Job) -> float:

@@ -4,12 +4,24 @@
 // reader -> whole events only (bytes are buffered until the blank line) -> DESIGN §4 events -> base64
 // PCM s16le decoded -> Web Audio buffers scheduled back to back.
 //
+// Conversations: every request carries AgentCore's runtime session id header; the agent app keeps the
+// history per id, so one id per conversation. "New conversation" starts a new id (the old one is left to
+// expire on the server).
+//
 // Tests drive this page in Chromium and read window.__player (see the end of the file).
 
 // Headroom before the first buffer of a turn (or after the queue ran dry) starts: enough for the
 // render thread to pick the buffer up, small enough not to add audible latency.
 const START_LEAD_S = 0.05;
 const AUDIO_FORMAT = "pcm_s16le";
+export const SESSION_HEADER = "X-Amzn-Bedrock-AgentCore-Runtime-Session-Id";
+
+/** A conversation id AgentCore accepts (33+ characters) and the agent app's pattern allows. */
+export function newSessionId() {
+  if (globalThis.crypto?.randomUUID) return `player-${crypto.randomUUID()}`; // secure contexts only
+  const bytes = crypto.getRandomValues(new Uint8Array(16)); // any context
+  return `player-${Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("")}`;
+}
 
 // ---------------------------------------------------------------------------------------------------
 // SSE: delivery chunks end anywhere (mid-base64, between the two "\n" of a separator, inside a
@@ -162,6 +174,7 @@ export class GaplessPlayer {
     this.nextStart = start + buffer.duration;
     this.scheduled.push({ start, duration: buffer.duration, scheduledAt: now,
                           underrun: underrun && this.scheduled.length > 0 });
+    return { start, duration: buffer.duration };
   }
 
   /** Barge-in: silence now. Scheduled-but-unstarted buffers are dropped too. */
@@ -187,16 +200,82 @@ export class GaplessPlayer {
 }
 
 // ---------------------------------------------------------------------------------------------------
+// Live captions: the word being heard is highlighted, in step with playback. Each request's audio
+// chunks are scheduled at known AudioContext times; `sentence_complete.words` says when each word is
+// heard in the request's audio (ms from its first chunk), so a word maps to the chunk that holds it.
+
+export class Captions {
+  constructor(element, clock) {
+    this.el = element;
+    this.clock = clock; // () => AudioContext.currentTime, or null before any sound
+    this.chunks = new Map(); // request index -> [{offset, start, duration}] in seconds
+    this.words = []; // {text, request, index, from, until} in context seconds, in order
+    this.shown = null;
+    this.history = []; // every word highlighted, in order: what the tests read
+    this.timer = null;
+  }
+
+  reset() {
+    this.chunks.clear();
+    this.words = [];
+    this.shown = null;
+    this.history = [];
+    this.el.replaceChildren();
+    if (this.timer !== null) clearInterval(this.timer);
+    this.timer = null;
+  }
+
+  /** An audio chunk of request `request` was scheduled at `start` (context seconds) for `duration`. */
+  scheduled(request, start, duration) {
+    const list = this.chunks.get(request) ?? [];
+    const last = list[list.length - 1];
+    list.push({ offset: last ? last.offset + last.duration : 0, start, duration });
+    this.chunks.set(request, list);
+  }
+
+  /** The request is complete: place its words on the context clock. */
+  complete(request, words) {
+    const list = this.chunks.get(request);
+    if (!list || !words || !words.length) return;
+    const at = (ms) => {
+      const t = ms / 1000;
+      const chunk = list.find((c) => t < c.offset + c.duration) ?? list[list.length - 1];
+      return chunk.start + Math.max(0, t - chunk.offset);
+    };
+    words.forEach((word, index) => {
+      this.words.push({ text: word.text, request, index, from: at(word.start_ms), until: at(word.end_ms) });
+    });
+    if (this.timer === null) this.timer = setInterval(() => this.tick(), 30);
+  }
+
+  tick() {
+    const now = this.clock();
+    if (now === null) return;
+    const current = [...this.words].reverse().find((w) => w.from <= now);
+    if (!current || current === this.shown) return;
+    this.shown = current;
+    this.history.push({ text: current.text, request: current.request, at: now });
+    const line = this.words.filter((w) => w.request === current.request);
+    this.el.replaceChildren(...line.flatMap((w, i) => {
+      const span = document.createElement(w === current ? "mark" : "span");
+      span.textContent = w.text;
+      return i ? [document.createTextNode(" "), span] : [span];
+    }));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
 // One turn: request, events, numbers. Times are ms since the request was sent (what a listener waits).
 
 let nextTurnId = 1;
 
 class Turn {
-  constructor({ prompt, mode, voice }) {
+  constructor({ prompt, mode, voice, sessionId }) {
     this.id = nextTurnId++;
     this.prompt = prompt;
     this.mode = mode;
     this.voice = voice;
+    this.sessionId = sessionId; // the conversation this turn belongs to
     this.state = "streaming"; // streaming -> playing -> done | stopped | error
     this.startedAt = performance.now();
     this.firstTextMs = null;
@@ -230,8 +309,19 @@ export class VoicePage {
   constructor(elements) {
     this.el = elements;
     this.player = new GaplessPlayer();
+    this.captions = new Captions(elements.caption, () => this.player.context?.currentTime ?? null);
     this.turns = [];
     this.current = null;
+    this.sessionId = newSessionId();
+  }
+
+  /** Forget the conversation: stop any turn, take a new session id; the next question starts afresh. */
+  newConversation() {
+    this.stop();
+    this.sessionId = newSessionId();
+    this.el.answer.textContent = "";
+    this.el.warnings.textContent = "";
+    this.render();
   }
 
   get agentUrl() {
@@ -242,8 +332,9 @@ export class VoicePage {
   async speak({ prompt, mode, voice }) {
     this.stop();
     this.player.unlock();
-    const turn = new Turn({ prompt, mode, voice });
+    const turn = new Turn({ prompt, mode, voice, sessionId: this.sessionId });
     this.player.beginTurn(turn.scheduled);
+    this.captions.reset();
     this.turns.push(turn);
     this.current = turn;
     this.el.answer.textContent = "";
@@ -252,7 +343,11 @@ export class VoicePage {
     try {
       const response = await fetch(`${this.agentUrl}/invocations`, {
         method: "POST",
-        headers: { "content-type": "application/json", accept: "text/event-stream" },
+        headers: {
+          "content-type": "application/json",
+          accept: "text/event-stream",
+          [SESSION_HEADER]: turn.sessionId,
+        },
         body: JSON.stringify({ prompt, mode, voice }),
         signal: turn.controller.signal,
       });
@@ -303,9 +398,13 @@ export class VoicePage {
         turn.chunks += 1;
         turn.audioSeconds += samples.length / event.sample_rate;
         turn.pcm.push(bytes);
-        this.player.play(samples, event.sample_rate, () => this.playbackEnded(turn));
+        const { start, duration } = this.player.play(samples, event.sample_rate, () => this.playbackEnded(turn));
+        this.captions.scheduled(event.sentence, start, duration);
         break;
       }
+      case "sentence_complete":
+        this.captions.complete(event.sentence, event.words);
+        break;
       case "speech_error":
         turn.errors.push(event);
         this.el.warnings.textContent = `speech: ${event.code}: ${event.message} (the text goes on)`;
@@ -343,6 +442,7 @@ export class VoicePage {
       turn.controller.abort();
     }
     this.player.stop();
+    this.captions.reset();
     this.render();
   }
 
@@ -361,12 +461,13 @@ export class VoicePage {
     this.el.stop.disabled = !busy;
     this.el.status.textContent = this.current ? this.current.state : "idle";
     this.el.status.dataset.state = this.current ? this.current.state : "idle";
+    this.el.conversation.textContent = this.sessionId;
     const ms = (v) => (v === null ? "–" : `${Math.round(v)} ms`);
     this.el.turns.replaceChildren(...this.turns.map((t) => {
       const row = document.createElement("tr");
       row.dataset.turn = String(t.id);
       const cells = [t.id, t.mode, t.voice, ms(t.firstTextMs), ms(t.firstAudioMs),
-        `${t.audioSeconds.toFixed(2)} s`, t.chunks, ms(t.totalMs), t.state];
+        `${t.audioSeconds.toFixed(2)} s`, t.chunks, ms(t.totalMs), t.state, t.sessionId.slice(-8)];
       for (const value of cells) {
         const cell = document.createElement("td");
         cell.textContent = String(value);
@@ -390,7 +491,8 @@ function main() {
   const $ = (id) => document.getElementById(id);
   const page = new VoicePage({
     agentUrl: $("agent-url"), answer: $("answer"), warnings: $("warnings"), stop: $("stop"),
-    status: $("status"), turns: $("turns"), ratio: $("ratio"),
+    status: $("status"), turns: $("turns"), ratio: $("ratio"), conversation: $("conversation"),
+    caption: $("caption"),
   });
   page.el.agentUrl.value = new URLSearchParams(location.search).get("agent") || location.origin;
 
@@ -400,15 +502,20 @@ function main() {
     page.speak({ prompt: $("prompt").value, mode, voice: $("voice").value });
   });
   $("stop").addEventListener("click", () => page.stop());
+  $("new-conversation").addEventListener("click", () => page.newConversation());
 
   // Test hooks: plain data only, so Playwright's evaluate() can return it.
   window.__player = {
     get state() { return page.current ? page.current.state : "idle"; },
+    get sessionId() { return page.sessionId; },
     turns: () => page.turns.map((t) => t.snapshot()),
     current: () => (page.current ? page.current.snapshot() : null),
     ratio: () => page.ratio(),
     outputLevel: () => page.player.outputLevel(),
     activeSources: () => page.player.sources.size,
+    captions: () => ({ shown: page.captions.shown?.text ?? null,
+                       history: page.captions.history.map((h) => ({ ...h })),
+                       words: page.captions.words.map((w) => ({ ...w })) }),
     audioClock: () => ({ state: page.player.context?.state ?? null,
                          currentTime: page.player.context?.currentTime ?? null,
                          sampleRate: page.player.context?.sampleRate ?? null }),

@@ -1,16 +1,19 @@
-"""Agent foundation: the AgentCore runtime's execution role, and nothing else.
+"""Agent foundation: the AgentCore runtime's execution role and the bucket its conversations live in.
 
-Why apart from the runtime: the role is the security boundary of the agent (which model, which endpoint)
-and should be reviewable without reading image or runtime details.
+Why apart from the runtime: the role is the security boundary of the agent (which model, which endpoint,
+which part of which bucket) and should be reviewable without reading image or runtime details. The
+conversations bucket sits here because the role's S3 statements name it, and because it holds data that
+outlives a runtime redeploy.
 """
 
 from __future__ import annotations
 
-from aws_cdk import Aws, CfnOutput, Stack
+from aws_cdk import Aws, CfnOutput, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from cdk.config import AgentConfig
+from cdk.config import CONVERSATIONS_PREFIX, AgentConfig
 from cdk.stacks.common import (
     SAGEMAKER_INVOKE_ACTIONS,
     acknowledge,
@@ -35,14 +38,18 @@ XRAY_ACTIONS = [
     "xray:GetSamplingTargets",
 ]
 RUNTIME_LOG_GROUP = "/aws/bedrock-agentcore/runtimes"
+CONVERSATION_OBJECT_ACTIONS = ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"]
+"""What Strands' S3SessionManager does to a conversation's objects (HEAD is authorised by s3:GetObject,
+a batch delete by s3:DeleteObject per key)."""
 
 
 class AgentFoundationStack(Stack):
-    """The role bedrock-agentcore.amazonaws.com assumes to run the agent container."""
+    """The role bedrock-agentcore.amazonaws.com assumes to run the agent container, and its conversations."""
 
     def __init__(self, scope: Construct, construct_id: str, *, config: AgentConfig, **kwargs: object) -> None:
         super().__init__(scope, construct_id, **kwargs)  # type: ignore[arg-type]
         self.config = config
+        self._conversation_buckets()
         # Confused-deputy guard: only AgentCore acting for a runtime of this account, in this region.
         self.execution_role = iam.Role(
             self,
@@ -82,8 +89,65 @@ class AgentFoundationStack(Stack):
         )
         self._grant_logs_and_traces(role)
         self._grant_workload_identity(role)
+        self._grant_conversations(role)
         self._acknowledge(role)
         CfnOutput(self, "ExecutionRoleArn", value=role.role_arn)
+        CfnOutput(self, "ConversationsBucketName", value=self.conversations.bucket_name)
+
+    def _conversation_buckets(self) -> None:
+        """The conversations bucket (+ its access-log bucket): encrypted, private, TLS only, self-expiring.
+
+        Conversations expire by a lifecycle rule on their prefix (``conversation_retention_days``), which
+        is also what removes the many conversations nobody comes back to. Retained on destroy: S3 cannot
+        delete a bucket that still holds objects; the rule empties it within the retention period.
+        """
+        self.conversation_access_logs = s3.Bucket(
+            self,
+            "ConversationAccessLogs",
+            encryption=s3.BucketEncryption.S3_MANAGED,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            enforce_ssl=True,
+            removal_policy=RemovalPolicy.RETAIN,
+            lifecycle_rules=[s3.LifecycleRule(expiration=Duration.days(self.config.log_retention_days))],
+        )
+        self.conversations = s3.Bucket(
+            self,
+            "Conversations",
+            encryption=s3.BucketEncryption.S3_MANAGED,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            enforce_ssl=True,
+            server_access_logs_bucket=self.conversation_access_logs,
+            server_access_logs_prefix="conversations/",
+            removal_policy=RemovalPolicy.RETAIN,
+            lifecycle_rules=[
+                s3.LifecycleRule(
+                    id="ExpireConversations",
+                    prefix=CONVERSATIONS_PREFIX,
+                    expiration=Duration.days(self.config.conversation_retention_days),
+                ),
+                s3.LifecycleRule(
+                    id="AbortIncompleteUploads", abort_incomplete_multipart_upload_after=Duration.days(1)
+                ),
+            ],
+        )
+
+    def _grant_conversations(self, role: iam.Role) -> None:
+        """Read, write and delete under the conversations prefix; list only that prefix. Nothing else."""
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="Conversations",
+                actions=CONVERSATION_OBJECT_ACTIONS,
+                resources=[self.conversations.arn_for_objects(f"{CONVERSATIONS_PREFIX}*")],
+            )
+        )
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="ListConversations",
+                actions=["s3:ListBucket"],
+                resources=[self.conversations.bucket_arn],
+                conditions={"StringLike": {"s3:prefix": [CONVERSATIONS_PREFIX, f"{CONVERSATIONS_PREFIX}*"]}},
+            )
+        )
 
     def _model_arns(self) -> list[str]:
         """A foundation model in this region, or a cross-region profile plus the models it routes to."""
@@ -159,7 +223,19 @@ class AgentFoundationStack(Stack):
             )
         )
 
+    def _conversations_logical_id(self) -> str:
+        """cdk-nag names a bucket ARN by the bucket's logical id, which carries a CDK-made hash."""
+        bucket = self.conversations.node.default_child
+        assert isinstance(bucket, s3.CfnBucket)
+        return self.get_logical_id(bucket)
+
     def _acknowledge(self, role: iam.Role) -> None:
+        acknowledge(
+            role,
+            f"AwsSolutions-IAM5[Resource::<{self._conversations_logical_id()}.Arn>/{CONVERSATIONS_PREFIX}*]",
+            "One object per message of every conversation, named by AgentCore's runtime session id at run "
+            "time; the wildcard covers only the conversations prefix of the agent's own bucket.",
+        )
         acknowledge(
             role,
             "AwsSolutions-IAM5[Resource::*]",

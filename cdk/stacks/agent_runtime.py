@@ -23,21 +23,24 @@ from aws_cdk import (
 )
 from constructs import Construct
 
-from cdk.config import REPO_ROOT, AgentConfig
+from cdk.config import CONVERSATIONS_PREFIX, REPO_ROOT, AgentConfig
 from cdk.stacks.common import DOCKER_EXCLUDES
 from cdk.stacks.log_groups import AGENTCORE_LOG_GROUP_PREFIX, owned_log_group
 
 AGENT_DOCKERFILE = "agentcore_app/Dockerfile"
 MODEL_ENV = "STRANDS_KOKORO_MODEL"
 SPEECH_ENDPOINT_ENV = "STRANDS_KOKORO_SPEECH_ENDPOINT"
+CONVERSATIONS_ENV = "STRANDS_KOKORO_CONVERSATIONS"
+CONVERSATION_MAX_AGE_ENV = "STRANDS_KOKORO_CONVERSATION_MAX_AGE_S"
 REGION_ENVS = ("AWS_REGION", "AWS_DEFAULT_REGION")
 ENDPOINT_NAME = "live"
 DEFAULT_ENDPOINT_NAME = "DEFAULT"
 """The endpoint AgentCore creates with every runtime; invocations without a qualifier go there."""
 
 
-def runtime_environment(config: AgentConfig, region: str) -> dict[str, str]:
-    """What the entrypoint reads: the Bedrock model, the SageMaker endpoint it speaks through, the region.
+def runtime_environment(config: AgentConfig, region: str, conversations_bucket: str) -> dict[str, str]:
+    """What the entrypoint reads: the Bedrock model, the SageMaker endpoint it speaks through, the region,
+    and where conversations are kept (``s3://<bucket>/conversations``) and for how long at most.
 
     Why the region is written out: nothing documents that AgentCore sets one, and without it the two
     clients fail differently. The speech session raises ``no_region`` (botocore reads only
@@ -48,6 +51,8 @@ def runtime_environment(config: AgentConfig, region: str) -> dict[str, str]:
     return {
         MODEL_ENV: f"bedrock:{config.bedrock_model_id}",
         SPEECH_ENDPOINT_ENV: f"sagemaker:{config.speech_endpoint_name}?region={region}",
+        CONVERSATIONS_ENV: f"s3://{conversations_bucket}/{CONVERSATIONS_PREFIX.rstrip('/')}",
+        CONVERSATION_MAX_AGE_ENV: str(config.conversation_max_age_s),
         **dict.fromkeys(REGION_ENVS, region),
     }
 
@@ -62,6 +67,7 @@ class AgentRuntimeStack(Stack):
         *,
         config: AgentConfig,
         execution_role: iam.IRole,
+        conversations_bucket_name: str,
         **kwargs: object,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)  # type: ignore[arg-type]
@@ -88,7 +94,7 @@ class AgentRuntimeStack(Stack):
             ),
             network_configuration=agentcore.CfnRuntime.NetworkConfigurationProperty(network_mode="PUBLIC"),
             protocol_configuration="HTTP",
-            environment_variables=runtime_environment(config, Aws.REGION),
+            environment_variables=runtime_environment(config, Aws.REGION, conversations_bucket_name),
         )
         self._own_log_groups(config, runtime)
         endpoint = agentcore.CfnRuntimeEndpoint(

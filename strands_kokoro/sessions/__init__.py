@@ -90,7 +90,15 @@ def open_session(endpoint: str, **options: Any) -> SpeechSession:
                 "missing_dependency",
                 f"{scheme}: endpoints need the 'sagemaker' extra (pip install 'strands-kokoro[sagemaker]')",
             ) from exc
-        session: SpeechSession = module.session_for(name, **{**query, **options})
+        try:
+            session: SpeechSession = module.session_for(name, **{**query, **options})
+        except TypeError as exc:
+            if not query:
+                raise
+            # ``?regoin=...``: a typo in the endpoint string is the user's, not a bug; say which options.
+            raise EndpointError(
+                "bad_endpoint_option", f"{scheme}: endpoints take no option among {', '.join(sorted(query))}"
+            ) from exc
         return session
     raise EndpointError(
         "unknown_endpoint_scheme",

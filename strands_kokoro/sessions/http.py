@@ -22,6 +22,7 @@ from httpx_sse import aconnect_sse
 from strands_kokoro.protocol import (
     INVOCATIONS_PATH,
     AudioData,
+    ErrorCode,
     Invocation,
     ServerError,
     SynthesisCompleted,
@@ -77,7 +78,14 @@ class HttpSession(OneRequestAtATimeSession):
             async with aconnect_sse(self._client, "POST", self.url, content=body, headers=headers) as source:
                 if source.response.status_code != 200:
                     refused = await source.response.aread()
-                    yield parse_error_body(refused, request_id=request_id, status=source.response.status_code)
+                    error = parse_error_body(
+                        refused, request_id=request_id, status=source.response.status_code
+                    )
+                    if error.code == ErrorCode.NOT_READY:
+                        # A (re)started server still loading its model (503): reopen and re-send later,
+                        # as after a drop; refusing the request would skip its sentence.
+                        raise SessionClosedError(f"{self.url} is still loading its model")
+                    yield error
                     return
                 async for sse in source.aiter_sse():
                     try:

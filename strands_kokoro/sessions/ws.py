@@ -14,7 +14,7 @@ from typing import Any
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 
-from strands_kokoro.protocol import WS_PATH, Cancel, Close, SynthesizeRequest
+from strands_kokoro.protocol import WS_PATH, Cancel, Close, ErrorCode, ServerError, SynthesizeRequest
 from strands_kokoro.sessions.base import FrameDecoder, SessionClosedError, SessionEvent
 
 # A received frame may be this large: audio frames are a few hundred ms of PCM; 4 MiB leaves room for
@@ -77,6 +77,14 @@ class WebSocketSession:
         try:
             async for payload in ws:
                 event = decoder.decode(payload)
+                if (
+                    isinstance(event, ServerError)
+                    and event.request_id is None
+                    and event.code == ErrorCode.NOT_READY
+                ):
+                    # A (re)started server whose model is still loading; it closes with 1013 "try again
+                    # later" next. A reason to reconnect and re-send, not a speech failure to report.
+                    raise SessionClosedError(f"{self.url} is still loading its model")
                 if event is not None:
                     yield event
         except ConnectionClosed as exc:

@@ -6,12 +6,14 @@ these machines (CI installs ``chromium`` with apt). A fresh profile per test kee
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agentcore_app.app import create_app
+from agentcore_app.conversations import ConversationSettings
 from agentcore_app.player import with_page
 from cdk.local_stack import serve_asgi
 from strands_kokoro.protocol import DEFAULT_VOICE
@@ -57,11 +59,21 @@ async def browser_page(chromium: Path, profile_dir: Path) -> AsyncIterator[Page]
 
 
 @asynccontextmanager
-async def agent_app_with_page(speech_endpoint: str, new_model: Callable[[], Model]) -> AsyncIterator[str]:
-    """The real agent app (as ``agent-infra serve`` wraps it) on a free port; yields its base URL."""
-    app = with_page(create_app(speech_endpoint=speech_endpoint, model=new_model))
-    async with serve_asgi(app) as url:
-        yield url
+async def agent_app_with_page(
+    speech_endpoint: str, new_model: Callable[[], Model], *, state_dir: Path | None = None
+) -> AsyncIterator[str]:
+    """The real agent app (as ``agent-infra serve`` wraps it) on a free port; yields its base URL.
+
+    The page keeps a conversation (it sends a session id), so the app keeps it in ``state_dir``, or in a
+    directory of its own that goes with the block: never in the user's cache.
+    """
+    with tempfile.TemporaryDirectory(prefix="conversations-") as scratch:
+        conversations = ConversationSettings(location=state_dir or Path(scratch))
+        app = with_page(
+            create_app(speech_endpoint=speech_endpoint, model=new_model, conversations=conversations)
+        )
+        async with serve_asgi(app) as url:
+            yield url
 
 
 async def speak(page: Page, prompt: str, mode: str, voice: str = DEFAULT_VOICE) -> None:

@@ -74,7 +74,9 @@ def assert_full_turn(turn: dict[str, Any], mode: str) -> None:
     assert 0 < turn["firstAudioMs"] < turn["totalMs"]
 
 
-async def _both_modes(speech_endpoint: str, chromium: Path, profile: Path) -> list[dict[str, Any]]:
+async def _both_modes(
+    speech_endpoint: str, chromium: Path, profile: Path
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     async with (
         agent_app_with_page(speech_endpoint, lambda: ScriptedModel(answer=ANSWER, tokens_per_s=50)) as url,
         browser_page(chromium, profile) as page,
@@ -85,6 +87,8 @@ async def _both_modes(speech_endpoint: str, chromium: Path, profile: Path) -> li
             await speak(page, "Tell me about otters.", mode)
             turn = await finish_turn(page, number)
             turns.append(turn)
+            if mode == "bidi":  # read before the next turn resets them
+                captions = await page.evaluate("window.__player.captions()")
             row = page.locator(f"#turns tr[data-turn='{turn['id']}'] td")
             cells = await row.all_inner_texts()
             assert cells[1] == mode and cells[4] == f"{round(turn['firstAudioMs'])} ms"
@@ -95,14 +99,15 @@ async def _both_modes(speech_endpoint: str, chromium: Path, profile: Path) -> li
         assert (await page.inner_text("#ratio")).startswith("bidi first audio is ")
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         await page.screenshot(path=str(ARTIFACTS / "turn.png"), full_page=True)
-        return turns
+        return turns, captions
 
 
 def test_a_full_turn_in_each_mode_plays_gaplessly(
     model_server: RunningServer, chromium: Path, tmp_path: Path
 ) -> None:
-    bidi, batch = asyncio.run(_both_modes(model_server.ws_url, chromium, tmp_path / "profile"))
+    (bidi, batch), captions = asyncio.run(_both_modes(model_server.ws_url, chromium, tmp_path / "profile"))
     assert_full_turn(bidi, "bidi")
+    assert_captions_followed_the_audio(bidi, captions)
     assert_full_turn(batch, "batch")
     # batch speaks only after the whole answer was written; bidi starts while it is still being written.
     assert batch["firstAudioMs"] > batch["end"]["first_text_ms"]
@@ -115,3 +120,18 @@ def summary(turn: dict[str, Any]) -> str:
         f"audio {turn['audioSeconds']:.2f} s, chunks {turn['chunks']}, total {turn['totalMs']:.0f} ms, "
         f"underruns {sum(s['underrun'] for s in turn['scheduled'])}"
     )
+
+
+def assert_captions_followed_the_audio(turn: dict[str, Any], captions: dict[str, Any]) -> None:
+    """The highlighted word advanced through the answer, in order, while its audio played."""
+    answer = [w.strip(".,").lower() for w in ANSWER.split()]
+    shown = [h["text"].lower() for h in captions["history"]]
+    at = [h["at"] for h in captions["history"]]
+    position = 0
+    for word in shown:  # each highlighted word comes later in the answer than the one before
+        position = answer.index(word, position) + 1
+    assert len(shown) >= 0.8 * len(answer), (shown, captions["words"])
+    assert at == sorted(at)
+    first = turn["scheduled"][0]["start"]
+    last = turn["scheduled"][-1]["start"] + turn["scheduled"][-1]["duration"]
+    assert first - 0.05 <= at[0] and at[-1] <= last + 0.1  # while the audio played, not before or after

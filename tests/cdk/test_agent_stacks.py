@@ -9,8 +9,12 @@ import pytest
 from aws_cdk import App
 from aws_cdk.assertions import Template
 
-from cdk.config import AgentConfig, ConfigError, agent_config
-from cdk.stacks.agent_foundation import WORKLOAD_TOKEN_ACTIONS, AgentFoundationStack
+from cdk.config import CONVERSATIONS_PREFIX, AgentConfig, ConfigError, agent_config
+from cdk.stacks.agent_foundation import (
+    CONVERSATION_OBJECT_ACTIONS,
+    WORKLOAD_TOKEN_ACTIONS,
+    AgentFoundationStack,
+)
 from cdk.stacks.common import SAGEMAKER_INVOKE_ACTIONS
 from strands_kokoro.sessions import parse_sagemaker_endpoint
 from tests.cdk.synth_support import PROFILE_MODEL_ID, Synthesized
@@ -54,6 +58,8 @@ def test_execution_role_invokes_one_model_and_one_endpoint(synthesized: Synthesi
         "WorkloadAccessToken",
         "Traces",
         "Metrics",
+        "Conversations",
+        "ListConversations",
     }
     model = by_sid["InvokeModel"]
     assert as_set(model["Action"]) == {"bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream"}
@@ -156,9 +162,12 @@ def test_runtime_points_at_the_bedrock_model_and_the_speech_endpoint(synthesized
     (runtime,) = t.find_resources("AWS::BedrockAgentCore::Runtime").values()
     props = runtime["Properties"]
     region = {"Ref": "AWS::Region"}
+    conversations = {"Fn::ImportValue": "KokoroAgentFoundation:ExportsOutputRefConversationsBC91B70D84A67B3C"}
     assert props["EnvironmentVariables"] == {
         "STRANDS_KOKORO_MODEL": f"bedrock:{PROFILE_MODEL_ID}",
         "STRANDS_KOKORO_SPEECH_ENDPOINT": {"Fn::Join": ["", ["sagemaker:kokoro-82m?region=", region]]},
+        "STRANDS_KOKORO_CONVERSATIONS": {"Fn::Join": ["", ["s3://", conversations, "/conversations"]]},
+        "STRANDS_KOKORO_CONVERSATION_MAX_AGE_S": "86400",
         "AWS_REGION": region,
         "AWS_DEFAULT_REGION": region,
     }
@@ -192,8 +201,11 @@ def test_deployed_environment_gives_both_clients_the_stack_region(synthesized: S
         .find_resources("AWS::BedrockAgentCore::Runtime")
         .values()
     )
+    regional = ("AWS_REGION", "AWS_DEFAULT_REGION", "STRANDS_KOKORO_SPEECH_ENDPOINT")
     env = {
-        k: resolve_region(v, "eu-west-1") for k, v in runtime["Properties"]["EnvironmentVariables"].items()
+        k: resolve_region(v, "eu-west-1")
+        for k, v in runtime["Properties"]["EnvironmentVariables"].items()
+        if k in regional
     }
     assert env["AWS_REGION"] == env["AWS_DEFAULT_REGION"] == "eu-west-1"
     assert parse_sagemaker_endpoint(env["STRANDS_KOKORO_SPEECH_ENDPOINT"]) == (
@@ -226,3 +238,83 @@ def test_log_retention_is_configurable_and_checked() -> None:
     assert AgentConfig(bedrock_model_id=PROFILE_MODEL_ID).log_retention_days == 30
     with pytest.raises(ConfigError, match="retention"):
         agent_config({**context, "kokoro:log_retention_days": "31"}.get)
+
+
+# ------------------------------------------------------------------------------------ conversations
+
+
+def conversations_bucket(template: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    buckets = {
+        name: r
+        for name, r in template["Resources"].items()
+        if r["Type"] == "AWS::S3::Bucket" and name.startswith("Conversations")
+    }
+    assert len(buckets) == 1
+    return next(iter(buckets.items()))
+
+
+def test_the_role_may_use_the_conversations_prefix_and_nothing_else_of_any_bucket(
+    synthesized: Synthesized,
+) -> None:
+    template = synthesized.template_json(FOUNDATION)
+    bucket_id, _ = conversations_bucket(template)
+    by_sid = statements_by_sid(template)
+    objects = by_sid["Conversations"]
+    assert (
+        as_set(objects["Action"])
+        == set(CONVERSATION_OBJECT_ACTIONS)
+        == {
+            "s3:GetObject",
+            "s3:PutObject",
+            "s3:DeleteObject",
+        }
+    )
+    assert objects["Resource"] == {"Fn::Join": ["", [{"Fn::GetAtt": [bucket_id, "Arn"]}, "/conversations/*"]]}
+    listing = by_sid["ListConversations"]
+    assert as_set(listing["Action"]) == {"s3:ListBucket"}
+    assert listing["Resource"] == {"Fn::GetAtt": [bucket_id, "Arn"]}
+    assert listing["Condition"] == {"StringLike": {"s3:prefix": ["conversations/", "conversations/*"]}}
+    # No other statement names S3 at all.
+    others = [s for sid, s in by_sid.items() if sid not in ("Conversations", "ListConversations")]
+    assert not any("s3:" in json.dumps(s["Action"]) for s in others)
+    assert CONVERSATIONS_PREFIX == "conversations/"
+
+
+def test_conversations_bucket_is_private_encrypted_logged_and_expires_conversations(
+    synthesized: Synthesized,
+) -> None:
+    template = synthesized.template_json(FOUNDATION)
+    bucket_id, bucket = conversations_bucket(template)
+    props = bucket["Properties"]
+    assert props["PublicAccessBlockConfiguration"] == {
+        "BlockPublicAcls": True,
+        "BlockPublicPolicy": True,
+        "IgnorePublicAcls": True,
+        "RestrictPublicBuckets": True,
+    }
+    assert props["BucketEncryption"]["ServerSideEncryptionConfiguration"][0][
+        "ServerSideEncryptionByDefault"
+    ] == {"SSEAlgorithm": "AES256"}
+    assert "LoggingConfiguration" in props
+    rules = {rule["Id"]: rule for rule in props["LifecycleConfiguration"]["Rules"]}
+    assert rules["ExpireConversations"]["Prefix"] == "conversations/"
+    assert rules["ExpireConversations"]["ExpirationInDays"] == 2
+    assert bucket["DeletionPolicy"] == "Retain"
+    policies = Template.from_json(template).find_resources("AWS::S3::BucketPolicy")
+    ssl_only = [p for p in policies.values() if p["Properties"]["Bucket"] == {"Ref": bucket_id}]
+    assert "aws:SecureTransport" in json.dumps(ssl_only)
+
+
+def test_the_app_forgets_a_conversation_a_day_before_the_bucket_deletes_it() -> None:
+    from agentcore_app.conversations import CONVERSATIONS_ENV, MAX_AGE_ENV
+    from cdk.stacks.agent_runtime import CONVERSATION_MAX_AGE_ENV
+    from cdk.stacks.agent_runtime import CONVERSATIONS_ENV as RUNTIME_CONVERSATIONS_ENV
+
+    assert (RUNTIME_CONVERSATIONS_ENV, CONVERSATION_MAX_AGE_ENV) == (CONVERSATIONS_ENV, MAX_AGE_ENV)
+    config = AgentConfig(bedrock_model_id=PROFILE_MODEL_ID, conversation_retention_days=7)
+    assert config.conversation_max_age_s == 6 * 86_400
+    context = {"kokoro:bedrock_model_id": PROFILE_MODEL_ID, "kokoro:conversation_retention_days": "5"}
+    parsed = agent_config(context.get)
+    assert parsed is not None and parsed.conversation_retention_days == 5
+    with pytest.raises(ConfigError, match="at least 2"):
+        AgentConfig(bedrock_model_id=PROFILE_MODEL_ID, conversation_retention_days=1)

@@ -167,10 +167,13 @@ def test_agent_log_retention_reaches_the_cdk_cli(bare_machine: Path, monkeypatch
         "eu-west-1",
         "--log-retention-days",
         "7",
+        "--conversation-retention-days",
+        "5",
     ]
     assert agent_infra(argv) == 0
     (called,) = [json.loads(line) for line in record.read_text().splitlines()]
     assert "kokoro:log_retention_days=7" in called
+    assert "kokoro:conversation_retention_days=5" in called
 
 
 @pytest.mark.parametrize("days", ["31", "0", "forever"])

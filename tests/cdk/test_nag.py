@@ -36,6 +36,8 @@ EXPECTED = {
     "KokoroSpeechEndpoint": set(),
     "KokoroAgentFoundation": {
         "AwsSolutions-IAM5[Resource::*]",
+        # one object per message of each conversation, under the conversations prefix only
+        "AwsSolutions-IAM5[Resource::<ConversationsBC91B70D.Arn>/conversations/*]",
         "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:logs:<AWS::Region>:<AWS::AccountId>:log-group:"
         "/aws/bedrock-agentcore/runtimes/*]",
         "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:logs:<AWS::Region>:<AWS::AccountId>:log-group:"

@@ -8,6 +8,7 @@ checks that it left no asyncio task behind.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 from collections.abc import Iterator
 from typing import Any
@@ -182,11 +183,21 @@ async def test_a_slow_tool_gets_a_short_filler_once_the_audio_before_it_has_play
     assert texts.count("One moment.") == 1
     assert words(" ".join(texts[:filler])) == words(WEATHER_BEFORE)
     assert words(" ".join(texts[filler + 1 :])) == words(WEATHER_AFTER)
-    # It came after the audio before the tool had played out (the listener heard silence, not overlap).
-    before = [c for c in turn.of("sentence_complete")][:filler]
-    filler_event = turn.of("sentence_complete")[filler]
-    played_until = max(c["first_audio_ms"] + c["audio_ms"] for c in before)
-    assert filler_event["first_audio_ms"] >= played_until
+    # It came after the audio before the tool had played out (the listener heard silence, not overlap):
+    # a real-time player over the chunks as they arrived, like the pacer's own model of the listener.
+    play_end: float | None = None
+    for event, at in zip(turn.events, turn.times, strict=True):
+        if event["type"] == "audio_chunk" and event["sentence"] == filler:
+            break
+        if event["type"] == "audio_chunk":
+            seconds = len(base64.b64decode(event["audio"])) / 2 / event["sample_rate"]
+            play_end = max(play_end or at, at) + seconds
+    filler_arrived = next(
+        at
+        for e, at in zip(turn.events, turn.times, strict=True)
+        if e["type"] == "audio_chunk" and e["sentence"] == filler
+    )
+    assert play_end is not None and filler_arrived >= play_end
     assert_sentences_in_order(turn)
 
 

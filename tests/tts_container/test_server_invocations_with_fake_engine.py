@@ -89,7 +89,8 @@ async def test_sse_events_carry_base64_audio_with_fake_engine() -> None:
 )
 async def test_bad_bodies_get_coded_errors_with_fake_engine(body: bytes, status: int, code: str) -> None:
     async with running_app(create_app(ToneEngine)) as address, httpx.AsyncClient() as client:
-        response = await client.post(f"http://{address}/invocations", content=body)
+        headers = {"content-type": "application/json"}  # a loopback server refuses anything else (415)
+        response = await client.post(f"http://{address}/invocations", content=body, headers=headers)
         assert (response.status_code, response.json()["code"], response.json()["type"]) == (
             status,
             code,

@@ -1,0 +1,231 @@
+"""Issue 11 item 7: a locally bound server refuses browser requests from origins it does not serve.
+
+What a hostile page can do, each as a real request to a real server on 127.0.0.1: a ``no-cors`` POST
+(``Content-Type: text/plain``), a DNS-rebound ``Host``, a foreign ``Origin``, a WebSocket from any page.
+Each is refused with a coded error before any work starts; the callers that must keep working (the
+Python clients and SageMaker, which send no ``Origin``; the player page on its own origin; local dev
+pages; AgentCore's callers on a non-loopback address) are checked beside them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx
+import pytest
+from starlette.types import Receive, Scope, Send
+from websockets.asyncio.client import connect
+from websockets.exceptions import InvalidStatus
+
+from agentcore_app.app import create_app as create_agent_app
+from agentcore_app.player import with_page
+from cdk.local_stack import free_port, serve_asgi
+from strands_kokoro.protocol import WS_PATH
+from tests.faults.id_engine import IdEngine, expected_pcm
+from tests.model_server_process import RunningServer, running_app
+from tests.scripted_model import ScriptedModel
+from tests.tts_container.server_harness import dumps
+from tts_container import __main__ as model_server_main
+from tts_container.app import create_app
+from tts_container.local_guard import LocalRequestGuard
+
+pytestmark = pytest.mark.anyio
+
+JSON = {"content-type": "application/json"}
+BODY = json.dumps({"text": "Hi."})
+ANSWER = "Hello there."
+
+
+# ------------------------------------------------------------------------------------ model server
+
+
+async def ws_refusal(url: str, origin: str) -> tuple[int, dict[str, Any]]:
+    with pytest.raises(InvalidStatus) as refused:
+        async with connect(url, origin=origin):  # type: ignore[arg-type]
+            pass
+    response = refused.value.response
+    return response.status_code, json.loads(response.body or b"{}")
+
+
+async def test_model_server_ws_refuses_every_origin_unless_allowed() -> None:
+    app = create_app(IdEngine, allowed_origins=["https://studio.example"])
+    async with running_app(app) as address:
+        url = f"ws://{address}{WS_PATH}"
+        for origin in ("http://evil.example", "http://localhost:5173", f"http://{address}", "null"):
+            status, error = await ws_refusal(url, origin)
+            assert (status, error["code"]) == (403, "origin_not_allowed"), origin
+        allowed: tuple[str | None, ...] = ("https://studio.example", None)  # None: SageMaker, Python clients
+        for allowed_origin in allowed:
+            async with connect(url, origin=allowed_origin) as ws:  # type: ignore[arg-type]
+                await ws.send(dumps(text="Hi.", request_id="ok"))
+                frames = [await ws.recv() for _ in range(3)]
+            assert frames[1] == expected_pcm("Hi.") and '"synthesis_complete"' in str(frames[2])
+
+
+async def test_the_real_model_server_refuses_a_browser_websocket(model_server: RunningServer) -> None:
+    status, error = await ws_refusal(model_server.ws_url + WS_PATH, "http://evil.example")
+    assert (status, error["code"]) == (403, "origin_not_allowed")
+
+
+async def test_allow_origin_on_the_command_line_reaches_the_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``python -m tts_container --allow-origin ...``: main() builds the app the options describe."""
+    served: dict[str, Any] = {}
+    monkeypatch.setattr(model_server_main, "_load", lambda engine, threads: IdEngine())
+    monkeypatch.setattr(model_server_main.uvicorn, "run", lambda app, **options: served.update(app=app))
+    model_server_main.main(["--allow-origin", "https://a.example", "--allow-origin", "https://b.example/"])
+    async with running_app(served["app"]) as address:
+        url = f"ws://{address}{WS_PATH}"
+        async with connect(url, origin="https://b.example") as ws:  # type: ignore[arg-type]
+            await ws.send(dumps(text="Hi."))
+            assert '"synthesis_start"' in str(await ws.recv())
+        assert (await ws_refusal(url, "https://c.example"))[0] == 403
+
+
+@pytest.mark.parametrize(
+    ("headers", "status", "code"),
+    [
+        ({"content-type": "text/plain"}, 415, "bad_content_type"),  # a cross-site no-cors fetch
+        ({}, 415, "bad_content_type"),
+        ({"content-type": "application/x-www-form-urlencoded"}, 415, "bad_content_type"),
+        ({**JSON, "host": "attacker.example"}, 421, "host_not_allowed"),  # DNS rebinding
+        ({**JSON, "host": "127.0.0.1.attacker.example:8080"}, 421, "host_not_allowed"),
+        ({**JSON, "origin": "http://evil.example"}, 403, "origin_not_allowed"),
+    ],
+)
+async def test_model_server_post_refuses_browser_tricks_on_loopback(
+    headers: dict[str, str], status: int, code: str
+) -> None:
+    engine = IdEngine()
+    async with running_app(create_app(lambda: engine)) as address, httpx.AsyncClient() as client:
+        made = engine.segments_made
+        refused = await client.post(f"http://{address}/invocations", content=BODY, headers=headers)
+        assert (refused.status_code, refused.json()["code"]) == (status, code)
+        assert engine.segments_made == made  # nothing was synthesized
+        port = address.rpartition(":")[2]
+        for host in (f"127.0.0.1:{port}", f"localhost:{port}", "localhost"):
+            ok = await client.post(
+                f"http://{address}/invocations",
+                content=BODY,
+                headers={"content-type": "application/json; charset=utf-8", "host": host},
+            )
+            assert ok.status_code == 200 and ok.content == expected_pcm("Hi."), host
+
+
+async def test_model_server_post_checks_only_apply_on_loopback() -> None:
+    """In a container the server binds 0.0.0.0 and its callers arrive on the network address."""
+
+    async def reached(scope: Scope, receive: Receive, send: Send) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"reached"})
+
+    transport = httpx.ASGITransport(app=LocalRequestGuard(reached))
+    async with httpx.AsyncClient(transport=transport, base_url="http://10.0.3.7:8080") as client:
+        answer = await client.post("/invocations", content=BODY, headers={"content-type": "text/plain"})
+    assert answer.text == "reached"
+
+
+# --------------------------------------------------------------------------------------- agent app
+
+
+@asynccontextmanager
+async def agent_url(*, page: bool = False, cors_origins: tuple[str, ...] = ()) -> AsyncIterator[str]:
+    """The agent app on 127.0.0.1 (with the player page when ``page``); speech points at nothing."""
+    app = create_agent_app(
+        speech_endpoint=f"ws://127.0.0.1:{free_port()}",
+        model=lambda: ScriptedModel(ANSWER, tokens_per_s=500),
+        speech_options={"reconnect_attempts": 0},
+    )
+    async with serve_asgi(with_page(app, cors_origins=cors_origins) if page else app) as url:
+        yield url
+
+
+def sse_events(body: bytes) -> list[dict[str, Any]]:
+    return [json.loads(part.removeprefix("data: ")) for part in body.decode().split("\n\n") if part]
+
+
+async def post_turn(url: str, headers: dict[str, str]) -> tuple[int, list[dict[str, Any]]]:
+    async with httpx.AsyncClient(timeout=60) as client:
+        response = await client.post(
+            url + "/invocations", content=json.dumps({"prompt": "hi"}), headers=headers
+        )
+    return response.status_code, sse_events(response.content)
+
+
+@pytest.mark.parametrize(
+    ("headers", "status", "code"),
+    [
+        ({"content-type": "text/plain"}, 415, "bad_content_type"),  # fetch(url, {mode: "no-cors"})
+        (
+            {"content-type": "text/plain;charset=UTF-8", "origin": "http://localhost:5173"},
+            415,
+            "bad_content_type",
+        ),
+        ({}, 415, "bad_content_type"),
+        ({"content-type": "multipart/form-data; boundary=x"}, 415, "bad_content_type"),
+        ({**JSON, "host": "rebound.attacker.example"}, 421, "host_not_allowed"),
+        ({**JSON, "origin": "http://evil.example"}, 403, "origin_not_allowed"),
+        ({**JSON, "origin": "null"}, 403, "origin_not_allowed"),  # sandboxed frames, file:// pages
+        ({**JSON, "origin": "http://127.0.0.1.evil.example"}, 403, "origin_not_allowed"),
+    ],
+)
+async def test_agent_app_refuses_cross_site_requests_before_any_turn(
+    headers: dict[str, str], status: int, code: str
+) -> None:
+    async with agent_url() as url:
+        got_status, events = await post_turn(url, headers)
+        async with httpx.AsyncClient() as client:
+            assert (await client.get(url + "/ping")).json()["status"] == "Healthy"  # no turn ran
+    assert got_status == status
+    assert [(e["type"], e["code"]) for e in events] == [("error", code)]
+
+
+def assert_turn_ran(status: int, events: list[dict[str, Any]]) -> None:
+    assert status == 200
+    kinds = [e["type"] for e in events]
+    assert kinds[0] == "agent_start" and kinds[-1] == "agent_end" and "error" not in kinds
+    assert "".join(e["text"] for e in events if e["type"] == "text_delta") == ANSWER
+
+
+async def test_agent_app_serves_programs_and_local_pages() -> None:
+    async with agent_url() as url:
+        port = url.rpartition(":")[2]
+        for headers in (
+            JSON,  # a program (the demo client, curl, the tests): no Origin
+            {**JSON, "origin": "http://localhost:5173"},  # a local dev page, as CORS allows
+            {**JSON, "origin": url},  # same origin
+            {"content-type": "application/json; charset=utf-8", "host": f"localhost:{port}"},
+            {**JSON, "host": f"[::1]:{port}"},
+        ):
+            assert_turn_ran(*await post_turn(url, headers))
+
+
+async def test_agent_app_with_the_player_page_serves_its_page_and_named_origins() -> None:
+    async with agent_url(page=True, cors_origins=("https://studio.example",)) as url:
+        assert_turn_ran(*await post_turn(url, {**JSON, "origin": url}))  # the player page itself
+        assert_turn_ran(*await post_turn(url, {**JSON, "origin": "https://studio.example"}))
+        status, events = await post_turn(url, {**JSON, "origin": "https://other.example"})
+        assert (status, events[0]["code"]) == (403, "origin_not_allowed")
+        status, events = await post_turn(url, {"content-type": "text/plain", "origin": url})
+        assert (status, events[0]["code"]) == (415, "bad_content_type")
+
+
+async def test_agentcore_callers_off_loopback_are_not_judged() -> None:
+    """AgentCore's runtime reaches the container on its network address: the guard stays out of it."""
+    app = create_agent_app(
+        speech_endpoint=f"ws://127.0.0.1:{free_port()}",
+        model=lambda: ScriptedModel(ANSWER, tokens_per_s=500),
+        speech_options={"reconnect_attempts": 0},
+    )
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(
+        transport=transport, base_url="http://169.254.1.9:8080", timeout=60
+    ) as client:
+        response = await client.post(
+            "/invocations",
+            content=json.dumps({"prompt": "hi"}),
+            headers={"content-type": "text/plain", "origin": "https://agentcore.example"},
+        )
+    assert_turn_ran(response.status_code, sse_events(response.content))
