@@ -137,12 +137,7 @@ def report(args: argparse.Namespace, records: list[TurnRecord], target: str) -> 
     results = results_json(
         records, {"prompt": args.prompt, "target": target, "artifacts": artifacts, "at": time.time()}
     )
-    if args.json:
-        write_json(results, args.json)
-    print()
-    for name, path in artifacts.items():
-        print(f"{name:>13}: {path}")
-    return results
+    return _saved(results, artifacts, args)
 
 
 def run(args: argparse.Namespace, target: Target, label: str) -> int:
@@ -270,6 +265,11 @@ def report_conversation(
         },
         "bidi_first_audio_speedup_per_turn": ratios,
     }
+    return _saved(results, artifacts, args)
+
+
+def _saved(results: dict[str, Any], artifacts: dict[str, str], args: argparse.Namespace) -> dict[str, Any]:
+    """Write the numbers (with ``--json``) and say where every artifact went."""
     if args.json:
         write_json(results, args.json)
     print()

@@ -10,6 +10,8 @@ streaming soxr resampler per request so its filter state carries across joins.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import soxr
 
@@ -27,21 +29,12 @@ FADE_S = 0.005
 MAX_FRAME_BYTES = 32 * 1024
 
 
-def trim_edges(
-    audio: Audio,
-    *,
-    sample_rate: int = NATIVE_SAMPLE_RATE,
-    keep_lead_s: float = KEEP_LEAD_S,
-    keep_tail_s: float = KEEP_TAIL_S,
-    threshold: float = SILENCE_THRESHOLD,
-) -> Audio:
-    """Shorten the silence at both edges to at most ``keep_lead_s`` / ``keep_tail_s``.
+def trim_edges(audio: Audio, **limits: Any) -> Audio:
+    """Shorten the silence at both edges (see :func:`edges_to_keep`; ``limits`` are its keywords).
 
     A segment that is silence throughout comes back empty: it carries nothing worth a frame.
     """
-    start, stop = edges_to_keep(
-        audio, sample_rate=sample_rate, keep_lead_s=keep_lead_s, keep_tail_s=keep_tail_s, threshold=threshold
-    )
+    start, stop = edges_to_keep(audio, **limits)
     return audio[start:stop]
 
 
@@ -53,7 +46,8 @@ def edges_to_keep(
     keep_tail_s: float = KEEP_TAIL_S,
     threshold: float = SILENCE_THRESHOLD,
 ) -> tuple[int, int]:
-    """The sample range :func:`trim_edges` keeps (``(0, 0)`` for silence throughout)."""
+    """The samples to keep: at most ``keep_lead_s`` / ``keep_tail_s`` of silence at either edge
+    (``(0, 0)`` for silence throughout)."""
     loud = np.flatnonzero(np.abs(audio) > threshold)
     if loud.size == 0:
         return 0, 0
