@@ -23,7 +23,6 @@ POST checks never apply there. Refusals are the same coded error objects as ever
 from __future__ import annotations
 
 import ipaddress
-import json
 from collections.abc import Iterable
 
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -110,7 +109,7 @@ class LocalRequestGuard:
             await self.app(scope, receive, send)
             return
         code, message = refused
-        body = json.dumps(ServerError(None, code, message).to_dict()).encode("utf-8")
+        body = ServerError(None, code, message).to_wire().encode("utf-8")
         if scope["type"] == "websocket" and "websocket.http.response" not in scope.get("extensions", {}):
             await send({"type": "websocket.close", "code": 1008})  # the server answers the handshake 403
             return
