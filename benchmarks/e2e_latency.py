@@ -45,7 +45,7 @@ from agentcore_app.client import TimedEvent, TurnRecord, run_turn
 from agentcore_app.local_llm import LLM_NICE_ENV
 from agentcore_app.report import stall_ms
 from benchmarks.engine_floor import engine_first_audio_ms
-from cdk.local_stack import agent_app, model_server, provision_weights, warm_up_model
+from cdk.local_stack import agent_app, model_server, provision_weights, warm_up_model, warm_up_turns
 from strands_kokoro.speech_text import clean_for_speech
 
 PROMPTS: tuple[str, ...] = (
@@ -119,6 +119,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 agent_app(speech, args.model, {"pacing": "smooth"}) as smooth_app_url,
             ):
                 urls = {"batch": app_url, "bidi": app_url, "smooth": smooth_app_url}
+                await warm_up_turns(app_url)
                 for p_index, prompt in enumerate(PROMPTS[: args.prompts]):
                     await warm_up_model(args.model, prompt)  # same prompt cache state for every variant
                     for trial in range(args.trials):
@@ -187,7 +188,8 @@ def summarize(trials: list[dict[str, Any]], args: argparse.Namespace) -> dict[st
         med = {v: _median([r["ttfa_ms"] for r in by[v] if r["ttfa_ms"] is not None]) for v in by}
         bidi = by.get("bidi", [])
         gaps = [r["ttfa_ms"] - r["floor_ms"] for r in bidi if "floor_ms" in r and r["ttfa_ms"] is not None]
-        ratio = med.get("batch") and med.get("bidi") and med["batch"] / med["bidi"]
+        batch_ms, bidi_ms = med.get("batch"), med.get("bidi")
+        ratio = batch_ms / bidi_ms if batch_ms and bidi_ms else None
         errors = [(p["predicted_buffer_ms"] - p["buffer_ms"]) for r in bidi for p in r["request_sizes"]
                   if p["predicted_buffer_ms"] is not None and p["buffer_ms"] is not None]  # fmt: skip
         return {

@@ -60,7 +60,7 @@ async def one_turn(endpoint: str, mode: str, tokens_per_s: float) -> dict[str, A
         elif event["type"] == "sentence_complete" and first_chunk is None:
             first_chunk = event["text"]
         elif event["type"] == "agent_end":
-            end = event
+            end = dict(event)
     if first_chunk is not None:
         # When had the model written the first chunk's last word?
         n_words = len(_words(first_chunk))

@@ -45,10 +45,11 @@ def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
 @contextlib.asynccontextmanager
 async def _local_target(args: argparse.Namespace) -> AsyncIterator[str]:
     """The local stack for as long as the demo runs; yields the agent app's URL."""
-    from cdk.local_stack import local_stack, warm_up_model
+    from cdk.local_stack import local_stack, warm_up_model, warm_up_turns
 
     print("starting the local stack (weights, model server, agent app)...", file=sys.stderr)
     async with local_stack(args.out_dir, model=args.model) as stack:
+        await warm_up_turns(stack.agent_url)
         await warm_up_model(args.model, args.turns[0] if args.turns else args.prompt)
         print(
             f"agent app {stack.agent_url}, speech {stack.speech_endpoint}, model {stack.model}",

@@ -300,6 +300,24 @@ async def warm_up_model(model: str, prompt: str | None = None) -> None:
             pass
 
 
+WARM_UP_PROMPT = "Say hello in one short sentence."
+
+
+async def warm_up_turns(agent_url: str) -> None:
+    """One short turn in each mode before anything is measured.
+
+    Why: the first turn through a fresh agent app pays one-off costs (lazy imports in strands and the
+    SDK, the first speech session's connect, the first requests' allocator growth) that no later turn
+    pays; a comparison that runs bidi first would charge them all to bidi. The turn's own prompt
+    replaces the LLM's prompt cache, so call :func:`warm_up_model` with the real prompt afterwards.
+    """
+    from agentcore_app.client import run_turn
+
+    async with httpx.AsyncClient(timeout=300) as http_client:
+        for mode in ("bidi", "batch"):
+            await run_turn(agent_url, WARM_UP_PROMPT, mode, http_client=http_client)
+
+
 @dataclass(frozen=True, slots=True)
 class LocalStack:
     """Where the running pieces answer."""

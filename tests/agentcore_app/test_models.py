@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 import pytest
 from strands.models.bedrock import BedrockModel
 from strands.models.openai import OpenAIModel
 
-from agentcore_app.local_llm import LocalSmolLM2Model, chat_messages, find_gguf
+from agentcore_app.local_llm import LocalSmolLM2Model, _LoadedServer, chat_messages, find_gguf
 from agentcore_app.models import ModelSpec, ModelSpecError, create_model, model_setting, parse_model_spec
 
 
@@ -71,15 +73,50 @@ def test_gguf_is_found_without_importing_the_package() -> None:
     assert path.suffix == ".gguf" and path.stat().st_size > 50_000_000
 
 
-async def _timed_deltas(
-    model: LocalSmolLM2Model, prompt: str, stop_after: int | None = None
-) -> list[tuple[float, str]]:
-    started = time.perf_counter()
-    deltas: list[tuple[float, str]] = []
+class CountingServer:
+    """The real loaded xllamacpp server, counting the chunks it samples and whether it is generating."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.sampled = 0
+        self.generating = False
+
+    def handle_chat_completions(self, request: dict[str, Any], callback: Callable[[Any], bool]) -> Any:
+        def counted(chunk: Any) -> bool:
+            self.sampled += 1
+            return callback(chunk)
+
+        self.generating = True
+        try:
+            return self.inner.handle_chat_completions(request, counted)
+        finally:
+            self.generating = False
+
+
+@pytest.fixture
+def counting_server(monkeypatch: pytest.MonkeyPatch) -> CountingServer:
+    """Every LocalSmolLM2Model in the test generates on the real server, through the counter."""
+    counting = CountingServer(_LoadedServer.get(None))
+    monkeypatch.setattr(_LoadedServer, "get", classmethod(lambda cls, threads: counting))
+    return counting
+
+
+@dataclass
+class Delta:
+    text: str
+    sampled: int  # chunks the server had sampled when this delta reached the consumer
+    generating: bool  # whether the server was still generating then
+
+
+async def _deltas(
+    model: LocalSmolLM2Model, counting: CountingServer, prompt: str, stop_after: int | None = None
+) -> list[Delta]:
+    deltas: list[Delta] = []
     stream = model.stream([{"role": "user", "content": [{"text": prompt}]}], system_prompt="Answer briefly.")
     async for event in stream:  # type: ignore[attr-defined]
         if "contentBlockDelta" in event:
-            deltas.append((time.perf_counter() - started, event["contentBlockDelta"]["delta"]["text"]))
+            text = event["contentBlockDelta"]["delta"]["text"]
+            deltas.append(Delta(text, counting.sampled, counting.generating))
             if stop_after is not None and len(deltas) >= stop_after:
                 await stream.aclose()  # type: ignore[attr-defined]
                 break
@@ -87,23 +124,28 @@ async def _timed_deltas(
 
 
 @pytest.mark.slow
-def test_local_model_streams_token_by_token() -> None:
-    """Buffered output would arrive all at once at the end; streamed output is spread over the run."""
+def test_local_model_streams_token_by_token(counting_server: CountingServer) -> None:
+    """Buffered output would reach the consumer only once generation is over; streamed output while
+    the model is still sampling (event order, not a clock)."""
     model = LocalSmolLM2Model(max_tokens=60)
-    asyncio.run(model.load())
-    deltas = asyncio.run(_timed_deltas(model, "Name three colours of the rainbow and say why."))
+    deltas = asyncio.run(_deltas(model, counting_server, "Name three colours of the rainbow and say why."))
     assert len(deltas) >= 20
-    first, last = deltas[0][0], deltas[-1][0]
-    # The first token reached the consumer before half of the generation time had passed.
-    assert first < last / 2, (first, last)
-    assert "".join(text for _, text in deltas).strip()
+    first = deltas[0]
+    assert first.generating, "the first token reached the consumer only after generation ended"
+    assert first.sampled < counting_server.sampled / 2, (first.sampled, counting_server.sampled)
+    assert "".join(d.text for d in deltas).strip()
 
 
 @pytest.mark.slow
-def test_local_model_stops_when_the_consumer_goes_away() -> None:
+def test_local_model_stops_when_the_consumer_goes_away(counting_server: CountingServer) -> None:
     """Closing the stream stops sampling (no orphan generation); the next request still works."""
     model = LocalSmolLM2Model(max_tokens=200)
-    stopped = asyncio.run(_timed_deltas(model, "Tell me a long story about a fox.", stop_after=3))
+    stopped = asyncio.run(_deltas(model, counting_server, "Tell me a long story about a fox.", stop_after=3))
     assert len(stopped) == 3
-    again = asyncio.run(_timed_deltas(LocalSmolLM2Model(max_tokens=8), "Say hello."))
-    assert 1 <= len(again) <= 8
+    # aclose() returned only once the server's generation had ended, a few tokens after the third,
+    # far short of the 200 it was allowed (a story that long does not end by itself).
+    assert not counting_server.generating
+    assert counting_server.sampled <= 3 + 5, counting_server.sampled
+    counting_server.sampled = 0
+    again = asyncio.run(_deltas(LocalSmolLM2Model(max_tokens=8), counting_server, "Say hello."))
+    assert 1 <= len(again) <= 8 and counting_server.sampled >= len(again)

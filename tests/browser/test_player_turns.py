@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -41,6 +42,12 @@ async def finish_turn(page: Page, turn_number: int) -> dict[str, Any]:
     )
     turns: list[dict[str, Any]] = await page.evaluate("window.__player.turns()")
     return turns[turn_number - 1]
+
+
+def js_round(value: float) -> int:
+    """JavaScript's ``Math.round`` (halves go up), which the page uses; Python's ``round`` sends a
+    half to the even neighbour, so 1082.5 ms would read 1083 on the page and 1082 here."""
+    return math.floor(value + 0.5)
 
 
 def assert_gapless(turn: dict[str, Any]) -> None:
@@ -91,7 +98,7 @@ async def _both_modes(
                 captions = await page.evaluate("window.__player.captions()")
             row = page.locator(f"#turns tr[data-turn='{turn['id']}'] td")
             cells = await row.all_inner_texts()
-            assert cells[1] == mode and cells[4] == f"{round(turn['firstAudioMs'])} ms"
+            assert cells[1] == mode and cells[4] == f"{js_round(turn['firstAudioMs'])} ms"
             assert cells[5] == f"{turn['audioSeconds']:.2f} s"
             assert await page.inner_text("#answer") == ANSWER
         ratio = await page.evaluate("window.__player.ratio()")

@@ -1,7 +1,8 @@
 """``agent-infra serve --local`` as a user runs it: a real process, real sockets, then Ctrl-C.
 
-It must print the page's URL, serve the page and the AgentCore contract from one origin, allow CORS for
-local origins only, and stop its model server when interrupted.
+It must provision the weights and start its own model server, print the page's URL, serve the page and
+the AgentCore contract from one origin, allow CORS for local origins only, and stop its model server
+when interrupted.
 """
 
 from __future__ import annotations
@@ -13,17 +14,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import httpx
+import pytest
 
 from agentcore_app.player import PAGE_PATH
 from cdk.local_stack import free_port
 
-if TYPE_CHECKING:
-    from tests.model_server_process import RunningServer
-
-STARTUP_TIMEOUT_S = 120.0
+STARTUP_TIMEOUT_S = 300.0  # it loads a model server first: minutes on a busy 2-core machine
 AGENT_INFRA = str(Path(sys.executable).parent / "agent-infra")
 
 
@@ -40,9 +38,26 @@ def read_url(process: subprocess.Popen[str]) -> str:
     raise AssertionError("serve printed no URL")
 
 
-def test_serve_prints_the_url_and_serves_page_and_contract(
-    model_server: RunningServer, tmp_path: Path
-) -> None:
+def children(pid: int) -> set[int]:
+    """The direct child processes of ``pid`` (Linux: /proc)."""
+    found: set[int] = set()
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found |= {int(child) for child in (task / "children").read_text().split()}
+    return found
+
+
+def is_running(pid: int) -> bool:
+    """Alive and not a zombie waiting to be reaped."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return False
+    return "\nState:\tZ" not in status
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_serve_starts_a_model_server_serves_page_and_contract_and_stops_it_on_ctrl_c(tmp_path: Path) -> None:
     port = free_port()
     cmd = [
         AGENT_INFRA,
@@ -50,20 +65,26 @@ def test_serve_prints_the_url_and_serves_page_and_contract(
         "--local",
         "--port",
         str(port),
-        "--speech-endpoint",
-        model_server.ws_url,
+        "--log-dir",
+        str(tmp_path / "logs"),
         "--model",
         "openai:http://127.0.0.1:9#unused",  # never called here: no turn runs, and nothing loads the LLM
     ]
+    stderr = (tmp_path / "stderr.txt").open("w+")
     process = subprocess.Popen(
-        cmd,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        cmd, stdout=subprocess.PIPE, stderr=stderr, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"}
     )
     try:
         url = read_url(process)
+        # The model server it started (no --speech-endpoint): named on stderr, a child of serve, answering.
+        speech = re.search(r"speech ws://127\.0\.0\.1:(\d+)", (tmp_path / "stderr.txt").read_text())
+        assert speech is not None, (tmp_path / "stderr.txt").read_text()
+        speech_url = f"http://127.0.0.1:{speech.group(1)}"
+        assert httpx.get(speech_url + "/ping", timeout=10).status_code == 200
+        model_servers = children(process.pid)
+        assert model_servers, "serve started no child process"
+        assert (tmp_path / "logs" / "model_server.log").exists()
+
         assert url == f"http://127.0.0.1:{port}{PAGE_PATH}"
         base = f"http://127.0.0.1:{port}"
         page = httpx.get(url, timeout=10)
@@ -92,4 +113,10 @@ def test_serve_prints_the_url_and_serves_page_and_contract(
         assert remote.status_code == 400 and "access-control-allow-origin" not in remote.headers
     finally:
         process.send_signal(signal.SIGINT)
-        assert process.wait(timeout=30) == 0
+        code = process.wait(timeout=60)
+        stderr.close()
+    assert code == 0
+    # Ctrl-C stopped the model server it had started: the process is gone and its port refuses.
+    assert not any(is_running(pid) for pid in model_servers), model_servers
+    with pytest.raises(httpx.ConnectError):
+        httpx.get(speech_url + "/ping", timeout=5)

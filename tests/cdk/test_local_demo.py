@@ -1,5 +1,7 @@
 """``agent-infra demo --local`` as a newcomer runs it: real weights, model server, agent app and LLM.
 
+The one test that runs the embedded LLM through the whole stack (the agent app's own tests script it).
+
 The launcher (:mod:`cdk.local_commands` over :mod:`cdk.local_stack`) fetches the weights through
 ``python -m tts_container.weights_cli``, starts ``python -m tts_container`` and the agent app on free
 ports, and hands the app's URL to :mod:`agentcore_app.demo`.
@@ -13,6 +15,7 @@ import sys
 import wave
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 AGENT_INFRA = str(Path(sys.executable).parent / "agent-infra")
@@ -52,6 +55,9 @@ def test_demo_local_writes_wavs_png_and_json(tmp_path: Path) -> None:
         with wave.open(str(out_dir / f"demo-{mode}.wav")) as wav:
             assert wav.getnchannels() == 1 and wav.getsampwidth() == 2 and wav.getframerate() == 24_000
             assert wav.getnframes() / wav.getframerate() == pytest.approx(summary["audio_s"], abs=0.01)
+            pcm = wav.readframes(wav.getnframes())
+        peak = int(np.abs(np.frombuffer(pcm, dtype=np.int16).astype(np.int32)).max())
+        assert summary["audio_s"] > 0.5 and peak > 1_000  # real speech, not silence
     assert numbers["bidi_first_audio_speedup"] > 0
     png = out_dir / "demo-timeline.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000

@@ -1,5 +1,9 @@
 """The behaviour every :class:`~strands_kokoro.sessions.base.SpeechSession` must show, as a reusable suite.
 
+It runs whole on the WebSocket session and on the SageMaker bidi session (frames split into payload parts,
+the more demanding of SageMaker's two part forms); the other sessions (POST /invocations, the SageMaker
+batch response stream) have tests of what is theirs in their own modules.
+
 Use it by subclassing in a ``test_*.py`` module and providing two fixtures::
 
     class TestMySession(SessionContract):
@@ -149,7 +153,9 @@ class SessionContract:
     async def test_cancel_drops_queued_requests_and_the_session_goes_on(
         self, session_factory: SessionFactory
     ) -> None:
-        long_text = "This sentence is here to keep the engine busy for a while. " * 3
+        # Many short sentences: the request in flight is cut between them (a segment each), so the
+        # cancel is answered after one short segment rather than a long one.
+        long_text = "It keeps the engine busy. " * 8
         async with session_factory() as session:
             events = session.events()
             for i in range(3):

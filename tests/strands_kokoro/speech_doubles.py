@@ -19,7 +19,73 @@ from strands import Agent
 
 from strands_kokoro import KokoroSpeech
 from strands_kokoro.events import Event
+from strands_kokoro.protocol import AudioData
+from strands_kokoro.sessions.base import SessionClosedError, SessionEvent, SpeechSession
+from strands_kokoro.sessions.ws import WebSocketSession
 from tests.scripted_model import ScriptedCall, ScriptedModel
+
+# ------------------------------------------------------------------------------ dropped connections
+
+
+@dataclass
+class Drop:
+    """Abort the connection once ``after_bytes`` of request ``request``'s audio went to the listener on it
+    (the frame that crosses the count is cut there: the listener gets only its first part)."""
+
+    request: int
+    after_bytes: int
+    happened: bool = False
+
+
+@dataclass
+class DroppingSessions:
+    """A session factory: the n-th session made follows ``plan[n]`` (no drop past the plan's end)."""
+
+    endpoint: str
+    plan: list[Drop]
+    then_endpoint: str | None = None  # where sessions past the plan go (default: ``endpoint``)
+    opened: list[SpeechSession] = field(default_factory=list)
+
+    def __call__(self) -> SpeechSession:
+        n = len(self.opened)
+        if n < len(self.plan):
+            self.opened.append(DroppingWebSocketSession(self.endpoint, self.plan[n]))
+        else:
+            self.opened.append(WebSocketSession(self.then_endpoint or self.endpoint, open_timeout=5.0))
+        return self.opened[-1]
+
+
+class DroppingWebSocketSession(WebSocketSession):
+    """The real WebSocket session, whose socket dies at the point its :class:`Drop` names: aborted (no
+    close frame, what a dead network looks like), and the turn sees the drop there, not after frames
+    that were already buffered."""
+
+    def __init__(self, endpoint: str, drop: Drop | None) -> None:
+        super().__init__(endpoint)
+        self.drop = drop
+
+    async def events(self) -> AsyncIterator[SessionEvent]:
+        given = 0
+        async for event in super().events():
+            drop = self.drop
+            if drop is None or drop.happened or not isinstance(event, AudioData):
+                yield event
+                continue
+            if not event.request_id.endswith(f"-{drop.request}"):
+                yield event
+                continue
+            room = drop.after_bytes - given
+            if len(event.pcm) < room:
+                given += len(event.pcm)
+                yield event
+                continue
+            if room > 0:
+                yield AudioData(event.request_id, event.pcm[:room])
+            drop.happened = True
+            assert self._ws is not None
+            self._ws.transport.abort()
+            raise SessionClosedError("the test cut the connection")
+
 
 # ------------------------------------------------------------------------------ running a turn
 
@@ -65,8 +131,10 @@ class Turn:
 
 
 def _ours(task: asyncio.Task[Any]) -> bool:
-    """Tasks a turn may never leave behind (the test's own proxy tasks are not the turn's)."""
-    return "CuttingProxy" not in getattr(task.get_coro(), "__qualname__", "")
+    """Tasks a turn may never leave behind (the test's own stand-ins' tasks are not the turn's: SageMaker's
+    router stand-in hangs up on the model server after the turn's input stream ended)."""
+    name = getattr(task.get_coro(), "__qualname__", "")
+    return not name.startswith("SageMakerBidiRouter.")
 
 
 async def run_turn(stream: AsyncIterator[Event], on_event: Callable[[Event], None] | None = None) -> Turn:

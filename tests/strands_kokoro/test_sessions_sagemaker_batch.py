@@ -1,5 +1,10 @@
 """The boto3 response-stream session, through REAL boto3 and our REAL model server.
 
+What this transport does its own way (the whole session contract runs on the WebSocket and SageMaker
+bidi sessions): one signed ``InvokeEndpointWithResponseStream`` call per request, in order, each with its
+rate and speed; the event stream's payload parts joined at any offset, in both formats; a broken stream,
+a refused request and a cancel as coded events; an endpoint that does not answer.
+
 boto3 is pointed (``endpoint_url``) at :class:`SageMakerResponseStreamServer`, a local HTTP server that
 speaks SageMaker's event-stream response format and forwards to the model server's POST /invocations.
 """
@@ -27,8 +32,6 @@ from strands_kokoro.sessions import open_session
 from strands_kokoro.sessions.aws_credentials import SageMakerError
 from strands_kokoro.sessions.base import SessionClosedError, SessionEvent, whole_samples
 from strands_kokoro.sessions.sagemaker_batch import SageMakerBatchSession, sse_payloads
-from tests.model_server_process import free_port
-from tests.strands_kokoro.session_contract import SessionContract, SessionFactory
 from tests.strands_kokoro.standins.sagemaker_response_stream import SageMakerResponseStreamServer
 
 pytestmark = pytest.mark.anyio
@@ -42,10 +45,20 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-@pytest.fixture
-def standin(model_server: Any) -> Iterator[SageMakerResponseStreamServer]:
+@pytest.fixture(scope="module")
+def shared_standin(model_server: Any) -> Iterator[SageMakerResponseStreamServer]:
     with SageMakerResponseStreamServer(model_server.http_url, region=REGION) as server:
         yield server
+
+
+@pytest.fixture
+def standin(shared_standin: SageMakerResponseStreamServer) -> SageMakerResponseStreamServer:
+    """The module's stand-in (one server: stopping one costs half a second), reset for each test."""
+    shared_standin.part_size = None
+    shared_standin.break_after = None
+    shared_standin.endpoint_names.clear()
+    shared_standin.access_keys.clear()
+    return shared_standin
 
 
 def dummy_botocore_session() -> botocore.session.Session:
@@ -64,19 +77,6 @@ def open_batch(endpoint_url: str, **options: Any) -> SageMakerBatchSession:
         botocore_session=dummy_botocore_session(),
         **options,
     )
-
-
-@pytest.mark.parametrize("fmt", ["sse", "pcm"])
-class TestSageMakerBatchSessionContract(SessionContract):
-    """The suite every session passes, here through real boto3, the stand-in and the real server."""
-
-    @pytest.fixture
-    def session_factory(self, standin: SageMakerResponseStreamServer, fmt: Any) -> SessionFactory:
-        return lambda: open_batch(standin.url, format=fmt)
-
-    @pytest.fixture
-    def dead_session_factory(self, fmt: Any) -> SessionFactory:
-        return lambda: open_batch(f"http://127.0.0.1:{free_port()}", format=fmt)
 
 
 async def collect_until(
@@ -118,17 +118,19 @@ async def test_requests_complete_in_order_through_real_boto3(
     async with open_batch(standin.url, format=fmt) as session:
         await session.send(SynthesizeRequest("Hello there.", request_id="r1"))
         await session.send(SynthesizeRequest("How are you today?", request_id="r2", sample_rate=16_000))
-        events = await collect_until(session.events(), completed(2))
-    assert_whole_request(events, "r1")
-    assert_whole_request(events, "r2")
+        await session.send(
+            SynthesizeRequest("How are you today?", request_id="r3", sample_rate=16_000, speed=2.0)
+        )
+        events = await collect_until(session.events(), completed(3))
+    for request_id in ("r1", "r2", "r3"):
+        assert_whole_request(events, request_id)
     order = [e.request_id for e in events if isinstance(e, SynthesisStarted | SynthesisCompleted)]
-    assert order == ["r1", "r1", "r2", "r2"]
-    assert (
-        next(e for e in events if isinstance(e, SynthesisStarted) and e.request_id == "r2").sample_rate
-        == 16_000
-    )
-    assert standin.endpoint_names == ["kokoro-standin", "kokoro-standin"]
-    assert standin.access_keys == [ACCESS_KEY, ACCESS_KEY]
+    assert order == ["r1", "r1", "r2", "r2", "r3", "r3"]
+    rates = {e.request_id: e.sample_rate for e in events if isinstance(e, SynthesisStarted)}
+    assert rates == {"r1": 24_000, "r2": 16_000, "r3": 16_000}
+    assert 0 < len(audio_of(events, "r3")) < 0.8 * len(audio_of(events, "r2"))  # the speed reached it
+    assert standin.endpoint_names == ["kokoro-standin"] * 3
+    assert standin.access_keys == [ACCESS_KEY] * 3
 
 
 @pytest.mark.parametrize("fmt", ["sse", "pcm"])

@@ -10,22 +10,24 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from strands import tool
 
+from benchmarks.speech_check import edit_distance, transcribe
 from strands_kokoro import KokoroSpeech
 from strands_kokoro.events import Event
 from strands_kokoro.protocol import SynthesizeRequest
 from strands_kokoro.sessions.ws import WebSocketSession
-from tests.model_server_process import RunningServer, free_port, start_model_server, stop_model_server
+from tests.model_server_process import RunningServer, free_port
 from tests.scripted_model import FOUR_SENTENCES, ScriptedCall, ToolCall, tokens
-from tests.strands_kokoro.speech_doubles import Turn, make_agent, run_turn, words
+from tests.strands_kokoro.speech_doubles import Drop, DroppingSessions, Turn, make_agent, run_turn, words
 
 # A shared 2-core CI box synthesizes slowly; the first test also waits for the server to load.
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(900)]
+
+MAX_WER = 0.1  # Whisper-base on Kokoro's speech (the bar of tests/tts_container/test_asr.py)
 
 
 @pytest.fixture
@@ -85,19 +87,52 @@ async def test_bidi_speaks_while_the_model_is_still_writing(model_server: Runnin
     assert [e["seq"] for e in turn.of("audio_chunk")] == list(range(end["chunks"]))
     assert not turn.of("speech_error") and not turn.of("error")
     assert spoken.result is not None and str(spoken.result).strip() == FOUR_SENTENCES
+    # What a listener of this turn hears (its pieces joined as they came) says the answer.
+    pcm = b"".join(base64.b64decode(e["audio"]) for e in turn.of("audio_chunk"))
+    heard = transcribe(pcm, turn.of("audio_chunk")[0]["sample_rate"])
+    wer = edit_distance(words(FOUR_SENTENCES), words(heard)) / len(words(FOUR_SENTENCES))
+    assert wer <= MAX_WER, heard
 
 
-async def test_batch_speaks_nothing_before_the_answer_is_complete(model_server: RunningServer) -> None:
-    speech = KokoroSpeech(endpoint=model_server.ws_url, mode="batch")
-    agent, _ = make_agent(speech, [ScriptedCall(FOUR_SENTENCES)])
-    # The user drives stream_async; KokoroSpeech only turns it into events.
-    turn = await run_turn(speech.events(agent.stream_async("Tell me about otters.")))
-    assert turn.of("audio_chunk")
-    assert turn.first("audio_chunk") > turn.last("text_delta")
-    [complete] = turn.of("sentence_complete")
-    assert words(complete["text"]) == words(FOUR_SENTENCES)
-    assert turn.events[-1]["mode"] == "batch"
-    assert turn.events[-1]["first_audio_ms"] > turn.events[-1]["first_text_ms"]
+MARKDOWN_ANSWER = (
+    "## Otters\n"
+    "Sea otters **hold hands** while they _sleep_ 🦦.\n"
+    "- They use `rocks` as tools.\n"
+    "```python\n"
+    "print('never read aloud')\n"
+    "```\n"
+    "Read [the guide](https://example.com/otters) for more."
+)
+MARKUP = ("#", "*", "_", "`", "[", "]", "(", ")", "http", "print", "🦦")
+
+
+async def test_markdown_and_code_are_spoken_as_the_same_words_in_bidi_and_batch(
+    model_server: RunningServer,
+) -> None:
+    """A real scripted turn in each mode: the text is shown as written, the speech has none of its markup
+    (no code, no link target, no emoji) and says the same words either way; batch speaks nothing before
+    the whole answer is written."""
+    spoken: dict[str, list[str]] = {}
+    for mode in ("bidi", "batch"):
+        speech = KokoroSpeech(endpoint=model_server.ws_url, mode=mode)
+        agent, _ = make_agent(speech, [ScriptedCall(MARKDOWN_ANSWER)], tokens_per_s=100)
+        # The user drives stream_async; KokoroSpeech only turns it into events.
+        turn = await run_turn(speech.events(agent.stream_async("Tell me about otters.")))
+        assert turn.text() == MARKDOWN_ANSWER and turn.events[-1]["mode"] == mode
+        assert not turn.of("speech_error") and not turn.of("error")
+        texts = [c["text"] for c in turn.of("sentence_complete")]
+        assert not [t for t in texts if any(mark in t for mark in MARKUP)], texts
+        assert all(c["audio_ms"] > 0 for c in turn.of("sentence_complete"))
+        assert_sentences_in_order(turn)
+        spoken[mode] = texts
+        if mode == "batch":
+            # batch: one request for the whole answer, after the last text delta.
+            assert len(texts) == 1 and turn.first("audio_chunk") > turn.last("text_delta")
+            assert turn.events[-1]["first_audio_ms"] > turn.events[-1]["first_text_ms"]
+    assert words(" ".join(spoken["bidi"])) == words(" ".join(spoken["batch"]))
+    assert words(" ".join(spoken["bidi"])) == words(
+        "Otters Sea otters hold hands while they sleep. They use rocks as tools. Read the guide for more."
+    )
 
 
 class SpySessionDouble(WebSocketSession):
@@ -225,26 +260,16 @@ async def test_endpoint_down_at_start_text_goes_on() -> None:
     assert turn.events[-1]["first_audio_ms"] is None
 
 
-@pytest.fixture(scope="module")
-def doomed_server() -> Iterator[RunningServer]:
-    """A second real server, this test's to kill."""
-    server = start_model_server()
-    try:
-        yield server
-    finally:
-        if server.process.poll() is None:
-            stop_model_server(server)
-
-
-async def test_server_killed_mid_turn_text_goes_on(doomed_server: RunningServer) -> None:
-    speech = KokoroSpeech(endpoint=doomed_server.ws_url, reconnect_backoff_s=0.05)
+async def test_server_gone_mid_turn_text_goes_on(model_server: RunningServer) -> None:
+    """The server goes away mid-turn: its socket dies (aborted, no close frame) as the second request's
+    audio begins, and nothing listens any more where the turn reopens (as after a crash)."""
+    sessions = DroppingSessions(
+        model_server.ws_url, [Drop(request=1, after_bytes=0)], then_endpoint=f"ws://127.0.0.1:{free_port()}"
+    )
+    speech = KokoroSpeech(session_factory=sessions, reconnect_backoff_s=0.05)
     agent, _ = make_agent(speech, [ScriptedCall(FOUR_SENTENCES)], tokens_per_s=20)
-
-    def on_event(event: Event) -> None:
-        if event["type"] == "audio_chunk" and doomed_server.process.poll() is None:
-            doomed_server.process.kill()
-
-    turn = await run_turn(speech.stream(agent, "Tell me about otters."), on_event)
+    turn = await run_turn(speech.stream(agent, "Tell me about otters."))
+    assert sessions.plan[0].happened and len(sessions.opened) == 1 + speech.options.reconnect_attempts
     assert turn.text() == FOUR_SENTENCES
     [error] = turn.of("speech_error")
     assert error["code"] == "connection_lost"

@@ -1,31 +1,49 @@
-"""A connection dropped mid-sentence: KokoroSpeech reopens, re-sends what was not fully spoken, and the
-listener hears every sentence exactly once (nothing repeated, nothing skipped).
+"""A connection dropped mid-turn: KokoroSpeech reopens, re-sends what was not fully spoken, and the
+listener hears every request's audio exactly once: byte for byte what an uninterrupted synthesis of the
+same text gives (Kokoro is deterministic), so a stretch heard twice or a gap at a seam would show.
 
-The drop is real: the REAL WebSocket session's socket is aborted (``transport.abort()``, what a dead
-network looks like to the client) right after the first audio frame of the second sentence; the server,
-engine and agent are real, the model scripted.
+The drops are real: the REAL WebSocket session's socket is aborted (``transport.abort()``, what a dead
+network looks like to the client), or SageMaker's router (the stand-in, behind the REAL HTTP/2 SDK)
+breaks the stream with a ``ModelStreamError``; the server, engine and agent are real, the model scripted.
+
+- A cut in the middle of a frame: the listener got part of a frame, so the re-sent request's audio must
+  be trimmed inside a frame (the partial branch of ``SpeechTurn._on_audio``).
+- A drop during the re-send: the second connection drops while it is still passing over audio the
+  listener already had. So one turn has two drops and three connections.
+- A whole turn over SageMaker bidi (every frame split into three payload parts), broken mid-frame once.
+
+The server-restart case (a SIGKILLed process and its successor on the same port) is
+``tests/faults/test_restart.py``.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import AsyncIterator
+import json
 
 import pytest
 
 from strands_kokoro import KokoroSpeech, open_session
 from strands_kokoro.protocol import AudioData, SynthesizeRequest
-from strands_kokoro.sessions.base import SessionEvent
-from strands_kokoro.sessions.ws import WebSocketSession
 from tests.model_server_process import RunningServer
 from tests.scripted_model import ScriptedCall
 from tests.strands_kokoro.session_contract import completed, read_until
-from tests.strands_kokoro.speech_doubles import make_agent, run_turn, words
+from tests.strands_kokoro.speech_doubles import (
+    AGENT_END_FIELDS,
+    Drop,
+    DroppingSessions,
+    Turn,
+    make_agent,
+    run_turn,
+    words,
+)
+from tests.strands_kokoro.standins.sagemaker_bidi_router import SageMakerBidiRouter
+from tests.strands_kokoro.test_sessions_sagemaker import open_bidi
 
 # A shared 2-core CI box synthesizes slowly; the first test also waits for the server to load.
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(900)]
 
 ANSWER = "Sea otters hold hands while they sleep, so they do not drift apart. They wrap themselves in kelp."
+FRAME_BYTES = 32 * 1024  # the server's audio frames (tts_container.audio.MAX_FRAME_BYTES)
 
 
 @pytest.fixture
@@ -33,57 +51,86 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-class DropOnceWebSocketSession(WebSocketSession):
-    """The real WebSocket session; the first one made aborts its socket after the first audio frame of
-    the sentence whose request id ends with ``-{sentence}``."""
-
-    cut_at: float | None = None
-
-    def __init__(self, endpoint: str, sentence: int) -> None:
-        super().__init__(endpoint)
-        self.sentence = sentence
-
-    async def events(self) -> AsyncIterator[SessionEvent]:
-        async for event in super().events():
-            yield event
-            cut_here = isinstance(event, AudioData) and event.request_id.endswith(f"-{self.sentence}")
-            if cut_here and DropOnceWebSocketSession.cut_at is None and self._ws is not None:
-                DropOnceWebSocketSession.cut_at = time.perf_counter()
-                self._ws.transport.abort()
-
-
-async def clean_synthesis_bytes(server: RunningServer, text: str) -> int:
-    """Bytes of one clean synthesis of ``text`` (Kokoro's durations are deterministic)."""
+async def clean_frames(server: RunningServer, texts: list[str]) -> list[list[bytes]]:
+    """The audio frames of one uninterrupted synthesis of each text, as the server sends them."""
+    frames: list[list[bytes]] = []
     async with open_session(server.ws_url) as session:
         events = session.events()
-        await session.send(SynthesizeRequest(text, request_id="clean", voice="af_heart", speed=1.0))
-        got = await read_until(events, completed("clean"))
+        for i, text in enumerate(texts):
+            await session.send(SynthesizeRequest(text, request_id=f"clean-{i}"))
+            got = await read_until(events, completed(f"clean-{i}"))
+            frames.append([e.pcm for e in got if isinstance(e, AudioData)])
         await session.close()
-    return sum(len(e.pcm) for e in got if isinstance(e, AudioData))
+    return frames
 
 
-async def test_dropped_connection_resumes_without_repeating_or_skipping(model_server: RunningServer) -> None:
-    opened: list[DropOnceWebSocketSession] = []
+def assert_every_request_heard_once_as_synthesized(turn: Turn, clean: list[list[bytes]]) -> None:
+    assert not turn.of("speech_error") and not turn.of("error"), turn.of("speech_error")
+    assert turn.text() == ANSWER
+    completes = turn.of("sentence_complete")
+    assert [c["sentence"] for c in completes] == list(range(len(completes)))  # each once, in order
+    assert words(" ".join(c["text"] for c in completes)) == words(ANSWER)  # nothing skipped
+    heard = turn.audio_by_sentence()
+    for complete, frames in zip(completes, clean, strict=True):
+        got, expected = heard[complete["sentence"]], b"".join(frames)
+        assert got == expected, (complete["sentence"], len(got), len(expected))
+    assert set(turn.events[-1]) == AGENT_END_FIELDS
 
-    def factory() -> DropOnceWebSocketSession:
-        opened.append(DropOnceWebSocketSession(model_server.ws_url, sentence=1))
-        return opened[-1]
 
-    DropOnceWebSocketSession.cut_at = None
-    speech = KokoroSpeech(session_factory=factory, reconnect_backoff_s=0.05)
+async def test_a_cut_inside_a_frame_then_a_drop_during_the_resend_lose_and_repeat_nothing(
+    model_server: RunningServer,
+) -> None:
+    cut_inside = FRAME_BYTES + 10_000  # the listener has the first frame and part of the second
+    sessions = DroppingSessions(
+        model_server.ws_url,
+        [Drop(request=1, after_bytes=cut_inside), Drop(request=1, after_bytes=FRAME_BYTES)],
+    )
+    speech = KokoroSpeech(session_factory=sessions, reconnect_backoff_s=0.05)
     agent, _ = make_agent(speech, [ScriptedCall(ANSWER)])
     turn = await run_turn(speech.stream(agent, "Tell me about otters."))
-    cut_at = DropOnceWebSocketSession.cut_at
-    assert cut_at is not None and len(opened) == 2  # it was cut once, and one reconnect restored it
-    assert not turn.of("speech_error") and turn.text() == ANSWER
 
-    completes = turn.of("sentence_complete")
-    assert [c["sentence"] for c in completes] == list(range(len(completes)))  # each exactly once
-    assert words(" ".join(c["text"] for c in completes)) == words(ANSWER)
+    # Two drops, three connections: both drops happened where planned.
+    assert len(sessions.opened) == 3 and all(drop.happened for drop in sessions.plan)
+    clean = await clean_frames(model_server, [c["text"] for c in turn.of("sentence_complete")])
+    # The first cut really was inside a frame of request 1, so the resumed audio had to be trimmed inside
+    # one. (The second drop, after one frame, came while the re-sent request was still passing over
+    # audio the listener had: FRAME_BYTES < cut_inside.)
+    boundaries = {sum(len(f) for f in clean[1][:k]) for k in range(len(clean[1]) + 1)}
+    assert cut_inside not in boundaries and cut_inside < max(boundaries), sorted(boundaries)
+    assert len(clean[1][0]) == FRAME_BYTES  # the second connection's drop came after one whole frame
+    assert_every_request_heard_once_as_synthesized(turn, clean)
 
-    # The cut came after sentence 1's first frame reached the listener. Had the re-sent sentence restarted,
-    # that frame would be heard twice; had it been dropped, the rest would be missing. Either way its
-    # length would differ from one clean synthesis: nothing twice, nothing skipped.
-    audio = turn.audio_by_sentence()
-    assert len(audio[1]) == await clean_synthesis_bytes(model_server, completes[1]["text"])
-    assert all(audio[c["sentence"]] for c in completes)
+
+async def test_a_whole_turn_over_sagemaker_bidi_survives_a_stream_broken_mid_frame(
+    model_server: RunningServer,
+) -> None:
+    """KokoroSpeech over the SageMaker bidi stand-in (frames in three parts), broken once in the middle
+    of request 1's second audio frame: reopened through a second router, nothing heard twice or lost."""
+    current: dict[str, object] = {"request": None, "audio": 0}
+
+    def second_audio_frame_of_request_1(frame: str | bytes) -> bool:
+        if isinstance(frame, str):
+            control = json.loads(frame)
+            if control.get("type") == "synthesis_start":
+                current.update(request=control["request_id"], audio=0)
+            return False
+        if not str(current["request"]).endswith("-1"):
+            return False
+        current["audio"] = int(str(current["audio"])) + 1
+        return current["audio"] == 2
+
+    async with (
+        SageMakerBidiRouter(
+            model_server.ws_url, split_into=3, break_when=second_audio_frame_of_request_1
+        ) as breaking,
+        SageMakerBidiRouter(model_server.ws_url, split_into=3) as steady,
+    ):
+        routers = iter([breaking, steady])
+        speech = KokoroSpeech(session_factory=lambda: open_bidi(next(routers)), reconnect_backoff_s=0.05)
+        agent, _ = make_agent(speech, [ScriptedCall(ANSWER)])
+        turn = await run_turn(speech.stream(agent, "Tell me about otters."))
+    assert breaking.log.streams_broken == 1 and breaking.log.partial_parts > 0
+    assert steady.log.streams_broken == 0 and steady.log.endpoint_names == ["kokoro-standin"]
+    clean = await clean_frames(model_server, [c["text"] for c in turn.of("sentence_complete")])
+    assert_every_request_heard_once_as_synthesized(turn, clean)
+    assert turn.events[-1]["mode"] == "bidi" and turn.events[-1]["chunks"] == len(turn.of("audio_chunk"))

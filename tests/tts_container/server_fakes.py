@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from tts_container.audio import KEEP_LEAD_S, KEEP_TAIL_S
 from tts_container.engines.base import NATIVE_SAMPLE_RATE, Audio
 
 TONE_HZ = {"af_heart": 220.0, "am_michael": 330.0, "bf_emma": 440.0}
@@ -54,6 +55,14 @@ def tone(seconds: float, hz: float) -> Audio:
     lead = np.zeros(round(LEAD_SILENCE_S * NATIVE_SAMPLE_RATE), dtype=np.float32)
     tail = np.zeros(round(TAIL_SILENCE_S * NATIVE_SAMPLE_RATE), dtype=np.float32)
     return np.concatenate([lead, body, tail])
+
+
+def served_ms(*words_per_segment: int, speed: float = 1.0) -> float:
+    """How long the server's audio for ToneEngine's segments is: each tone keeps ``KEEP_LEAD_S`` of the
+    fake's longer lead silence and ``KEEP_TAIL_S`` of its tail (the server shortens both edges)."""
+    assert LEAD_SILENCE_S > KEEP_LEAD_S and TAIL_SILENCE_S > KEEP_TAIL_S, "the fake pads less than is kept"
+    tones_s = sum(words * SECONDS_PER_WORD / speed for words in words_per_segment)
+    return 1000.0 * (tones_s + len(words_per_segment) * (KEEP_LEAD_S + KEEP_TAIL_S))
 
 
 def dominant_hz(pcm: bytes, sample_rate: int) -> float:

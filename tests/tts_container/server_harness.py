@@ -38,6 +38,17 @@ async def wait_for_stats(
             await asyncio.sleep(0.05)
 
 
+def idle(current: dict[str, Any]) -> bool:
+    """No session open and no engine work running or queued (``/stats``)."""
+    work = current["inference_running"] + current["inference_queued"]
+    return current["sessions_active"] == 0 and work == 0
+
+
+def synthesizing(current: dict[str, Any]) -> bool:
+    """A session is open and the engine is working on one of its sentences (``/stats``)."""
+    return current["sessions_active"] >= 1 and current["inference_running"] >= 1
+
+
 @dataclass
 class Response:
     """Everything the server sent for one request: start, audio frames, then complete or error."""

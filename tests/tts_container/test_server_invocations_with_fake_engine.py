@@ -15,7 +15,7 @@ from httpx_sse import aconnect_sse
 
 from strands_kokoro.protocol import MAX_MESSAGE_BYTES, MAX_TEXT_CHARS, audio_ms
 from tests.model_server_process import running_app
-from tests.tts_container.server_fakes import TONE_HZ, ToneEngine, dominant_hz
+from tests.tts_container.server_fakes import TONE_HZ, ToneEngine, dominant_hz, served_ms
 from tts_container.app import create_app
 
 pytestmark = pytest.mark.anyio
@@ -33,9 +33,8 @@ async def test_pcm_streams_raw_s16le_with_fake_engine() -> None:
         response = await client.post(f"http://{address}/invocations", json={"text": TEXT, "voice": "bf_emma"})
     assert response.status_code == 200
     assert response.headers["x-audio-format"] == "pcm_s16le" and response.headers["x-sample-rate"] == "24000"
-    assert audio_ms(len(response.content), 24_000) == pytest.approx(
-        2 * 15 + 0.3 + 0.4 + 2 * 250 + 300 + 400, abs=3
-    )
+    # Two sentences (3 and 4 words), each tone with the server's kept edge silences; within a sample each.
+    assert audio_ms(len(response.content), 24_000) == pytest.approx(served_ms(3, 4), abs=0.1)
     assert dominant_hz(response.content, 24_000) == pytest.approx(TONE_HZ["bf_emma"], abs=3)
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib.metadata
+import importlib.util
 import json
 import math
 import os
@@ -31,6 +32,7 @@ import textwrap
 import time
 from collections.abc import Generator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import httpx
 import numpy as np
@@ -40,25 +42,24 @@ from websockets.asyncio.client import connect
 from strands_kokoro.protocol import WS_PATH, audio_ms
 from tests.model_server_process import free_port
 from tests.tts_container.server_harness import dumps, read_response
-
-pytest.importorskip("kokoro", reason="the torch extra (kokoro, Python < 3.13) is not installed")
-
-import torch
-from kokoro import KModel
-
-from tts_container.engines.base import Segment
 from tts_container.engines.loader import load_engine
-from tts_container.engines.torch_engine import (
-    COMPONENTS,
-    REPO_ID,
-    CheckpointMismatch,
-    TorchEngine,
-    load_kmodel,
-)
 from tts_container.engines.voices import UnknownVoice
 from tts_container.g2p import Phonemizer, UnsupportedLanguage, split_phonemes
 from tts_container.weight_sources import write_voices_npz
 from tts_container.weights import CONFIG_FILE, TORCH_FILE, VOICES_FILE, ensure_weights
+
+if TYPE_CHECKING:
+    from kokoro import KModel
+
+    from tts_container.engines.base import Segment
+    from tts_container.engines.torch_engine import TorchEngine
+
+# torch and kokoro are imported by the tests that use them, not here: importing them takes ~12 s, which
+# every `pytest` run would otherwise pay at collection, even one that selects none of these tests.
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("kokoro") is None,
+    reason="the torch extra (kokoro, Python < 3.13) is not installed",
+)
 
 # hexgrad/Kokoro-82M config.json (the same content kokoro-onnx ships; checked below when it is installed).
 # fmt: off
@@ -117,6 +118,11 @@ VOICE_NAMES = ("af_heart", "bf_emma")
 
 def random_kmodel(config_path: Path, empty_checkpoint: Path) -> KModel:
     """A randomly initialised Kokoro-82M (KModel loads nothing from an empty checkpoint)."""
+    import torch
+    from kokoro import KModel
+
+    from tts_container.engines.torch_engine import REPO_ID
+
     torch.save({}, empty_checkpoint)
     torch.manual_seed(0)
     model = KModel(repo_id=REPO_ID, config=str(config_path), model=str(empty_checkpoint))
@@ -130,6 +136,10 @@ def random_kmodel(config_path: Path, empty_checkpoint: Path) -> KModel:
 
 def save_like_the_hub(model: KModel, path: Path) -> None:
     """The hub file's format: one state dict per component, keys with DataParallel's ``module.`` prefix."""
+    import torch
+
+    from tts_container.engines.torch_engine import COMPONENTS
+
     checkpoint = {
         name: {f"module.{key}": value for key, value in getattr(model, name).state_dict().items()}
         for name in COMPONENTS
@@ -168,6 +178,8 @@ def torch_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def engine(torch_cache: Path) -> TorchEngine:
     # One thread: on a shared 2-core machine torch's second intra-op thread mostly spins (measured here:
     # 1.4 s of CPU per short sentence with one thread, 6.7 s with two).
+    from tts_container.engines.torch_engine import TorchEngine
+
     loaded = load_engine("torch", threads=1, cache_dir=torch_cache)
     assert isinstance(loaded, TorchEngine)
     return loaded
@@ -192,6 +204,10 @@ def test_embedded_config_is_kokoro_82m_config() -> None:
 
 
 def test_loaded_weights_are_the_checkpoint_s(engine: TorchEngine, torch_cache: Path) -> None:
+    import torch
+
+    from tts_container.engines.torch_engine import COMPONENTS
+
     saved = torch.load(torch_cache / TORCH_FILE, map_location="cpu", weights_only=True)
     for component in COMPONENTS:
         loaded = getattr(engine.model, component).state_dict()
@@ -319,6 +335,10 @@ def test_segment_beyond_the_context_is_refused(engine: TorchEngine) -> None:
 
 def test_checkpoint_that_leaves_weights_unset_is_refused(tmp_path: Path) -> None:
     """KModel falls back to ``strict=False`` and would keep random weights; the loader must not."""
+    import torch
+
+    from tts_container.engines.torch_engine import CheckpointMismatch, load_kmodel
+
     config = tmp_path / CONFIG_FILE
     config.write_text(json.dumps(KOKORO_82M_CONFIG, ensure_ascii=False), encoding="utf-8")
     encoder = torch.nn.Linear(768, 512)

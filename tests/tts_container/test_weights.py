@@ -8,7 +8,6 @@ hashing, the cache lock and the import graph have their own ``test_weights_*.py`
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +35,7 @@ from tts_container.weights import (
     IntegrityError,
     SourceUnavailable,
     WeightsUnavailable,
+    default_cache_dir,
     ensure_weights,
     read_manifest,
     sha256_of,
@@ -228,11 +228,15 @@ def test_cli_fetch_verify_and_path(tmp_path: Path, capsys: pytest.CaptureFixture
 
 
 def test_cache_dir_comes_from_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("STRANDS_KOKORO_CACHE", raising=False)
+    assert default_cache_dir() == home / ".cache" / "strands-kokoro"  # the default, without the setting
     monkeypatch.setenv("STRANDS_KOKORO_CACHE", str(tmp_path / "env-cache"))
     weights = ensure_weights(sources=[ScriptedSource("filler")])
     assert weights.root == tmp_path / "env-cache"
     assert json.loads((weights.root / MANIFEST_FILE).read_text())["version"] == 1
-    assert os.environ["STRANDS_KOKORO_CACHE"].endswith("env-cache")
+    assert not home.exists()  # the setting replaced the default cache; nothing was written there
 
 
 class ScriptedS3Client:

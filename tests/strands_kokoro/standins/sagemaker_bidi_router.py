@@ -16,7 +16,9 @@ What the router does, as SageMaker does:
   ``part_headers=False`` sends bare parts with neither header (what a client must still read, by content);
 - when the client ends its input stream, hangs up on the container at once: audio still in flight is
   lost, which is why a session must not end its input before the audio is drained;
-- optionally injects a ``ModelStreamError`` after a given number of response parts (``break_after``).
+- optionally injects a ``ModelStreamError`` after a given number of response parts (``break_after``),
+  or in the middle of the first server frame ``break_when`` picks (only that frame's first part goes out,
+  then the error: the stream breaks mid-frame, as a dropped connection would).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import io
 import itertools
 import json
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -79,6 +81,7 @@ class SageMakerBidiRouter:
         region: str = "us-east-1",
         dns_suffix: str = "amazonaws.com",
         break_after: int | None = None,
+        break_when: Callable[[str | bytes], bool] | None = None,
         split_into: int = 1,
         part_headers: bool = True,
     ) -> None:
@@ -88,6 +91,7 @@ class SageMakerBidiRouter:
         self.region = region
         self.host = f"runtime.sagemaker.{region}.{dns_suffix}"
         self.break_after = break_after
+        self.break_when = break_when
         self.split_into = split_into
         self.part_headers = part_headers
         self.log = RouterLog()
@@ -115,7 +119,10 @@ class SageMakerBidiRouter:
     async def send(self, request: Any, *, request_config: Any = None) -> HTTPResponse:
         """Accept one signed bidi request and bridge it to the model server's WebSocket."""
         self._check(request)
-        websocket = await websockets.connect(self.model_ws_url, max_size=None, close_timeout=2)
+        # No keepalive pings: a test that checks a turn leaves no task behind sees only the bridges.
+        websocket = await websockets.connect(
+            self.model_ws_url, max_size=None, close_timeout=2, ping_interval=None
+        )
         parts: asyncio.Queue[bytes | None] = asyncio.Queue()
         for bridge in (self._forward_input(request.body, websocket), self._forward_output(websocket, parts)):
             task = asyncio.create_task(bridge)
@@ -179,6 +186,12 @@ class SageMakerBidiRouter:
         sent = 0
         try:
             async for frame in websocket:
+                if self.break_when is not None and self.break_when(frame):
+                    self.log.streams_broken += 1
+                    parts.put_nowait(self._response_parts(frame)[0])
+                    parts.put_nowait(model_stream_error("StreamBroken", "the model closed the stream"))
+                    await websocket.close()
+                    return
                 for part in self._response_parts(frame):
                     if self.break_after is not None and sent >= self.break_after:
                         self.log.streams_broken += 1
