@@ -11,7 +11,8 @@ from tests.model_server_process import RunningServer, start_model_server, stop_m
 
 @pytest.fixture(scope="session")
 def model_server() -> Iterator[RunningServer]:
-    """One real model server (onnx engine, real Kokoro weights) shared by the whole test session."""
+    """One real model server (onnx engine, real Kokoro weights) shared by the whole test session (one per
+    pytest-xdist worker)."""
     server = start_model_server()
     try:
         yield server
