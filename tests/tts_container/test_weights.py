@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.tts_container.weight_source_doubles import ScriptedSource
 from tts_container import weights_cli
 from tts_container.weight_sources import (
     CONFIG_SHA256,
@@ -44,23 +45,6 @@ from tts_container.weights import (
 from tts_container.weights_lock import LOCK_FILE
 
 
-class ScriptedSource:
-    """Test double: writes fixed bytes for each requested file, or raises a scripted error."""
-
-    def __init__(self, label: str, error: Exception | None = None, payload: bytes = b"weights") -> None:
-        self.label = label
-        self.error = error
-        self.payload = payload
-        self.calls: list[frozenset[str]] = []
-
-    def fetch(self, names: frozenset[str], staging: Path) -> None:
-        self.calls.append(names)
-        if self.error is not None:
-            raise self.error
-        for name in names:
-            (staging / name).write_bytes(self.payload + name.encode())
-
-
 def test_sources_are_tried_in_order_until_one_works(tmp_path: Path) -> None:
     first = ScriptedSource("first", SourceUnavailable("not configured"))
     second = ScriptedSource("second")
@@ -70,7 +54,7 @@ def test_sources_are_tried_in_order_until_one_works(tmp_path: Path) -> None:
     assert first.calls == [PART_FILES["onnx"]] and second.calls == [PART_FILES["onnx"]] and third.calls == []
     manifest = read_manifest(tmp_path)
     assert {entry["source"] for entry in manifest.values()} == {"second"}
-    assert weights.config.read_bytes() == b"weights" + CONFIG_FILE.encode()
+    assert weights.config.read_bytes() == b"weights:" + CONFIG_FILE.encode()
     assert manifest[CONFIG_FILE]["sha256"] == sha256_of(weights.config)
 
 

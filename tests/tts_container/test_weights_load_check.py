@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.tts_container.weight_source_doubles import ScriptedSource
 from tts_container import provisioning
 from tts_container.weights import (
     CONFIG_FILE,
@@ -25,23 +26,6 @@ from tts_container.weights import (
     read_manifest,
     verify_cache,
 )
-
-
-class BytesSource:
-    """Test double: writes ``prefix + name`` for every requested file and records what it was asked for."""
-
-    def __init__(self, label: str, prefix: bytes = b"weights:", error: Exception | None = None) -> None:
-        self.label = label
-        self.prefix = prefix
-        self.error = error
-        self.calls: list[frozenset[str]] = []
-
-    def fetch(self, names: frozenset[str], staging: Path) -> None:
-        self.calls.append(names)
-        if self.error is not None:
-            raise self.error
-        for name in names:
-            (staging / name).write_bytes(self.prefix + name.encode())
 
 
 def flip_one_byte(path: Path) -> None:
@@ -59,9 +43,9 @@ def rewrite_manifest_to_match(root: Path, name: str) -> None:
 
 
 def test_a_same_size_swap_in_the_cache_is_noticed_and_fetched_again(tmp_path: Path) -> None:
-    ensure_weights(tmp_path, sources=[BytesSource("filler")])
+    ensure_weights(tmp_path, sources=[ScriptedSource("filler")])
     flip_one_byte(tmp_path / ONNX_FILE)
-    again = BytesSource("again")
+    again = ScriptedSource("again")
     weights = ensure_weights(tmp_path, sources=[again])
     assert again.calls == [frozenset({ONNX_FILE})]
     assert weights.onnx_model.read_bytes() == b"weights:" + ONNX_FILE.encode()
@@ -69,10 +53,10 @@ def test_a_same_size_swap_in_the_cache_is_noticed_and_fetched_again(tmp_path: Pa
 
 
 def test_a_bad_cache_file_is_reported_when_no_source_can_replace_it(tmp_path: Path) -> None:
-    ensure_weights(tmp_path, sources=[BytesSource("filler")])
+    ensure_weights(tmp_path, sources=[ScriptedSource("filler")])
     flip_one_byte(tmp_path / CONFIG_FILE)
     with pytest.raises(WeightsUnavailable) as caught:
-        ensure_weights(tmp_path, sources=[BytesSource("offline", error=SourceUnavailable("offline"))])
+        ensure_weights(tmp_path, sources=[ScriptedSource("offline", error=SourceUnavailable("offline"))])
     finding = (f"cache {tmp_path}", f"{CONFIG_FILE}: sha256 differs from the manifest")
     assert caught.value.failures[0] == finding
     assert caught.value.failures[1] == ("offline", "SourceUnavailable: offline")
@@ -80,9 +64,9 @@ def test_a_bad_cache_file_is_reported_when_no_source_can_replace_it(tmp_path: Pa
 
 def test_the_production_path_rehashes_too(tmp_path: Path) -> None:
     """``provisioning.ensure_weights`` is what the engines' ``from_cache`` and the local stack call."""
-    provisioning.ensure_weights(tmp_path, sources=[BytesSource("filler")])
+    provisioning.ensure_weights(tmp_path, sources=[ScriptedSource("filler")])
     flip_one_byte(tmp_path / VOICES_FILE)
-    again = BytesSource("again")
+    again = ScriptedSource("again")
     provisioning.ensure_weights(tmp_path, sources=[again])
     assert again.calls == [frozenset({VOICES_FILE})]
 
@@ -91,7 +75,7 @@ def test_required_pins_refuse_a_model_dir_whose_manifest_was_rewritten(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """With ``STRANDS_KOKORO_REQUIRE_PINNED=1`` a manifest beside the files cannot vouch for a pinned one."""
-    good = BytesSource("pinned source")
+    good = ScriptedSource("pinned source")
     pins = {CONFIG_FILE: frozenset({hashlib.sha256(b"weights:" + CONFIG_FILE.encode()).hexdigest()})}
     monkeypatch.setattr(provisioning, "PINNED_SHA256", pins)
     model_dir = tmp_path / "opt-ml-model"
@@ -100,12 +84,12 @@ def test_required_pins_refuse_a_model_dir_whose_manifest_was_rewritten(
     rewrite_manifest_to_match(model_dir, CONFIG_FILE)
 
     monkeypatch.delenv(provisioning.REQUIRE_PINNED_ENV, raising=False)
-    untouched = BytesSource("not needed")
+    untouched = ScriptedSource("not needed")
     provisioning.ensure_weights(model_dir, sources=[untouched])
     assert untouched.calls == []  # consistent with its manifest: without required pins, accepted
 
     monkeypatch.setenv(provisioning.REQUIRE_PINNED_ENV, "1")
-    swapper = BytesSource("swapper", prefix=b"other:")
+    swapper = ScriptedSource("swapper", payload=b"other:")
     weights = provisioning.ensure_weights(model_dir, sources=[swapper, good])
     assert swapper.calls == good.calls[1:] == [frozenset({CONFIG_FILE})]
     assert weights.config.read_bytes() == b"weights:" + CONFIG_FILE.encode()  # the swapper was refused
@@ -116,12 +100,12 @@ def test_required_pins_refuse_an_unpinned_install_from_any_source(tmp_path: Path
     pins = {ONNX_FILE: frozenset({"0" * 64})}
     refused = r"IntegrityError: kokoro-v1\.0\.int8\.onnx: sha256 .* pinned"
     with pytest.raises(WeightsUnavailable, match=refused):
-        ensure_weights(tmp_path, sources=[BytesSource("anything")], pins=pins)
+        ensure_weights(tmp_path, sources=[ScriptedSource("anything")], pins=pins)
     assert not (tmp_path / ONNX_FILE).exists()
 
 
 def test_verify_reports_files_that_are_not_pinned(tmp_path: Path) -> None:
-    ensure_weights(tmp_path, sources=[BytesSource("filler")])
+    ensure_weights(tmp_path, sources=[ScriptedSource("filler")])
     assert verify_cache(tmp_path) == []
     pins = {CONFIG_FILE: frozenset({"0" * 64})}
     problems = verify_cache(tmp_path, pins=pins)
@@ -132,7 +116,7 @@ def test_verify_reports_files_that_are_not_pinned(tmp_path: Path) -> None:
 def test_cli_verify_checks_the_real_pins(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from tts_container import weights_cli
 
-    ensure_weights(tmp_path, sources=[BytesSource("filler")])
+    ensure_weights(tmp_path, sources=[ScriptedSource("filler")])
     assert weights_cli.main(["verify", "--cache-dir", str(tmp_path)]) == 1
     err = capsys.readouterr().err
     assert f"{CONFIG_FILE}: sha256" in err and f"{ONNX_FILE}: sha256" in err
