@@ -8,12 +8,13 @@ outlives a runtime redeploy.
 
 from __future__ import annotations
 
-from aws_cdk import Aws, CfnOutput, Duration, RemovalPolicy, Stack
+from aws_cdk import Aws, CfnOutput, Duration, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from cdk.config import CONVERSATIONS_PREFIX, AgentConfig
+from cdk.stacks.buckets import grant_prefix, private_bucket
 from cdk.stacks.common import (
     SAGEMAKER_INVOKE_ACTIONS,
     acknowledge,
@@ -101,24 +102,16 @@ class AgentFoundationStack(Stack):
         is also what removes the many conversations nobody comes back to. Retained on destroy: S3 cannot
         delete a bucket that still holds objects; the rule empties it within the retention period.
         """
-        self.conversation_access_logs = s3.Bucket(
+        self.conversation_access_logs = private_bucket(
             self,
             "ConversationAccessLogs",
-            encryption=s3.BucketEncryption.S3_MANAGED,
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            enforce_ssl=True,
-            removal_policy=RemovalPolicy.RETAIN,
             lifecycle_rules=[s3.LifecycleRule(expiration=Duration.days(self.config.log_retention_days))],
         )
-        self.conversations = s3.Bucket(
+        self.conversations = private_bucket(
             self,
             "Conversations",
-            encryption=s3.BucketEncryption.S3_MANAGED,
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            enforce_ssl=True,
             server_access_logs_bucket=self.conversation_access_logs,
             server_access_logs_prefix="conversations/",
-            removal_policy=RemovalPolicy.RETAIN,
             lifecycle_rules=[
                 s3.LifecycleRule(
                     id="ExpireConversations",
@@ -133,20 +126,13 @@ class AgentFoundationStack(Stack):
 
     def _grant_conversations(self, role: iam.Role) -> None:
         """Read, write and delete under the conversations prefix; list only that prefix. Nothing else."""
-        role.add_to_policy(
-            iam.PolicyStatement(
-                sid="Conversations",
-                actions=CONVERSATION_OBJECT_ACTIONS,
-                resources=[self.conversations.arn_for_objects(f"{CONVERSATIONS_PREFIX}*")],
-            )
-        )
-        role.add_to_policy(
-            iam.PolicyStatement(
-                sid="ListConversations",
-                actions=["s3:ListBucket"],
-                resources=[self.conversations.bucket_arn],
-                conditions={"StringLike": {"s3:prefix": [CONVERSATIONS_PREFIX, f"{CONVERSATIONS_PREFIX}*"]}},
-            )
+        grant_prefix(
+            role,
+            self.conversations,
+            CONVERSATIONS_PREFIX,
+            actions=CONVERSATION_OBJECT_ACTIONS,
+            sid="Conversations",
+            list_sid="ListConversations",
         )
 
     def _model_arns(self) -> list[str]:

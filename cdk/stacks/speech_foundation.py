@@ -6,12 +6,13 @@ what other accounts' reviewers read first, so they change rarely and apart from 
 
 from __future__ import annotations
 
-from aws_cdk import ArnFormat, CfnOutput, Duration, RemovalPolicy, Stack
+from aws_cdk import ArnFormat, CfnOutput, Duration, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from cdk.config import WEIGHTS_PREFIX, SpeechConfig
+from cdk.stacks.buckets import grant_prefix, private_bucket
 from cdk.stacks.common import (
     SAGEMAKER_INVOKE_ACTIONS,
     acknowledge,
@@ -34,25 +35,15 @@ class SpeechFoundationStack(Stack):
         super().__init__(scope, construct_id, **kwargs)  # type: ignore[arg-type]
         self.config = config
 
-        self.access_logs = s3.Bucket(
-            self,
-            "WeightsAccessLogs",
-            encryption=s3.BucketEncryption.S3_MANAGED,
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            enforce_ssl=True,
-            removal_policy=RemovalPolicy.RETAIN,
-            lifecycle_rules=[s3.LifecycleRule(expiration=Duration.days(365))],
+        self.access_logs = private_bucket(
+            self, "WeightsAccessLogs", lifecycle_rules=[s3.LifecycleRule(expiration=Duration.days(365))]
         )
-        self.weights = s3.Bucket(
+        self.weights = private_bucket(
             self,
             "Weights",
-            encryption=s3.BucketEncryption.S3_MANAGED,
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            enforce_ssl=True,
             versioned=True,
             server_access_logs_bucket=self.access_logs,
             server_access_logs_prefix="weights/",
-            removal_policy=RemovalPolicy.RETAIN,
         )
 
         self.execution_role = iam.Role(
@@ -92,21 +83,13 @@ class SpeechFoundationStack(Stack):
 
     def _grant_execution(self, role: iam.Role) -> None:
         """Least privilege for the model container, statement by statement."""
-        prefix = WEIGHTS_PREFIX
-        role.add_to_policy(
-            iam.PolicyStatement(
-                sid="ReadWeightsPrefix",
-                actions=["s3:GetObject"],
-                resources=[self.weights.arn_for_objects(f"{prefix}*")],
-            )
-        )
-        role.add_to_policy(
-            iam.PolicyStatement(
-                sid="ListWeightsPrefix",
-                actions=["s3:ListBucket"],
-                resources=[self.weights.bucket_arn],
-                conditions={"StringLike": {"s3:prefix": [prefix, f"{prefix}*"]}},
-            )
+        grant_prefix(
+            role,
+            self.weights,
+            WEIGHTS_PREFIX,
+            actions=["s3:GetObject"],
+            sid="ReadWeightsPrefix",
+            list_sid="ListWeightsPrefix",
         )
         role.add_to_policy(
             iam.PolicyStatement(
@@ -144,7 +127,7 @@ class SpeechFoundationStack(Stack):
         )
         acknowledge(
             role,
-            f"AwsSolutions-IAM5[Resource::<{self._weights_logical_id()}.Arn>/{prefix}*]",
+            f"AwsSolutions-IAM5[Resource::<{self._weights_logical_id()}.Arn>/{WEIGHTS_PREFIX}*]",
             "The endpoint reads every object under the model's own weights prefix (SageMaker copies the "
             "whole S3 prefix to /opt/ml/model); object names change with each pinned weight revision.",
         )
