@@ -17,8 +17,9 @@ per variant, alternating the order (batch, bidi; ``--variants`` adds ``smooth``)
   the word error rate against the spoken text is recorded (DESIGN §7: judge speech as a listener would).
 
 The model server gets every core and the embedded LLM runs at nice +10 (the local stack's setting);
-``--tts-threads`` and ``--llm-nice`` measure other splits. The load average is recorded before and after
-every turn: a figure taken at load > 1 on a 2-core machine is not a measurement.
+``--tts-threads`` and ``--llm-nice`` measure other splits. Every turn waits until the 1-minute load is
+back under 1.0 (the benchmark's own last turn raised it) and records the load before and after it: a
+figure taken at load > 1 on a 2-core machine is not a measurement.
 
 Usage: ``uv run --all-extras python -m benchmarks.e2e_latency`` (prints a table, writes JSON to
 benchmarks/results/). Ratios are from one run on one machine; absolute numbers only mean something on
@@ -102,6 +103,23 @@ def _load() -> float:
     return round(os.getloadavg()[0], 2)
 
 
+QUIET_LOAD = 1.0  # DESIGN §7: on a 2-core machine, a turn started above this is not a measurement
+QUIET_WAIT_S = 180  # seconds
+
+
+async def quiet_machine() -> float:
+    """Wait (bounded) until the 1-minute load is back to quiet, and return it.
+
+    The benchmark's own LLM and model server keep two cores busy during a turn, so without a pause the
+    next turn would start on a machine loaded by the last one (about 35 s to settle after a burst).
+    """
+    for _ in range(QUIET_WAIT_S):  # the load average is polled: nothing can announce that it fell
+        if (load := _load()) <= QUIET_LOAD:
+            return load
+        await asyncio.sleep(1.0)
+    return _load()
+
+
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     args.load_at_start = _load()  # the one that says whether the machine was quiet (later ones are ours)
     await provision_weights()
@@ -125,7 +143,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     for trial in range(args.trials):
                         order = args.variants if trial % 2 == 0 else tuple(reversed(args.variants))
                         for variant in order:
-                            load_before = _load()
+                            load_before = await quiet_machine()
                             mode = "batch" if variant == "batch" else "bidi"
                             record = await run_turn(urls[variant], prompt, mode, http_client=http)
                             summary = record.summary()
