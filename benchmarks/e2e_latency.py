@@ -121,7 +121,7 @@ async def quiet_machine() -> float:
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
-    args.load_at_start = _load()  # the one that says whether the machine was quiet (later ones are ours)
+    args.load_at_start = await quiet_machine()  # the one that says whether the machine was quiet
     await provision_weights()
     trials: list[dict[str, Any]] = []
     audio: list[tuple[dict[str, Any], bytes, int, str]] = []  # bidi trials to transcribe afterwards
