@@ -74,7 +74,7 @@ _ORDERED = re.compile(r"[ \t]*\d{1,9}[.)][ \t]+")
 _QUOTE = re.compile(r"[ \t]*(?:>[ \t]?)+")
 _TABLE_SEPARATOR = re.compile(r"[ \t]*\|?(?:[ \t]*:?-+:?[ \t]*\|)+(?:[ \t]*:?-+:?[ \t]*)?")
 _UNDECIDED_PREFIX = re.compile(
-    r"[ \t]*(?:`{1,2}|~{1,2}|#{1,6}|[-*+•_=][-*_= \t]*|\d{1,9}[.)]?|\|.*|>[> \t]*)?"
+    r"[ \t]*(?:`{1,2}|~{1,2}|#{1,6}|[-*+•_=][-*_= \t]*|\d{1,9}(?:[.)][ \t]*)?|\|.*|>[> \t]*)?"
 )
 _TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>\n]{0,200})?/?>|<(?:https?://|mailto:)[^<>\s]{1,500}>")
 _RUNS = re.compile(r"[ \t]+|[^ \t]+")  # output cut into runs of spaces and runs of the rest

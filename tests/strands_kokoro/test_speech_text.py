@@ -162,6 +162,14 @@ def test_no_stray_space_where_something_was_removed(markdown: str, sentences: li
     assert speak_every_way(markdown) == sentences
 
 
+@pytest.mark.parametrize("text", ["1.  Otters.", "1)  Otters.", "1.  ", "  12.\t Otters."])
+def test_an_ordered_marker_cut_inside_its_spaces_reads_as_when_whole(text: str) -> None:
+    """Found by the fragmentation property: the marker was decided at its first space when cut there."""
+    whole = stream([text])
+    for cut in range(len(text) + 1):
+        assert stream([text[:cut], text[cut:]]) == whole, cut
+
+
 def test_held_spaces_wait_only_for_the_next_character() -> None:
     f = SpeechTextFilter()
     assert f.feed("Bye ") == "Bye"  # the space waits: an emoji and a period may follow
