@@ -12,9 +12,9 @@ So :class:`SpeechPacer` decides each cut from three things the turn knows:
   being written;
 - the audio the listener has buffered: audio received minus real-time playback since the first byte
   (the same simulated player as the benchmarks' stall measure);
-- the engine's measured speed (:class:`EngineSpeed`): a running real-time factor (synthesis time /
-  audio time) from the requests this session completed, and a running audio-per-character rate that
-  predicts a request's audio from its length.
+- the engine's measured speed (:class:`~strands_kokoro.engine_speed.EngineSpeed`): a running real-time
+  factor (synthesis time / audio time) from the requests this session completed, and a running
+  audio-per-character rate that predicts a request's audio from its length.
 
 The rules:
 
@@ -48,7 +48,9 @@ from collections import deque
 from dataclasses import dataclass, replace
 from typing import Literal
 
-__all__ = ["EngineSpeed", "PacingPolicy", "Piece", "SpeechPacer"]
+from strands_kokoro.engine_speed import EngineSpeed
+
+__all__ = ["PacingPolicy", "Piece", "SpeechPacer"]
 
 PacingPolicy = Literal["latency", "smooth"]
 PACING_POLICIES: tuple[str, ...] = ("latency", "smooth")
@@ -65,15 +67,6 @@ MAX_IN_FLIGHT_UNMEASURED = 1
 # When the text must be handed over at once (a tool is about to run): still below the server's queue
 # limit (``protocol.MAX_QUEUED_REQUESTS``), so a well-behaved client is never refused.
 MAX_IN_FLIGHT_URGENT = 16
-# Kokoro at speed 1.0 speaks about 15 characters a second; refined by every completed request.
-PRIOR_MS_PER_CHAR = 65.0
-# The engine's speed before any request completed: assume real time (cautious on a CPU; a GPU is
-# measured after its first request, which it finishes in a fraction of the first phrase's audio).
-PRIOR_RTF = 1.0
-# Predictions are noisy (the LLM shares the CPU at first, sentences differ): plan with some slack.
-SAFETY_FACTOR = 1.25
-REQUEST_OVERHEAD_MS = 40.0
-MIN_RTF = 0.005
 # The synthesis time a request may always take, even with nothing buffered: a fast engine (a GPU) then
 # still speaks whole sentences after a pause of the LLM's, where a slow one gets a short restart phrase.
 RESTART_SYNTHESIS_MS = 300.0
@@ -119,48 +112,6 @@ class Piece:
     # The audio the listener is expected to have left when this piece's audio arrives (None: the first).
     predicted_buffer_ms: float | None
     whole_sentence: bool
-
-
-class EngineSpeed:
-    """Running estimates of the engine as this session sees it (its own requests, any contention).
-
-    A request's service time is measured on the client: from when it was sent (or, if the server was
-    still busy with the previous request, from when that one completed) to its ``synthesis_complete``.
-    That is the engine's speed including whatever else shares it (other sessions, the LLM on the same
-    CPU), which is what the schedule needs. Estimates move towards a slower reading faster than towards
-    a faster one: being wrong on the slow side costs a gap, on the fast side only a smaller request.
-    """
-
-    def __init__(self) -> None:
-        self.rtf: float | None = None
-        self.ms_per_char = PRIOR_MS_PER_CHAR
-        self.samples = 0
-
-    def predict_audio_ms(self, chars: int) -> float:
-        return chars * self.ms_per_char
-
-    def synthesis_ms(self, audio_ms: float, *, margin: bool = True) -> float:
-        """Predicted synthesis time of ``audio_ms`` of audio; with the planning margin unless told not."""
-        rtf = PRIOR_RTF if self.rtf is None else self.rtf
-        return REQUEST_OVERHEAD_MS + rtf * (SAFETY_FACTOR if margin else 1.0) * audio_ms
-
-    def audio_for_synthesis_ms(self, synthesis_ms: float) -> float:
-        """The most audio whose predicted synthesis fits in ``synthesis_ms`` (the inverse of the above)."""
-        rtf = PRIOR_RTF if self.rtf is None else self.rtf
-        return max(0.0, synthesis_ms - REQUEST_OVERHEAD_MS) / (rtf * SAFETY_FACTOR)
-
-    def observe(self, *, chars: int, audio_ms: float, service_ms: float) -> None:
-        if audio_ms <= 0 or chars <= 0 or service_ms <= 0:
-            return
-        # The same model as synthesis_ms; a floor keeps a request that beat the overhead finite.
-        rtf = max(MIN_RTF, (service_ms - REQUEST_OVERHEAD_MS) / audio_ms)
-        per_char = audio_ms / chars
-        if self.rtf is None:
-            self.rtf, self.ms_per_char = rtf, per_char
-        else:
-            self.rtf += (0.7 if rtf > self.rtf else 0.3) * (rtf - self.rtf)
-            self.ms_per_char += 0.4 * (per_char - self.ms_per_char)
-        self.samples += 1
 
 
 @dataclass(slots=True)

@@ -18,15 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from strands_kokoro.chunker import IncrementalSentenceChunker
-from strands_kokoro.pacer import (
-    MAX_IN_FLIGHT_URGENT,
-    MIN_WORDS,
-    PRIOR_MS_PER_CHAR,
-    REQUEST_OVERHEAD_MS,
-    EngineSpeed,
-    Piece,
-    SpeechPacer,
-)
+from strands_kokoro.engine_speed import PRIOR_MS_PER_CHAR, REQUEST_OVERHEAD_MS, EngineSpeed
+from strands_kokoro.pacer import MAX_IN_FLIGHT_URGENT, MIN_WORDS, Piece, SpeechPacer
 
 # Answers like the benchmark's prompts get from a small LLM (3-5 sentences, clauses of varied length).
 ANSWERS = (
