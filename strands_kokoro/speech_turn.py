@@ -14,10 +14,8 @@ share one ordered event queue:
   ``sentence_complete`` events, tells the pacer what arrived (which wakes the speaker) and, when the
   connection drops, reopens it and re-sends what was not yet fully spoken.
 
-Reconnect rule (nothing said twice, nothing skipped): a request whose ``synthesis_complete`` arrived is
-never re-sent. A request that was cut mid-audio is re-sent whole, and the first ``emitted_bytes`` of its
-new audio are dropped: Kokoro's durations are deterministic, so the re-synthesized audio has the same
-length and the listener hears it continue where it broke off (at worst a click at the seam).
+What each request owes, the order of its events and the reconnect rule (nothing said twice, nothing
+skipped) are :mod:`strands_kokoro.request_ledger`'s.
 
 Speech never ends the text answer: a session that cannot be opened, a transport that fails, a server
 that refuses a request all become ``speech_error`` events (coded, in words; details go to the log) and
@@ -30,7 +28,6 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections import deque
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
@@ -60,6 +57,7 @@ from strands_kokoro.protocol import (
     SynthesizeRequest,
     audio_ms,
 )
+from strands_kokoro.request_ledger import RequestLedger, TurnRequest
 from strands_kokoro.sessions.base import SessionClosedError, SessionEvent, SpeechSession
 from strands_kokoro.speech_text import SpeechTextFilter, clean_for_speech
 
@@ -94,26 +92,6 @@ class SpeechOptions:
     tool_filler_after_s: float = 1.0
     reconnect_attempts: int = 2
     reconnect_backoff_s: float = 0.25
-
-
-@dataclass(eq=False, slots=True)
-class _Request:
-    """One request of the turn (a pacer piece in bidi, a part of the whole answer in batch)."""
-
-    index: int
-    text: str
-    request_id: str
-    predicted_buffer_ms: float | None = None
-    piece_id: int | None = None  # the pacer's piece this request carries (None: not the pacer's)
-    buffer_ms: float | None = None  # audio the listener had left when this request's audio began
-    sent_on: int = -1  # connection generation it was last sent on
-    emitted_bytes: int = 0  # audio already handed to the consumer (kept across reconnects)
-    received_bytes: int = 0  # audio received in the current attempt
-    sample_rate: int = DEFAULT_SAMPLE_RATE
-    first_audio_ms: float | None = None
-    refusals: int = 0  # ``overloaded`` answers so far (the request is re-sent)
-    done: bool = False  # completed, failed or dropped: owes no more events
-    held: list[Event] = field(default_factory=list)  # its events, while an earlier request owes audio
 
 
 @dataclass(eq=False, slots=True)
@@ -153,11 +131,7 @@ class SpeechTurn:
         self._inbox: asyncio.Queue[str | _Flush | object | None] = asyncio.Queue()
         self._last_flush: _Flush | None = None
         self._pacer = SpeechPacer(policy=options.pacing)
-        self._pending: list[_Request] = []  # sent (or to be sent on connect), not yet complete
-        self._by_id: dict[str, _Request] = {}
-        # Every request whose events are not all out yet, in order: a request's events wait while an
-        # earlier one still owes audio (after an ``overloaded`` re-send the server answers out of order).
-        self._order: deque[_Request] = deque()
+        self._ledger = RequestLedger(self._play)
         self._send_lock = asyncio.Lock()
         self._session: SpeechSession | None = None
         self._generation = 0
@@ -195,9 +169,9 @@ class SpeechTurn:
         self._inbox.put_nowait(_WAKE)
 
     def _finished(self) -> bool:
-        return self._input_done and not self._pending
+        return self._input_done and not self._ledger.pending
 
-    def _wire_request(self, request: _Request) -> SynthesizeRequest:
+    def _wire_request(self, request: TurnRequest) -> SynthesizeRequest:
         o = self.options
         return SynthesizeRequest(request.text, request.request_id, o.voice, o.speed, o.sample_rate, o.lang)
 
@@ -244,7 +218,7 @@ class SpeechTurn:
     async def _filler(self, text: str, requests_before: int) -> None:
         """Wait until the audio of the text before the tool has all arrived and played, then
         ``tool_filler_after_s`` more; then say the filler (unless the tool returned: cancelled)."""
-        while any(request.index < requests_before for request in self._pending):
+        while any(request.index < requests_before for request in self._ledger.pending):
             self._progress.clear()
             await self._progress.wait()
         silence_from_ms = max(self._now_ms(), self._pacer.play_end_ms or 0.0)
@@ -269,7 +243,7 @@ class SpeechTurn:
         if self._muted or self._task_group is None:
             return
         self._muted = True
-        dropped = len(self._pending)
+        dropped = len(self._ledger.pending)
         self._forget_requests()
         self._held.clear()
         self._emit(speech_interrupted(dropped, self._now_ms()))
@@ -394,13 +368,13 @@ class SpeechTurn:
                 item.done.set()
         for text in split_for_request(clean_for_speech("".join(whole))):
             # Never more in flight than the server queues (it would refuse the rest).
-            while len(self._pending) >= MAX_IN_FLIGHT_URGENT and not (self._failed or self._muted):
+            while len(self._ledger.pending) >= MAX_IN_FLIGHT_URGENT and not (self._failed or self._muted):
                 await self._inbox.get()  # only wakes come after the end of the text
             await self._submit(text, None)
 
     def _all_on_the_wire(self) -> bool:
         """Has every request been sent on the current session (not just queued until it opens)?"""
-        return all(request.sent_on == self._generation for request in self._pending)
+        return all(request.sent_on == self._generation for request in self._ledger.pending)
 
     def _release_flushes(self) -> None:
         if self._last_flush is not None:
@@ -415,10 +389,8 @@ class SpeechTurn:
             return
         index = self._requests
         self._requests += 1
-        request = _Request(index, text, f"{self.request_id}-{index}", predicted_buffer_ms, piece_id)
-        self._pending.append(request)
-        self._by_id[request.request_id] = request
-        self._order.append(request)
+        request = TurnRequest(index, text, f"{self.request_id}-{index}", predicted_buffer_ms, piece_id)
+        self._ledger.add(request)
         async with self._send_lock:
             session = self._session
             if session is None or request.sent_on == self._generation:
@@ -482,7 +454,7 @@ class SpeechTurn:
         """A session opened: (re-)send every request not yet fully spoken, in order, then go live."""
         async with self._send_lock:
             self._generation += 1
-            for request in list(self._pending):
+            for request in list(self._ledger.pending):
                 request.received_bytes = 0
                 await session.send(self._wire_request(request))
                 request.sent_on = self._generation
@@ -511,24 +483,21 @@ class SpeechTurn:
         self._emit(speech_error(code, message))
 
     def _forget_requests(self) -> None:
-        self._pending.clear()
-        self._by_id.clear()
-        self._order.clear()
+        self._ledger.clear()
         self._pacer.drop_all()
         self._progress.set()
 
     async def _handle(self, event: SessionEvent) -> None:
         match event:
             case SynthesisStarted(request_id=request_id, sample_rate=rate):
-                if (request := self._by_id.get(request_id)) is not None:
+                if (request := self._ledger.get(request_id)) is not None:
                     request.received_bytes = 0
                     request.sample_rate = rate
             case AudioData(request_id=request_id, pcm=pcm):
-                if (request := self._by_id.get(request_id)) is not None and not self._muted:
+                if (request := self._ledger.get(request_id)) is not None and not self._muted:
                     self._on_audio(request, pcm)
             case SynthesisCompleted(request_id=request_id, words=words):
-                if (request := self._by_id.pop(request_id, None)) is not None:
-                    self._pending.remove(request)
+                if (request := self._ledger.settle(request_id)) is not None:
                     spoken_ms = audio_ms(request.emitted_bytes, request.sample_rate)
                     self._pacer.completed(request.piece_id, spoken_ms, self._now_ms())
                     complete = sentence_complete(
@@ -540,21 +509,22 @@ class SpeechTurn:
                         buffer_ms=request.buffer_ms,
                         words=words,
                     )
-                    self._deliver(request, complete)
+                    self._ledger.deliver(request, complete)
                     self._retire(request)
                     self._wake()
                     await self._close_if_finished()
-            case ServerError(request_id=request_id, code="overloaded") if request_id in self._by_id:
-                self._refused(self._by_id[request_id])
+            case ServerError(request_id=request_id, code="overloaded") if (
+                refused := self._ledger.get(request_id)
+            ) is not None:
+                self._refused(refused)
             case ServerError(request_id=request_id, code=code, message=message):
-                request = self._by_id.pop(request_id, None) if request_id is not None else None
+                request = self._ledger.settle(request_id)
                 if request is None:
                     if not self._muted:
                         self._play(speech_error(code, message))
                 else:
                     if not self._muted:
-                        self._deliver(request, speech_error(code, message))
-                    self._pending.remove(request)
+                        self._ledger.deliver(request, speech_error(code, message))
                     self._pacer.failed(request.piece_id)
                     self._retire(request)
                     self._wake()
@@ -564,29 +534,33 @@ class SpeechTurn:
         ):
             self._start_playback()
 
-    def _refused(self, request: _Request) -> None:
+    def _refused(self, request: TurnRequest) -> None:
         """The server's queue was full: send the request again shortly (its place in the order is kept:
-        whatever the server accepted after it waits in ``_order`` until it is spoken)."""
+        whatever the server accepted after it waits in the ledger until it is spoken)."""
         request.refusals += 1
         request.sent_on = -1
         if request.refusals > MAX_REFUSALS:
             message = f"the speech server stayed overloaded for {MAX_REFUSALS} retries"
             self._inbox.put_nowait(_WAKE)
-            self._by_id.pop(request.request_id, None)
-            self._pending.remove(request)
+            self._ledger.settle(request.request_id)
             self._pacer.failed(request.piece_id)
-            self._deliver(request, speech_error("overloaded", message))
+            self._ledger.deliver(request, speech_error("overloaded", message))
             self._retire(request)
             return
         if self._task_group is not None:
             with contextlib.suppress(RuntimeError):  # the group is finishing: nothing to re-send to
                 self._task_group.create_task(self._resend(request), name="kokoro-resend")
 
-    async def _resend(self, request: _Request) -> None:
+    async def _resend(self, request: TurnRequest) -> None:
         await asyncio.sleep(self.options.reconnect_backoff_s * request.refusals)
         async with self._send_lock:
             session = self._session
-            if session is None or request.done or request.sent_on != -1 or request not in self._pending:
+            if (
+                session is None
+                or request.done
+                or request.sent_on != -1
+                or request not in self._ledger.pending
+            ):
                 return  # reconnected (and re-sent) meanwhile, or no longer wanted
             with contextlib.suppress(SessionClosedError):
                 await session.send(self._wire_request(request))
@@ -595,32 +569,14 @@ class SpeechTurn:
 
     # ------------------------------------------------------------------------------ ordered output
 
-    def _deliver(self, request: _Request, event: Event) -> None:
-        """A request's event goes out now if every earlier request is done, else waits in order."""
-        if self._order and self._order[0] is request:
-            self._play(event)
-        else:
-            request.held.append(event)
-
-    def _retire(self, request: _Request) -> None:
-        """The request owes nothing more: release what later requests were holding, in order."""
-        request.done = True
+    def _retire(self, request: TurnRequest) -> None:
+        """The request owes nothing more: later requests' events go out, and waiters look again."""
+        self._ledger.retire(request)
         self._progress.set()
-        while self._order and self._order[0].done:
-            self._order.popleft()
-            if self._order:
-                head = self._order[0]
-                for event in head.held:
-                    self._play(event)
-                head.held.clear()
 
-    def _on_audio(self, request: _Request, pcm: bytes) -> None:
-        start = request.received_bytes
-        request.received_bytes += len(pcm)
-        if request.received_bytes <= request.emitted_bytes:
+    def _on_audio(self, request: TurnRequest, pcm: bytes) -> None:
+        if not (fresh := request.fresh_audio(pcm)):
             return  # already spoken before the connection dropped
-        fresh = pcm[max(0, request.emitted_bytes - start) :]
-        request.emitted_bytes += len(fresh)
         fresh_ms = audio_ms(len(fresh), request.sample_rate)
         self._audio_ms += fresh_ms
         now = self._now_ms()
@@ -633,7 +589,7 @@ class SpeechTurn:
                 self._first_audio_ms = now
         else:
             self._held_ms += fresh_ms
-        self._deliver(request, audio_chunk(-1, request.index, fresh, request.sample_rate))
+        self._ledger.deliver(request, audio_chunk(-1, request.index, fresh, request.sample_rate))
 
     # -------------------------------------------------------------------------------- smooth start
 
@@ -661,6 +617,6 @@ class SpeechTurn:
                 event["first_audio_ms"] = round(now, 1)
             self._emit(event)
         self._held.clear()
-        for request in self._pending:
+        for request in self._ledger.pending:
             if request.emitted_bytes and request.first_audio_ms is None:
                 request.first_audio_ms = now
