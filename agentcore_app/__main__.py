@@ -13,7 +13,7 @@ import argparse
 import dataclasses
 import sys
 
-from agentcore_app.conversations import CONVERSATIONS_ENV, ConversationSettingError
+from agentcore_app.conversation_settings import CONVERSATIONS_ENV, ConversationSettingError
 from agentcore_app.models import DEFAULT_MODEL, MODEL_ENV, ModelSpecError
 from agentcore_app.tools import TOOLS_ENV, ToolSettingError
 
@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         # The module-level app reads the environment when imported, so its errors are caught here too.
         from agentcore_app.app import create_app
-        from agentcore_app.conversations import ConversationSettings, parse_location
+        from agentcore_app.conversation_settings import ConversationSettings, parse_location
 
         settings = ConversationSettings.from_env()
         if args.conversations is not None:

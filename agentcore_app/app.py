@@ -32,15 +32,9 @@ from bedrock_agentcore.runtime import BedrockAgentCoreApp, RequestContext
 from starlette.middleware import Middleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from agentcore_app.conversation_settings import ConversationError, ConversationSettings, check_session_id
 from agentcore_app.conversation_turn import remembered_turn
-from agentcore_app.conversations import (
-    AGENT_ID,
-    ConversationError,
-    ConversationSettings,
-    ConversationStore,
-    TurnBuffer,
-    check_session_id,
-)
+from agentcore_app.conversations import AGENT_ID, ConversationStore, TurnBuffer
 from agentcore_app.local_guard import LocalCallerGuard
 from agentcore_app.models import create_model, model_setting, parse_model_spec
 from agentcore_app.payload import PayloadError, parse_turn

@@ -22,7 +22,8 @@ from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
-from agentcore_app.conversations import ConversationError, ConversationStore, TurnBuffer
+from agentcore_app.conversation_settings import ConversationError
+from agentcore_app.conversations import ConversationStore, TurnBuffer
 
 if TYPE_CHECKING:
     from strands import Agent

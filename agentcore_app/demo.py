@@ -185,7 +185,7 @@ def conversation_plan(args: argparse.Namespace) -> ConversationPlan | None:
         return None
     modes = chosen_modes(args)
     if session is not None:
-        from agentcore_app.conversations import SESSION_ID_PATTERN
+        from agentcore_app.conversation_settings import SESSION_ID_PATTERN
 
         if not SESSION_ID_PATTERN.match(session):
             raise ValueError(f"--session {session!r}: use 33-128 letters, digits, '-' or '_'")

@@ -19,7 +19,7 @@ import pytest
 
 from agentcore_app.app import create_app
 from agentcore_app.client import run_turn
-from agentcore_app.conversations import (
+from agentcore_app.conversation_settings import (
     CONVERSATIONS_ENV,
     IDLE_ENV,
     MAX_AGE_ENV,
@@ -27,12 +27,11 @@ from agentcore_app.conversations import (
     ConversationError,
     ConversationSettingError,
     ConversationSettings,
-    ConversationStore,
     S3Location,
     default_state_dir,
     parse_location,
-    sweep_state_dir,
 )
+from agentcore_app.conversations import ConversationStore, sweep_state_dir
 from cdk.local_stack import free_port, serve_asgi
 from tests.agentcore_app.fake_s3 import FakeS3
 from tests.agentcore_app.history_model import HistoryScriptedModel, texts, user_prompts

@@ -23,7 +23,8 @@ from httpx_sse import aconnect_sse
 
 from agentcore_app.app import create_app
 from agentcore_app.client import SESSION_HEADER, TurnRecord, run_turn
-from agentcore_app.conversations import AGENT_ID, ConversationSettings, ConversationStore
+from agentcore_app.conversation_settings import ConversationSettings
+from agentcore_app.conversations import AGENT_ID, ConversationStore
 from agentcore_app.history import is_valid_history
 from cdk.local_stack import free_port, serve_asgi
 from tests.agentcore_app import probe_tools

@@ -15,7 +15,7 @@ import pytest
 
 from agentcore_app.app import create_app
 from agentcore_app.client import run_turn
-from agentcore_app.conversations import ConversationSettings
+from agentcore_app.conversation_settings import ConversationSettings
 from agentcore_app.tools import (
     DEFAULT_TOOLS,
     FILLER_AFTER_ENV,

@@ -306,7 +306,7 @@ def test_conversations_bucket_is_private_encrypted_logged_and_expires_conversati
 
 
 def test_the_app_forgets_a_conversation_a_day_before_the_bucket_deletes_it() -> None:
-    from agentcore_app.conversations import CONVERSATIONS_ENV, MAX_AGE_ENV
+    from agentcore_app.conversation_settings import CONVERSATIONS_ENV, MAX_AGE_ENV
     from cdk.stacks.agent_runtime import CONVERSATION_MAX_AGE_ENV
     from cdk.stacks.agent_runtime import CONVERSATIONS_ENV as RUNTIME_CONVERSATIONS_ENV
 
