@@ -42,6 +42,7 @@ MAX_SPEED = 2.0
 # Limits. A message is one WebSocket frame or one POST body.
 MAX_MESSAGE_BYTES = 64 * 1024
 MAX_TEXT_CHARS = 5_000
+MAX_CONTEXT_CHARS = 1_000  # previous_text / next_text: only their words next to the text are used
 MAX_QUEUED_REQUESTS = 32
 MAX_REQUEST_ID_CHARS = 128
 _SHOWN_CHARS = 64  # at most this much of a client's value appears in an error message
@@ -111,7 +112,14 @@ class _JsonMessage:
 @dataclass(frozen=True, slots=True)
 class SynthesizeRequest(_JsonMessage):
     """One text to speak. ``request_id`` is chosen by the client so audio can be matched to it; the server
-    assigns one when it is left out."""
+    assigns one when it is left out.
+
+    ``previous_text`` / ``next_text``: words spoken just before / after ``text`` in the same sentence, by
+    other requests (the names ElevenLabs uses for the same idea). They are not spoken by this request;
+    the server renders ``text`` as part of that sentence, so a sentence cut into several requests sounds
+    as if spoken whole: no pause, lengthened word or falling pitch at the cut. Fields added after the
+    first release: older servers ignore them, older clients never send them.
+    """
 
     text: str
     request_id: str | None = None
@@ -119,17 +127,24 @@ class SynthesizeRequest(_JsonMessage):
     speed: float = 1.0
     sample_rate: int = DEFAULT_SAMPLE_RATE
     lang: str = DEFAULT_LANG
+    previous_text: str | None = None
+    next_text: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         body: dict[str, Any] = {"type": "synthesize", "text": self.text}
         if self.request_id is not None:
             body["request_id"] = self.request_id
-        return body | {
+        body |= {
             "voice": self.voice,
             "speed": self.speed,
             "sample_rate": self.sample_rate,
             "lang": self.lang,
         }
+        if self.previous_text:
+            body["previous_text"] = self.previous_text
+        if self.next_text:
+            body["next_text"] = self.next_text
+        return body
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,6 +301,18 @@ def _request_id(obj: dict[str, Any]) -> str | None:
     return raw
 
 
+def _context(obj: dict[str, Any], key: str, request_id: str | None) -> str | None:
+    """``previous_text`` / ``next_text``: optional, bounded like ``text`` (blank counts as absent)."""
+    value = _optional_str(obj, key, request_id)
+    if value is not None and len(value) > MAX_CONTEXT_CHARS:
+        raise ProtocolError(
+            ErrorCode.TEXT_TOO_LONG,
+            f"'{key}' has {len(value)} characters; the limit is {MAX_CONTEXT_CHARS}",
+            request_id,
+        )
+    return value if value and value.strip() else None
+
+
 def _synthesize(obj: dict[str, Any]) -> SynthesizeRequest:
     request_id = _request_id(obj)
     return SynthesizeRequest(
@@ -295,6 +322,8 @@ def _synthesize(obj: dict[str, Any]) -> SynthesizeRequest:
         speed=parse_speed(obj.get("speed"), request_id),
         sample_rate=_sample_rate(obj.get("sample_rate"), request_id),
         lang=_optional_str(obj, "lang", request_id) or DEFAULT_LANG,
+        previous_text=_context(obj, "previous_text", request_id),
+        next_text=_context(obj, "next_text", request_id),
     )
 
 

@@ -16,14 +16,16 @@ import numpy as np
 import soxr
 
 from strands_kokoro.protocol import Word
-from tts_container.engines.base import NATIVE_SAMPLE_RATE, Audio
+from tts_container.engines.base import NATIVE_SAMPLE_RATE, Audio, Segment
 
 # Below this amplitude (about -46 dBFS) a sample counts as silence.
 SILENCE_THRESHOLD = 0.005
 # Silence kept before the first sound of a segment: enough for the fade, short for a fast first sound.
 KEEP_LEAD_S = 0.015
-# Silence kept after the last sound of a segment: Kokoro's natural pause, capped so gaps stay short.
+# Silence kept after the last sound of a segment that ends a sentence: Kokoro's natural pause, capped
+# so gaps stay short; after one that ends at a clause mark (a request cut at a comma), a comma's pause.
 KEEP_TAIL_S = 0.25
+KEEP_CLAUSE_TAIL_S = 0.12
 FADE_S = 0.005
 # One binary frame carries at most this many bytes (a bit under 0.7 s of 24 kHz audio).
 MAX_FRAME_BYTES = 32 * 1024
@@ -106,35 +108,102 @@ class StreamResampler:
 
 
 class SegmentJoiner:
-    """Per request: engine segment in, PCM bytes out (trimmed, faded, resampled, s16le).
+    """Per request: engine pieces in, PCM bytes out (edges trimmed, faded, resampled, s16le).
+
+    A segment may come in several pieces (windows of one synthesis, already cross-faded by the engine):
+    only its edges are trimmed. The silence before its first sound is shortened to ``KEEP_LEAD_S``
+    (unless the piece starts exactly at a word: ``lead="exact"``), and after its last sound it keeps the
+    pause its ``ending`` calls for: a sentence's (``KEEP_TAIL_S``), a clause's (``KEEP_CLAUSE_TAIL_S``),
+    or none added (``"continues"``: the engine cut it where the next word begins). Quiet audio at the end
+    of a piece is held back until the next piece shows whether it was a pause inside the segment or the
+    start of its final silence, so a segment's tail is trimmed wherever its last sound fell.
 
     Word timings follow the audio: a segment's words move by the silence trimmed off its start and by
-    the request's audio before it, and end where the kept audio ends (``words``: the last segment's).
-    Resampling changes no time: soxr's stream keeps the output aligned with the input.
+    the request's audio before it (``words``: those of the segment the last piece ended, else empty).
+    Resampling changes no time: soxr's
+    stream keeps the output aligned with the input.
     """
 
     def __init__(self, sample_rate: int) -> None:
         self._resampler = StreamResampler(sample_rate)
-        self._elapsed_ms = 0.0  # audio of the request before this segment, as the client hears it
+        self._elapsed = 0  # samples of the request emitted before the current segment
+        self._emitted = 0  # samples of the current segment emitted so far
+        self._trimmed = 0  # samples trimmed off the current segment's start
+        self._in_lead = False
+        self._fade_in = False
+        self._quiet = np.zeros(0, dtype=np.float32)
         self.words: tuple[Word, ...] = ()
 
-    def segment(self, audio: Audio, words: tuple[Word, ...] = ()) -> bytes:
-        samples = np.asarray(audio, dtype=np.float32).reshape(-1)
-        start, stop = edges_to_keep(samples)
-        kept_ms = (stop - start) / NATIVE_SAMPLE_RATE * 1000.0
-        shift_ms = start / NATIVE_SAMPLE_RATE * 1000.0
-        self.words = tuple(
+    def segment(self, piece: Segment | Audio) -> bytes:
+        if not isinstance(piece, Segment):
+            piece = Segment(np.asarray(piece, dtype=np.float32))
+        samples = np.asarray(piece.audio, dtype=np.float32).reshape(-1)
+        self.words = ()
+        if piece.first:
+            self._elapsed += self._emitted
+            self._emitted = self._trimmed = 0
+            self._quiet = np.zeros(0, dtype=np.float32)
+            self._in_lead, self._fade_in = piece.lead == "trim", True
+        if self._in_lead:
+            loud = np.flatnonzero(np.abs(samples) > SILENCE_THRESHOLD)
+            cut = (
+                samples.size
+                if loud.size == 0
+                else max(0, int(loud[0]) - round(KEEP_LEAD_S * NATIVE_SAMPLE_RATE))
+            )
+            self._trimmed += cut
+            samples = samples[cut:]
+            self._in_lead = loud.size == 0
+        samples = np.concatenate([self._quiet, samples]) if self._quiet.size else samples
+        self._quiet = np.zeros(0, dtype=np.float32)
+        if piece.last:
+            if piece.ending != "continues" and not self._in_lead:
+                keep = KEEP_CLAUSE_TAIL_S if piece.ending == "clause" else KEEP_TAIL_S
+                loud = np.flatnonzero(np.abs(samples) > SILENCE_THRESHOLD)
+                stop = (int(loud[-1]) + 1 if loud.size else 0) + round(keep * NATIVE_SAMPLE_RATE)
+                samples = samples[: min(samples.size, stop)]
+            if self._in_lead:
+                samples = samples[:0]  # silence throughout: nothing worth a frame
+        else:
+            loud = np.flatnonzero(np.abs(samples) > SILENCE_THRESHOLD)
+            keep_to = int(loud[-1]) + 1 if loud.size else 0
+            self._quiet, samples = samples[keep_to:], samples[:keep_to]
+        samples = self._fade(samples, fade_out=piece.last)
+        self._emitted += samples.size
+        if piece.last:
+            self.words = self._placed(piece.words)
+        if not samples.size:
+            return b""
+        return to_s16le(self._resampler.process(samples))
+
+    def _fade(self, samples: Audio, *, fade_out: bool) -> Audio:
+        """A raised-cosine fade-in at a segment's first sound and a fade-out at its end."""
+        n = round(FADE_S * NATIVE_SAMPLE_RATE)
+        if not samples.size or not (self._fade_in or fade_out):
+            return samples
+        out = np.array(samples, dtype=np.float32, copy=True)
+        ramp = (0.5 - 0.5 * np.cos(np.linspace(0.0, np.pi, min(n, out.size), dtype=np.float32))).astype(
+            np.float32
+        )
+        if self._fade_in:
+            out[: ramp.size] *= ramp
+            self._fade_in = False
+        if fade_out:
+            out[-ramp.size :] *= ramp[::-1]
+        return out
+
+    def _placed(self, words: tuple[Word, ...]) -> tuple[Word, ...]:
+        """The segment's words in the request's audio (ms), inside what was kept of the segment."""
+        to_ms = 1000.0 / NATIVE_SAMPLE_RATE
+        shift, kept, before = self._trimmed * to_ms, self._emitted * to_ms, self._elapsed * to_ms
+        return tuple(
             Word(
                 word.text,
-                self._elapsed_ms + min(kept_ms, max(0.0, word.start_ms - shift_ms)),
-                self._elapsed_ms + min(kept_ms, max(0.0, word.end_ms - shift_ms)),
+                before + min(kept, max(0.0, word.start_ms - shift)),
+                before + min(kept, max(0.0, word.end_ms - shift)),
             )
             for word in words
         )
-        self._elapsed_ms += kept_ms
-        if stop <= start:
-            return b""
-        return to_s16le(self._resampler.process(fade_edges(samples[start:stop])))
 
     def finish(self) -> bytes:
         return to_s16le(self._resampler.flush())

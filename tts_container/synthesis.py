@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from strands_kokoro.protocol import DEFAULT_VOICE, ErrorCode, ServerError, SynthesizeRequest, Word, shown
 from tts_container.audio import SegmentJoiner, split_frames
-from tts_container.engines.base import Audio, Engine, Segment
+from tts_container.engines.base import Audio, Context, Engine, Segment
 from tts_container.g2p import UnsupportedLanguage, dialect_for
 from tts_container.inference import InferencePool
 
@@ -44,20 +44,19 @@ class Synthesizer:
         ``words`` (optional) receives when each word is heard, in ms of the audio yielded (after the
         joiner's trimming), segment by segment as their audio goes out.
         """
+        context = Context(request.previous_text, request.next_text)
         # Even starting the iterator goes through the pool: an engine may phonemize eagerly.
         segments = await self.pool.run(
             lambda: iter(
                 self.engine.segments(
-                    request.text, voice=request.voice, speed=request.speed, lang=request.lang
+                    request.text, voice=request.voice, speed=request.speed, lang=request.lang, context=context
                 )
             )
         )
         joiner = SegmentJoiner(request.sample_rate)
         try:
             while (segment := await self.pool.run(lambda: _next_or_none(segments))) is not None:
-                if not isinstance(segment, Segment):
-                    segment = Segment(segment)
-                pcm = joiner.segment(segment.audio, segment.words)
+                pcm = joiner.segment(segment)
                 if words is not None:
                     words.extend(joiner.words)
                 for frame in split_frames(pcm):

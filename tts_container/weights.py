@@ -115,6 +115,17 @@ class CachedWeights:
     def voices(self) -> Path:
         return self.root / VOICES_FILE
 
+    def derived_dir(self, kind: str, source: Path) -> Path | None:
+        """Where data computed from ``source`` is kept: a folder named by the source's recorded sha256,
+        so it can never be used with another model file (``kind/<file stem>-<sha256 prefix>``); None
+        when the manifest records no hash for it."""
+        try:
+            manifest = json.loads((self.root / MANIFEST_FILE).read_text(encoding="utf-8"))
+            digest = str(manifest["files"][source.name]["sha256"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        return self.root / kind / f"{source.stem}-{digest[:16]}"
+
 
 def default_cache_dir() -> Path:
     """``$STRANDS_KOKORO_CACHE`` or ``~/.cache/strands-kokoro``."""

@@ -59,7 +59,9 @@ class IdEngine:
     def voices(self) -> frozenset[str]:
         return VOICES
 
-    def segments(self, text: str, *, voice: str, speed: float, lang: str) -> Iterator[Audio]:
+    def segments(
+        self, text: str, *, voice: str, speed: float, lang: str, context: object = None
+    ) -> Iterator[Audio]:
         for sentence in sentences(text):
             with self._lock:
                 self.segments_made += 1

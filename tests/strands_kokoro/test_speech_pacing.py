@@ -53,7 +53,9 @@ class PacedEngineDouble:
     def voices(self) -> frozenset[str]:
         return frozenset({"af_heart"})
 
-    def segments(self, text: str, *, voice: str, speed: float, lang: str) -> Iterator[Audio]:
+    def segments(
+        self, text: str, *, voice: str, speed: float, lang: str, context: object = None
+    ) -> Iterator[Audio]:
         seconds = len(text) * MS_PER_CHAR / 1000.0
         with self._lock:
             self.texts.append(text)

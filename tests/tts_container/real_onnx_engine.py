@@ -21,6 +21,6 @@ def shared_onnx_engine() -> OnnxEngine:
 
 
 def synthesize(engine: OnnxEngine, text: str, voice: str = "af_heart", speed: float = 1.0) -> np.ndarray:
-    """The whole utterance: every segment joined (tests look at content, not at joins)."""
-    segments = [segment.audio for segment in engine.segments(text, voice=voice, speed=speed, lang="en-us")]
-    return np.concatenate(segments) if segments else np.zeros(0, dtype=np.float32)
+    """The whole utterance: every piece joined (tests look at content, not at joins)."""
+    pieces = [piece.audio for piece in engine.segments(text, voice=voice, speed=speed, lang="en-us")]
+    return np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.float32)

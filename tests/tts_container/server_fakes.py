@@ -36,7 +36,9 @@ class ToneEngine:
     def voices(self) -> frozenset[str]:
         return frozenset(TONE_HZ)
 
-    def segments(self, text: str, *, voice: str, speed: float, lang: str) -> Iterator[Audio]:
+    def segments(
+        self, text: str, *, voice: str, speed: float, lang: str, context: object = None
+    ) -> Iterator[Audio]:
         for sentence in re.findall(r"[^.!?]+[.!?]*", text):
             if not sentence.strip():
                 continue

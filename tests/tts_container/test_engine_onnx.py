@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tests.tts_container.pieces import whole_segments
 from tests.tts_container.real_onnx_engine import shared_onnx_engine, synthesize
 from tts_container.engines.base import NATIVE_SAMPLE_RATE, Engine
 from tts_container.engines.loader import cuda_available, load_engine, resolve_engine_name
@@ -33,7 +34,7 @@ def test_engine_satisfies_the_protocol_and_has_every_voice(engine: OnnxEngine) -
 
 
 def test_hello_there_is_a_short_loud_enough_float32_utterance(engine: OnnxEngine) -> None:
-    segments = list(engine.segments("Hello there.", voice="af_heart", speed=1.0, lang="en-us"))
+    segments = whole_segments(engine.segments("Hello there.", voice="af_heart", speed=1.0, lang="en-us"))
     assert len(segments) == 1
     audio = segments[0].audio
     assert audio.dtype == np.float32
@@ -45,7 +46,7 @@ def test_hello_there_is_a_short_loud_enough_float32_utterance(engine: OnnxEngine
 
 def test_each_sentence_is_its_own_segment(engine: OnnxEngine) -> None:
     text = "The first sentence is here. The second one follows! Is there a third?"
-    segments = list(engine.segments(text, voice="am_michael", speed=1.0, lang="en-us"))
+    segments = whole_segments(engine.segments(text, voice="am_michael", speed=1.0, lang="en-us"))
     assert len(segments) == 3
     assert all(rms(segment.audio) > 0.02 for segment in segments)
 
@@ -108,7 +109,7 @@ def test_word_timings_match_the_onsets_of_s_sounds(engine: OnnxEngine) -> None:
     differences: list[float] = []
     for voice in ("af_heart", "am_michael", "bf_emma"):
         for text in ("We saw six small ships sailing south.", "They sell soup and salad every Saturday."):
-            for segment in engine.segments(text, voice=voice, speed=1.0, lang="en-us"):
+            for segment in whole_segments(engine.segments(text, voice=voice, speed=1.0, lang="en-us")):
                 hiss = np.diff(segment.audio, prepend=np.float32(0.0))
                 step = NATIVE_SAMPLE_RATE // 200  # 5 ms
                 envelope = np.sqrt(np.mean(hiss[: hiss.size // step * step].reshape(-1, step) ** 2, axis=1))

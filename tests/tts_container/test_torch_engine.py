@@ -30,7 +30,7 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Generator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -41,6 +41,7 @@ from websockets.asyncio.client import connect
 
 from strands_kokoro.protocol import WS_PATH, audio_ms
 from tests.model_server_process import free_port
+from tests.tts_container.pieces import whole_segments
 from tests.tts_container.server_harness import dumps, read_response
 from tts_container.engines.loader import load_engine
 from tts_container.engines.voices import UnknownVoice
@@ -53,6 +54,7 @@ if TYPE_CHECKING:
 
     from tts_container.engines.base import Segment
     from tts_container.engines.torch_engine import TorchEngine
+    from tts_container.engines.windows import Prosody
 
 # torch and kokoro are imported by the tests that use them, not here: importing them takes ~12 s, which
 # every `pytest` run would otherwise pay at collection, even one that selects none of these tests.
@@ -190,6 +192,19 @@ def phonemizer() -> Phonemizer:
     return Phonemizer()
 
 
+def count_prosody_calls(engine: TorchEngine, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The phonemes of every segment the engine runs its model on (one prosody call per segment)."""
+    calls: list[str] = []
+    prosody = engine.prosody
+
+    def counted(phonemes: str, *, voice: str, speed: float) -> Prosody:
+        calls.append(phonemes)
+        return prosody(phonemes, voice=voice, speed=speed)
+
+    monkeypatch.setattr(engine, "prosody", counted)
+    return calls
+
+
 def expected_samples(engine: TorchEngine, segment: str, frames_per_token: int) -> int:
     return (engine.count_tokens(segment) + PADDING_TOKENS) * frames_per_token * FRAME_SAMPLES
 
@@ -226,7 +241,7 @@ def test_sentence_gives_float32_mono_audio_as_long_as_its_phonemes(
     engine: TorchEngine, phonemizer: Phonemizer
 ) -> None:
     text = "Hello there, how are you today?"
-    segments = list(engine.segments(text, voice="af_heart", speed=1.0, lang="en-us"))
+    segments = whole_segments(engine.segments(text, voice="af_heart", speed=1.0, lang="en-us"))
     phoneme_segments = split_phonemes(phonemizer.phonemize(text, lang="en-us", voice="af_heart"))
     assert len(segments) == len(phoneme_segments) == 1
     audio = segments[0].audio
@@ -242,36 +257,22 @@ def test_long_text_streams_one_segment_per_sentence_lazily(
     engine: TorchEngine, phonemizer: Phonemizer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     text = "The first sentence is short. A second one follows! Does a third one work?"
-    calls: list[str] = []
-    synthesize = engine.synthesize_timed
-
-    def counted(phonemes: str, *, voice: str, speed: float) -> tuple[np.ndarray, list[int]]:
-        calls.append(phonemes)
-        return synthesize(phonemes, voice=voice, speed=speed)
-
-    monkeypatch.setattr(engine, "synthesize_timed", counted)
-    stream: Generator[Segment] = engine.segments(text, voice="af_heart", speed=1.0, lang="en-us")
+    calls = count_prosody_calls(engine, monkeypatch)
+    stream: Iterator[Segment] = engine.segments(text, voice="af_heart", speed=1.0, lang="en-us")
     assert calls == []  # nothing synthesized before the consumer asks
     first = next(stream)
-    assert len(calls) == 1  # one segment per next(): a cancel lands between segments
+    assert len(calls) == 1  # one piece per next(): a cancel lands between pieces
     rest = list(stream)
 
     phoneme_segments = split_phonemes(phonemizer.phonemize(text, lang="en-us", voice="af_heart"))
     assert len(phoneme_segments) == 3
     assert calls == phoneme_segments
-    lengths = [segment.audio.shape[0] for segment in [first, *rest]]
+    lengths = [segment.audio.shape[0] for segment in whole_segments([first, *rest])]
     assert lengths == [expected_samples(engine, s, frames_per_token=1) for s in phoneme_segments]
 
 
 def test_closing_the_stream_stops_synthesis(engine: TorchEngine, monkeypatch: pytest.MonkeyPatch) -> None:
-    calls: list[str] = []
-    synthesize = engine.synthesize_timed
-
-    def counted(phonemes: str, *, voice: str, speed: float) -> tuple[np.ndarray, list[int]]:
-        calls.append(phonemes)
-        return synthesize(phonemes, voice=voice, speed=speed)
-
-    monkeypatch.setattr(engine, "synthesize_timed", counted)
+    calls = count_prosody_calls(engine, monkeypatch)
     stream = engine.segments("One. Two. Three.", voice="af_heart", speed=1.0, lang="en-us")
     next(stream)
     stream.close()  # what the server does on cancel
@@ -279,25 +280,21 @@ def test_closing_the_stream_stops_synthesis(engine: TorchEngine, monkeypatch: py
     assert len(calls) == 1
 
 
-def test_warm_up_runs_g2p_and_the_model(engine: TorchEngine, monkeypatch: pytest.MonkeyPatch) -> None:
-    lengths: list[int] = []
-    synthesize = engine.synthesize_timed
-
-    def measured(phonemes: str, *, voice: str, speed: float) -> tuple[np.ndarray, list[int]]:
-        audio, durations = synthesize(phonemes, voice=voice, speed=speed)
-        lengths.append(audio.shape[0])
-        return audio, durations
-
-    monkeypatch.setattr(engine, "synthesize_timed", measured)
+def test_warm_up_runs_g2p_and_the_model_and_times_the_vocoder(
+    engine: TorchEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On this CPU the generator is far slower than a GPU: warm-up chooses windows, and the default
+    voice's statistics (fitted by the fixture's warm-up, saved in the cache) are loaded, not refitted."""
+    calls = count_prosody_calls(engine, monkeypatch)
     engine.warm_up()
-    assert len(lengths) == 1
-    assert lengths[0] > PADDING_TOKENS * FRAME_SAMPLES
+    assert len(calls) == 2  # "Ready." and the speed probe; the calibration text is not rendered again
+    assert engine.growth is not None
 
 
 def test_half_speed_doubles_the_duration(engine: TorchEngine, phonemizer: Phonemizer) -> None:
     text = "Speed changes the duration."
-    (normal,) = engine.segments(text, voice="af_heart", speed=1.0, lang="en-us")
-    (slow,) = engine.segments(text, voice="af_heart", speed=0.5, lang="en-us")
+    (normal,) = whole_segments(engine.segments(text, voice="af_heart", speed=1.0, lang="en-us"))
+    (slow,) = whole_segments(engine.segments(text, voice="af_heart", speed=0.5, lang="en-us"))
     (segment,) = split_phonemes(phonemizer.phonemize(text))
     assert (
         slow.audio.shape[0]
@@ -312,7 +309,7 @@ def test_unknown_voice_is_refused_before_any_work_like_the_onnx_engine(
     def fail(*args: object, **kwargs: object) -> None:
         raise AssertionError("no G2P or model work for an unknown voice")
 
-    monkeypatch.setattr(engine, "synthesize_timed", fail)
+    monkeypatch.setattr(engine, "prosody", fail)
     with pytest.raises(UnknownVoice, match="unknown voice 'zz_nobody'") as raised:
         engine.segments("Hello.", voice="zz_nobody", speed=1.0, lang="en-us")
     assert isinstance(raised.value, KeyError)  # the same exception type as OnnxEngine raises
@@ -330,7 +327,7 @@ def test_text_without_phonemes_gives_no_segments(engine: TorchEngine) -> None:
 
 def test_segment_beyond_the_context_is_refused(engine: TorchEngine) -> None:
     with pytest.raises(ValueError, match="511 tokens exceeds"):
-        engine.synthesize_phonemes("a" * 511, voice="af_heart", speed=1.0)
+        engine.prosody("a" * 511, voice="af_heart", speed=1.0)
 
 
 def test_checkpoint_that_leaves_weights_unset_is_refused(tmp_path: Path) -> None:

@@ -1,15 +1,16 @@
 """The engine interface the server is written against.
 
-An engine turns phonemes into 24 kHz float32 audio, one segment at a time. It is synchronous and
-blocking on purpose: the server runs it in a bounded executor, never on the event loop, and pulls one
-segment at a time so a long request streams and a ``cancel`` lands at the next segment boundary.
+An engine turns text into 24 kHz float32 audio, one piece at a time (a segment, or one window of a
+segment: :mod:`tts_container.engines.windows`). It is synchronous and blocking on purpose: the server
+runs it in a bounded executor, never on the event loop, and pulls one piece at a time so a long request
+streams and a ``cancel`` lands at the next piece.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Literal, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -22,11 +23,36 @@ Audio = npt.NDArray[np.float32]
 
 
 @dataclass(frozen=True, slots=True)
+class Context:
+    """Words spoken just before and just after a request's text, in the same sentence (not spoken by it)."""
+
+    previous_text: str | None = None
+    next_text: str | None = None
+
+
+NO_CONTEXT = Context()
+
+
+Ending = Literal["sentence", "clause", "continues"]
+
+
+@dataclass(frozen=True, slots=True)
 class Segment:
-    """One segment's audio and when each of its words is heard in it (ms from the segment's start)."""
+    """A segment's audio, whole or one window of it, and how it joins what comes before and after.
+
+    ``words``: when each of the segment's words is heard (ms from the segment's first sample), on its
+    last piece. ``lead``: ``"trim"`` lets the joiner shorten the silence before the first sound;
+    ``"exact"`` means the audio starts at a word's onset (words were spoken just before it). ``ending``
+    says which pause the joiner keeps after the last sound: a sentence's, a clause's, or none
+    (``"continues"``: the audio already ends where the next word begins).
+    """
 
     audio: Audio
     words: tuple[Word, ...] = ()
+    first: bool = True
+    last: bool = True
+    lead: Literal["trim", "exact"] = "trim"
+    ending: Ending = "sentence"
 
 
 class Engine(Protocol):
@@ -39,10 +65,14 @@ class Engine(Protocol):
         """Voice names this engine can speak with (e.g. ``af_heart``)."""
         ...
 
-    def segments(self, text: str, *, voice: str, speed: float, lang: str) -> Iterator[Segment | Audio]:
-        """Yield the audio of ``text`` segment by segment (split at the 510-phoneme limit and clauses).
+    def segments(
+        self, text: str, *, voice: str, speed: float, lang: str, context: Context = NO_CONTEXT
+    ) -> Iterator[Segment | Audio]:
+        """Yield the audio of ``text`` piece by piece (segments split at the 510-phoneme limit and
+        clauses, each whole or in windows), spoken as part of ``context``'s sentence when given.
 
-        Each item is mono float32 at :data:`NATIVE_SAMPLE_RATE`, as a :class:`Segment` with word timings
-        or as bare audio from an engine that has none. Blocking; called from a worker thread.
+        Each item is mono float32 at :data:`NATIVE_SAMPLE_RATE`, as a :class:`Segment` or as bare audio
+        (one whole segment) from an engine that has nothing more to say. Blocking; called from a worker
+        thread, one ``next()`` at a time.
         """
         ...

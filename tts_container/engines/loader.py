@@ -40,7 +40,8 @@ def resolve_engine_name(name: str) -> Literal["onnx", "torch"]:
 def load_engine(
     name: EngineName = "auto", threads: int | None = None, cache_dir: Path | str | None = None
 ) -> Engine:
-    """Provision weights into ``cache_dir`` if needed and return a loaded engine.
+    """Provision weights into ``cache_dir`` if needed and return a loaded, warmed-up engine (its vocoder
+    timed, and the default voice's statistics ready if it renders in windows).
 
     ``threads`` bounds the CPU threads of one inference call (onnxruntime intra-op threads; torch's
     ``set_num_threads`` on CPU). ``cache_dir`` defaults to ``$STRANDS_KOKORO_CACHE`` or
@@ -50,9 +51,12 @@ def load_engine(
     if concrete == "onnx":
         from tts_container.engines.onnx_engine import OnnxEngine
 
-        return OnnxEngine.from_cache(cache_dir, threads=threads)
+        onnx_engine = OnnxEngine.from_cache(cache_dir, threads=threads)
+        onnx_engine.warm_up()
+        return onnx_engine
     from tts_container.engines.torch_engine import TorchEngine
 
     device = "cuda" if cuda_available() else "cpu"
-    engine: Engine = TorchEngine.from_cache(cache_dir, device=device, threads=threads)
-    return engine
+    torch_engine = TorchEngine.from_cache(cache_dir, device=device, threads=threads)
+    torch_engine.warm_up()
+    return torch_engine

@@ -1,11 +1,14 @@
-"""The CPU engine: Kokoro-82M's int8 ONNX export run directly on onnxruntime.
+"""The CPU engine: Kokoro-82M's int8 ONNX export run directly on onnxruntime, in two halves.
 
 Why onnxruntime directly and not ``kokoro_onnx.Kokoro``: what we need from it is ~20 lines (vocab lookup,
-style row, one ``session.run``), while the class brings its own eSpeak phonemizer (we phonemize with
-misaki, shared with the torch engine), its own sentence batching (we split phonemes ourselves to stream
-per segment), and loads voices from its own file format. Running the session ourselves also lets us set
-the thread counts and accept both exports' input names (``tokens`` in the int8 release, ``input_ids`` in
-the hub's ``onnx-community`` export).
+style row, ``session.run``), while the class brings its own eSpeak phonemizer (we phonemize with misaki,
+shared with the torch engine), its own sentence batching (we split phonemes ourselves to stream per
+segment), and loads voices from its own file format. Running the sessions ourselves also lets us set the
+thread counts, accept both exports' input names (``tokens`` in the int8 release, ``input_ids`` in the
+hub's ``onnx-community`` export) and, above all, run the export in two halves
+(:mod:`tts_container.engines.onnx_graphs`): prosody once per segment, the vocoder window by window
+(:mod:`tts_container.engines.windows`), so a sentence's first audio leaves after its prosody and one
+small window instead of after all of it.
 """
 
 from __future__ import annotations
@@ -13,20 +16,37 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Container, Iterator, Mapping
 from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
 
-from tts_container.engines.base import Audio, Segment
-from tts_container.engines.timed_graph import DURATIONS_OUTPUT, UnexpectedGraph, edited_model
+from tts_container.engines.base import NO_CONTEXT, Audio, Context, Segment
+from tts_container.engines.norm_stats import NormStats, VoiceNormStats
+from tts_container.engines.onnx_graphs import (
+    AUDIO,
+    DURATIONS_OUTPUT,
+    FEATURES,
+    PHASE_OFFSET,
+    PITCH,
+    USE_STATS,
+    UnexpectedGraph,
+    edited_model,
+    norm_mean,
+    norm_var,
+    split_export,
+)
 from tts_container.engines.voices import DEFAULT_VOICE, UnknownVoice, VoiceTables
-from tts_container.g2p import Phonemizer
+from tts_container.engines.windows import STEP_SAMPLES, Pitch, Prosody, choose_growth, render
+from tts_container.g2p import MAX_SEGMENT_TOKENS, Phonemizer
 from tts_container.provisioning import ensure_weights
+from tts_container.utterance import SpokenSegment, plan_utterance
 from tts_container.weights import CachedWeights
 
 logger = logging.getLogger(__name__)
+
+_NO_STATS = np.zeros((1, 1, 1), dtype=np.float32)  # unused when use_stats is false; broadcasts
 
 
 def load_vocab(config_path: Path) -> dict[str, int]:
@@ -50,7 +70,11 @@ def session_options(threads: int | None) -> ort.SessionOptions:
 
 
 class OnnxEngine:
-    """Kokoro on onnxruntime's CPU provider; one instance is shared by every session of the server."""
+    """Kokoro on onnxruntime's CPU provider; one instance is shared by every session of the server.
+
+    ``stats_dir``: where each voice's vocoder statistics are kept (computed once per voice and model
+    file; without them a voice's segments are rendered in one call each).
+    """
 
     name = "onnx"
 
@@ -62,72 +86,131 @@ class OnnxEngine:
         *,
         threads: int | None = None,
         phonemizer: Phonemizer | None = None,
+        stats_dir: Path | None = None,
     ) -> None:
+        options = session_options(threads)
+        providers = ["CPUExecutionProvider"]
         try:
-            model: bytes | str = edited_model(model_path)
+            graphs = split_export(model_path)
         except UnexpectedGraph:
-            logger.warning("%s is not the export the graph edit knows: no word timings", model_path.name)
-            model = str(model_path)
-        self._session = ort.InferenceSession(
-            model, sess_options=session_options(threads), providers=["CPUExecutionProvider"]
-        )
-        self._timed = DURATIONS_OUTPUT in {output.name for output in self._session.get_outputs()}
-        dtypes = {i.name: _numpy_dtype(i.type) for i in self._session.get_inputs()}
+            # Durations are still needed (word timings, where a segment's own words are): an export
+            # without Kokoro's duration predictor raises UnexpectedGraph here and the engine does not load.
+            logger.warning("%s is not the export the graph split knows: whole segments only", model_path.name)
+            self._whole: ort.InferenceSession | None = ort.InferenceSession(
+                edited_model(model_path), sess_options=options, providers=providers
+            )
+            inputs = self._whole.get_inputs()
+            self._norms = 0
+        else:
+            self._whole = None
+            self._prosody = ort.InferenceSession(graphs.prosody, sess_options=options, providers=providers)
+            self._vocoder = ort.InferenceSession(graphs.vocoder, sess_options=options, providers=providers)
+            inputs = self._prosody.get_inputs()
+            self._norms = graphs.norms
+        dtypes = {i.name: _numpy_dtype(i.type) for i in inputs}
         self._tokens_input = "input_ids" if "input_ids" in dtypes else "tokens"
         self._tokens_dtype = dtypes[self._tokens_input]
         self._speed_dtype = dtypes.get("speed", np.dtype(np.float32))
         self._vocab = dict(vocab)
         self._voice_tables = voice_tables
         self._phonemizer = phonemizer or Phonemizer()
+        self._stats = VoiceNormStats(stats_dir, self._norms)
+        self._stat_names = [name for i in range(self._norms) for name in (norm_mean(i), norm_var(i))]
+        self.growth: float | None = None  # set by warm_up(): windows only on an engine slow enough
 
     @classmethod
     def from_cache(cls, cache_dir: Path | str | None = None, *, threads: int | None = None) -> OnnxEngine:
         """Provision the weights if needed (see :mod:`tts_container.weights`) and load them."""
         weights: CachedWeights = ensure_weights(cache_dir, part="onnx")
         return cls(
-            weights.onnx_model, load_vocab(weights.config), VoiceTables.load(weights.voices), threads=threads
+            weights.onnx_model,
+            load_vocab(weights.config),
+            VoiceTables.load(weights.voices),
+            threads=threads,
+            stats_dir=weights.derived_dir("norm-stats", weights.onnx_model),
         )
 
     @property
     def voices(self) -> frozenset[str]:
         return self._voice_tables.names
 
-    def segments(self, text: str, *, voice: str, speed: float, lang: str) -> Iterator[Segment]:
-        """Phonemize once, then synthesize and yield one segment at a time (see ``split_phonemes``)."""
+    @property
+    def vocab(self) -> Container[str]:
+        return self._vocab
+
+    def segments(
+        self, text: str, *, voice: str, speed: float, lang: str, context: Context = NO_CONTEXT
+    ) -> Iterator[Segment]:
+        """Phonemize and plan now (so a bad request fails at the call), render lazily piece by piece."""
         if voice not in self._voice_tables.names:
             raise UnknownVoice(f"unknown voice {voice!r}")
-        phonemes = self._phonemizer.phonemes(text, lang=lang, voice=voice)
-        for segment in phonemes.split():
-            audio, durations = self.synthesize_timed(segment.text, voice=voice, speed=speed)
-            if audio.size:
-                words = segment.word_timings(durations, self._vocab) if durations is not None else ()
-                yield Segment(audio, words)
+        plan = plan_utterance(
+            self._phonemizer,
+            text,
+            voice=voice,
+            lang=lang,
+            previous_text=context.previous_text,
+            next_text=context.next_text,
+        )
+        return self._render(plan, voice, speed)
 
-    def synthesize_phonemes(self, phonemes: str, *, voice: str, speed: float) -> Audio:
-        """Audio for one segment of at most 510 phonemes; symbols outside the vocab are dropped."""
-        return self.synthesize_timed(phonemes, voice=voice, speed=speed)[0]
+    def _render(self, plan: list[SpokenSegment], voice: str, speed: float) -> Iterator[Segment]:
+        model = self._stats.get(voice) if self.growth is not None else None
+        for segment in plan:
+            yield from render(self, segment, voice=voice, speed=speed, stats_model=model, growth=self.growth)
 
-    def synthesize_timed(self, phonemes: str, *, voice: str, speed: float) -> tuple[Audio, list[int] | None]:
-        """Audio and, from the edited graph, every token's duration in frames (pads included)."""
+    def prosody(self, phonemes: str, *, voice: str, speed: float) -> Prosody:
+        """Durations, decoder features and pitch of one segment of at most 510 known symbols."""
         tokens = [self._vocab[symbol] for symbol in phonemes if symbol in self._vocab]
-        if not tokens:
-            return np.zeros(0, dtype=np.float32), None
-        if len(tokens) > 510:
+        if len(tokens) > MAX_SEGMENT_TOKENS:
             raise ValueError(f"segment of {len(tokens)} tokens exceeds Kokoro's 510-token context")
+        style = self._voice_tables.style(voice, len(tokens))
         inputs = {
             self._tokens_input: np.array([[0, *tokens, 0]], dtype=self._tokens_dtype),
-            "style": self._voice_tables.style(voice, len(tokens)),
+            "style": style,
             "speed": np.array([speed], dtype=self._speed_dtype),
         }
-        (audio, *rest) = self._session.run(None, inputs)
-        durations = [int(frames) for frames in np.asarray(rest[0]).reshape(-1)] if self._timed else None
-        return np.asarray(audio, dtype=np.float32).reshape(-1), durations
+        if self._whole is not None:
+            audio, durations = self._whole.run(None, inputs)
+            audio = np.asarray(audio, dtype=np.float32).reshape(-1)
+            pitch = np.zeros(audio.size // STEP_SAMPLES, dtype=np.float32)
+            return Prosody(_frames(durations), pitch, audio)
+        durations, features, pitch = self._prosody.run([DURATIONS_OUTPUT, FEATURES, PITCH], inputs)
+        pitch = np.asarray(pitch, dtype=np.float32)
+        return Prosody(_frames(durations), pitch.reshape(-1), (features, pitch, style))
 
-    def warm_up(self) -> None:
-        """Run G2P and the model once so the first real request pays no lazy-initialisation cost."""
-        voice = DEFAULT_VOICE if DEFAULT_VOICE in self.voices else min(self.voices)
+    def vocode(
+        self, prosody: Prosody, start: int, stop: int, *, phase: Pitch, stats: NormStats | None
+    ) -> tuple[Audio, NormStats | None]:
+        """Audio of steps ``[start, stop)``; normalized with ``stats`` if given, else its own (returned)."""
+        if self._whole is not None:
+            return prosody.features[start * STEP_SAMPLES : stop * STEP_SAMPLES], None
+        features, pitch, style = prosody.features
+        inputs: dict[str, object] = {
+            FEATURES: features[:, :, start:stop],
+            PITCH: pitch[:, start:stop],
+            "style": style,
+            PHASE_OFFSET: phase.reshape(1, 1, -1),
+            USE_STATS: np.array(stats is not None),
+        }
+        for index in range(self._norms):
+            inputs[norm_mean(index)] = stats.means[index] if stats else _NO_STATS
+            inputs[norm_var(index)] = stats.variances[index] if stats else _NO_STATS
+        audio, *measured = self._vocoder.run([AUDIO, *(f"{n}_out" for n in self._stat_names)], inputs)
+        own = NormStats(tuple(measured[0::2]), tuple(measured[1::2]), stop - start)
+        return np.asarray(audio, dtype=np.float32).reshape(-1), stats or own
+
+    def warm_up(self, voice: str = DEFAULT_VOICE) -> None:
+        """Pay the one-off costs now (G2P models, graph optimisation), measure the vocoder's speed, and,
+        when it is slow enough to render in windows, have ``voice``'s vocoder statistics ready."""
         for _ in self.segments("Ready.", voice=voice, speed=1.0, lang="en-us"):
             pass
+        if self._whole is None:
+            self.growth = choose_growth(self, self._phonemizer, self._stats, voice)
+
+
+def _frames(durations: object) -> tuple[int, ...]:
+    return tuple(int(frames) for frames in np.asarray(durations).reshape(-1))
 
 
 def _numpy_dtype(onnx_type: str) -> np.dtype[np.generic]:

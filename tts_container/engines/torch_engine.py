@@ -24,17 +24,20 @@ and huggingface_hub; none of them touches the network at import. ``KModel`` down
 from __future__ import annotations
 
 import warnings
-from collections.abc import Generator, Mapping
+from collections.abc import Container, Iterator, Mapping
 from pathlib import Path
 
-import numpy as np
 import torch
 from kokoro import KModel
 
-from tts_container.engines.base import Audio, Segment
+from tts_container.engines.base import NO_CONTEXT, Audio, Context, Segment
+from tts_container.engines.norm_stats import NormStats, VoiceNormStats
+from tts_container.engines.torch_vocoder import WindowedGenerator, decoder_inputs
 from tts_container.engines.voices import DEFAULT_VOICE, UnknownVoice, VoiceTables
-from tts_container.g2p import MAX_SEGMENT_TOKENS, Phonemes, Phonemizer
+from tts_container.engines.windows import Pitch, Prosody, choose_growth, render
+from tts_container.g2p import MAX_SEGMENT_TOKENS, Phonemizer
 from tts_container.provisioning import ensure_weights
+from tts_container.utterance import SpokenSegment, plan_utterance
 from tts_container.weights import CachedWeights
 
 # KModel uses the repo id only to name hub files; passing it explicitly silences its stdout warning.
@@ -94,17 +97,31 @@ def check_checkpoint_complete(model: torch.nn.Module, model_path: Path) -> None:
 
 
 class TorchEngine:
-    """Kokoro's fp32 ``KModel`` on CUDA or CPU; one instance is shared by every session of the server."""
+    """Kokoro's fp32 ``KModel`` on CUDA or CPU; one instance is shared by every session of the server.
+
+    It renders through the same windowed path as the onnx engine (:mod:`tts_container.engines.windows`):
+    :meth:`prosody` runs ``KModel`` up to its generator on a whole segment, :meth:`vocode` runs the
+    generator over a window of time steps with the sine source's phase carried in and its instance
+    norms' statistics shared (:mod:`tts_container.engines.torch_vocoder`).
+    """
 
     name = "torch"
 
     def __init__(
-        self, model: KModel, voice_tables: VoiceTables, *, phonemizer: Phonemizer | None = None
+        self,
+        model: KModel,
+        voice_tables: VoiceTables,
+        *,
+        phonemizer: Phonemizer | None = None,
+        stats_dir: Path | None = None,
     ) -> None:
         self._model = model
         self._vocab: Mapping[str, int] = model.vocab
         self._voice_tables = voice_tables
         self._phonemizer = phonemizer or Phonemizer()
+        self._generator = WindowedGenerator(model.decoder.generator)
+        self._stats = VoiceNormStats(stats_dir, self._generator.norms)
+        self.growth: float | None = None  # set by warm_up(): windows only on an engine slow enough
 
     @classmethod
     def from_cache(
@@ -123,7 +140,11 @@ class TorchEngine:
         if threads:
             torch.set_num_threads(threads)
         model = load_kmodel(weights.config, weights.torch_model, pick_device(device))
-        return cls(model, VoiceTables.load(weights.voices))
+        return cls(
+            model,
+            VoiceTables.load(weights.voices),
+            stats_dir=weights.derived_dir("norm-stats", weights.torch_model),
+        )
 
     @property
     def model(self) -> KModel:
@@ -134,51 +155,67 @@ class TorchEngine:
     def voices(self) -> frozenset[str]:
         return self._voice_tables.names
 
-    def segments(self, text: str, *, voice: str, speed: float, lang: str) -> Generator[Segment]:
-        """Check the voice and phonemize now, then synthesize one segment per ``next()``.
+    @property
+    def vocab(self) -> Container[str]:
+        return self._vocab
 
-        Not a generator itself: an unknown voice or language raises at the call (which the server makes
-        from its pool), not at the first ``next()``; the returned iterator does the model work lazily,
-        so a ``cancel`` lands between segments.
-        """
+    def segments(
+        self, text: str, *, voice: str, speed: float, lang: str, context: Context = NO_CONTEXT
+    ) -> Iterator[Segment]:
+        """Check the voice and plan now (a bad request fails at the call, which the server makes from
+        its pool); the returned iterator renders lazily, piece by piece, so a ``cancel`` lands between."""
         if voice not in self._voice_tables.names:
             raise UnknownVoice(f"unknown voice {voice!r}")
-        phonemes = self._phonemizer.phonemes(text, lang=lang, voice=voice)
-        return self._synthesize_each(phonemes.split(), voice=voice, speed=speed)
+        plan = plan_utterance(
+            self._phonemizer,
+            text,
+            voice=voice,
+            lang=lang,
+            previous_text=context.previous_text,
+            next_text=context.next_text,
+        )
+        return self._render(plan, voice, speed)
 
-    def _synthesize_each(self, segments: list[Phonemes], *, voice: str, speed: float) -> Generator[Segment]:
-        for segment in segments:
-            audio, durations = self.synthesize_timed(segment.text, voice=voice, speed=speed)
-            if audio.size:
-                yield Segment(audio, segment.word_timings(durations, self._vocab))
+    def _render(self, plan: list[SpokenSegment], voice: str, speed: float) -> Iterator[Segment]:
+        model = self._stats.get(voice) if self.growth is not None else None
+        for segment in plan:
+            yield from render(self, segment, voice=voice, speed=speed, stats_model=model, growth=self.growth)
 
     def count_tokens(self, phonemes: str) -> int:
         """Phoneme symbols the model knows (the others are dropped by ``KModel``, as by the onnx engine)."""
         return sum(symbol in self._vocab for symbol in phonemes)
 
-    def synthesize_phonemes(self, phonemes: str, *, voice: str, speed: float) -> Audio:
-        """Audio for one segment of at most 510 tokens, as mono float32 at 24 kHz on the host."""
-        return self.synthesize_timed(phonemes, voice=voice, speed=speed)[0]
-
-    def synthesize_timed(self, phonemes: str, *, voice: str, speed: float) -> tuple[Audio, list[int]]:
-        """Audio and ``KModel``'s predicted duration of every token in frames (pads included)."""
-        n_tokens = self.count_tokens(phonemes)
-        if not n_tokens:
-            return np.zeros(0, dtype=np.float32), []
-        if n_tokens > MAX_SEGMENT_TOKENS:
+    def prosody(self, phonemes: str, *, voice: str, speed: float) -> Prosody:
+        """``KModel`` up to its generator on one segment of at most 510 known symbols."""
+        ids = [self._vocab[symbol] for symbol in phonemes if symbol in self._vocab]
+        if len(ids) > MAX_SEGMENT_TOKENS:
             raise ValueError(
-                f"segment of {n_tokens} tokens exceeds Kokoro's {MAX_SEGMENT_TOKENS}-token context"
+                f"segment of {len(ids)} tokens exceeds Kokoro's {MAX_SEGMENT_TOKENS}-token context"
             )
         # The same style row as the onnx engine picks (row n_tokens - 1, see VoiceTables.style).
-        style = torch.from_numpy(self._voice_tables.style(voice, n_tokens))
+        style = torch.from_numpy(self._voice_tables.style(voice, len(ids))).to(self._model.device)
+        tokens = torch.LongTensor([[0, *ids, 0]]).to(self._model.device)
         with torch.inference_mode():
-            output = self._model(phonemes, style, speed, return_output=True)
-            audio = output.audio.reshape(-1).to(device="cpu", dtype=torch.float32).numpy()
-            durations = [] if output.pred_dur is None else [int(d) for d in output.pred_dur.reshape(-1)]
-            return audio, durations
+            durations, features, pitch = decoder_inputs(self._model, tokens, style, speed)
+        pitch_host = pitch.reshape(-1).to(device="cpu", dtype=torch.float32).numpy()
+        return Prosody(
+            tuple(int(d) for d in durations.reshape(-1)), pitch_host, (features, pitch, style[:, :128])
+        )
 
-    def warm_up(self) -> None:
-        """Run G2P and the model once (CUDA kernels, cuDNN autotuning) before the first real request."""
-        voice = DEFAULT_VOICE if DEFAULT_VOICE in self.voices else min(self.voices)
+    def vocode(
+        self, prosody: Prosody, start: int, stop: int, *, phase: Pitch, stats: NormStats | None
+    ) -> tuple[Audio, NormStats | None]:
+        """Audio of steps ``[start, stop)``; normalized with ``stats`` if given, else its own (returned)."""
+        features, pitch, style = prosody.features
+        with torch.inference_mode():
+            audio, used = self._generator(
+                features[:, :, start:stop], pitch[:, start:stop], style, phase=phase, stats=stats
+            )
+        return audio.reshape(-1).to(device="cpu", dtype=torch.float32).numpy(), used
+
+    def warm_up(self, voice: str = DEFAULT_VOICE) -> None:
+        """Run G2P and the model once (CUDA kernels, cuDNN autotuning), measure the generator's speed
+        and, when it is slow enough to render in windows, have ``voice``'s vocoder statistics ready."""
         for _ in self.segments("Ready.", voice=voice, speed=1.0, lang="en-us"):
             pass
+        self.growth = choose_growth(self, self._phonemizer, self._stats, voice)

@@ -1,0 +1,127 @@
+"""What one request asks the model to say: its segments, each with the words around it as context.
+
+Why context: Kokoro speaks every segment as a complete utterance. A piece of a sentence synthesized on
+its own therefore *ends* like a sentence (measured: +227 ms of silence and its last word 2.15x as long)
+and *starts* like one. A segment rendered together with the words on either side of it (the model sees
+"... carried | farmers and their goats | across the river") gets the durations, pitch and pauses of the
+whole sentence at its edges; :mod:`tts_container.engines.windows` then keeps only the audio of the
+segment's own words, cut at the word boundaries the model's durations give.
+
+Context comes from two places: the request (``previous_text`` / ``next_text``, when a client had to cut
+a sentence into several requests) and the request's own text (a sentence over the model's 510-phoneme
+limit is split in segments, each rendered with its neighbours' edge words). A sentence end is never
+bridged: what follows it is a new sentence, rendered on its own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from tts_container.engines.base import Ending
+from tts_container.g2p import MAX_SEGMENT_TOKENS, Phonemes, Phonemizer
+
+# Context words kept on each side: enough for the phrase-level prosody at the edge (Ma et al. 2020: a
+# lookahead of 1-2 words gets close to full-sentence quality), few enough to stay cheap.
+CONTEXT_WORDS_BEFORE = 6
+CONTEXT_WORDS_AFTER = 4
+_SENTENCE_MARKS = frozenset(".!?…")
+_CLAUSE_MARKS = frozenset(",;:—–")
+_CLOSERS = "\"'”’)]»"
+
+
+@dataclass(frozen=True, slots=True)
+class SpokenSegment:
+    """One model call: the phonemes to render, and which of them this request speaks.
+
+    ``phonemes`` is context before + own phonemes + context after; its ``word_of`` marks only the own
+    words (context characters belong to no word). ``own`` is the character range of the own phonemes.
+    """
+
+    phonemes: Phonemes
+    own: tuple[int, int]
+    continues_before: bool  # words were spoken just before: the audio starts at the first own word
+    ending: Ending  # "continues": words follow in the same sentence, the audio ends at the next one
+
+
+def ending_of(phonemes: str) -> Literal["sentence", "clause", "open"]:
+    """How a phoneme string ends: a sentence mark, a clause mark, or neither."""
+    last = phonemes.rstrip().rstrip(_CLOSERS)[-1:]
+    if last in _SENTENCE_MARKS:
+        return "sentence"
+    if last in _CLAUSE_MARKS:
+        return "clause"
+    return "open"
+
+
+def plan_utterance(
+    phonemizer: Phonemizer,
+    text: str,
+    *,
+    voice: str,
+    lang: str,
+    previous_text: str | None = None,
+    next_text: str | None = None,
+    limit: int = MAX_SEGMENT_TOKENS,
+) -> list[SpokenSegment]:
+    """G2P for ``text`` (and its context), split into segments the model accepts, each with its context."""
+    own = phonemizer.phonemes(text, lang=lang, voice=voice)
+    pieces = own.split(limit)
+    if not pieces:
+        return []
+    before = _edge(phonemizer, previous_text, lang=lang, voice=voice, last=True)
+    if before and ending_of(before) == "sentence":
+        before = ""  # the request starts a new sentence: nothing to continue
+    after = _edge(phonemizer, next_text, lang=lang, voice=voice, last=False)
+    segments = []
+    for index, piece in enumerate(pieces):
+        kind = ending_of(piece.text)
+        if index + 1 < len(pieces):
+            context_after = "" if kind == "sentence" else _words(pieces[index + 1].text, CONTEXT_WORDS_AFTER)
+        else:
+            context_after = "" if kind == "sentence" else after
+        if index == 0:
+            context_before = before
+        else:
+            previous = pieces[index - 1].text
+            context_before = (
+                "" if ending_of(previous) == "sentence" else _words(previous, -CONTEXT_WORDS_BEFORE)
+            )
+        context_before, context_after = _fit(context_before, piece.text, context_after, limit)
+        ending: Ending = "continues" if context_after else ("clause" if kind == "clause" else "sentence")
+        segments.append(_with_context(piece, context_before, context_after, ending))
+    return segments
+
+
+def _edge(phonemizer: Phonemizer, text: str | None, *, lang: str, voice: str, last: bool) -> str:
+    """The phonemes of the words of ``text`` next to the request (its last words, or its first)."""
+    if not text or not text.strip():
+        return ""
+    phonemes = phonemizer.phonemes(text, lang=lang, voice=voice).text
+    return _words(phonemes, -CONTEXT_WORDS_BEFORE if last else CONTEXT_WORDS_AFTER)
+
+
+def _words(phonemes: str, count: int) -> str:
+    """The first ``count`` words of a phoneme string (its last ``-count`` when negative)."""
+    words = phonemes.split()
+    return " ".join(words[count:] if count < 0 else words[:count])
+
+
+def _fit(before: str, own: str, after: str, limit: int) -> tuple[str, str]:
+    """Drop context words (the farthest first) until context + own fits the model's context."""
+    while before and len(before) + len(own) + len(after) + 2 > limit:
+        before = _words(before, -(len(before.split()) - 1))
+    while after and len(own) + len(after) + 1 > limit:
+        after = _words(after, len(after.split()) - 1)
+    return before, after
+
+
+def _with_context(piece: Phonemes, before: str, after: str, ending: Ending) -> SpokenSegment:
+    lead = f"{before} " if before else ""
+    tail = f" {after}" if after else ""
+    phonemes = Phonemes(
+        lead + piece.text + tail,
+        piece.words,
+        (-1,) * len(lead) + piece.word_of + (-1,) * len(tail),
+    )
+    return SpokenSegment(phonemes, (len(lead), len(lead) + len(piece.text)), bool(before), ending)
