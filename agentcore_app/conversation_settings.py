@@ -11,6 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from strands_kokoro.errors import CodedError
+
 CONVERSATIONS_ENV = "STRANDS_KOKORO_CONVERSATIONS"
 TURNS_ENV = "STRANDS_KOKORO_CONVERSATION_TURNS"
 IDLE_ENV = "STRANDS_KOKORO_CONVERSATION_IDLE_S"
@@ -36,13 +38,8 @@ spaces; 128 keeps ``session_<id>`` well inside a file name's 255 bytes.
 """
 
 
-class ConversationError(Exception):
+class ConversationError(CodedError):
     """A conversation cannot be used for this turn; ``code`` is the stable ``error`` event code."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 class ConversationSettingError(ValueError):

@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from strands_kokoro.errors import CodedError
 from strands_kokoro.events import ErrorEvent, error
 from strands_kokoro.protocol import MAX_SPEED, MIN_SPEED
 
@@ -21,13 +22,8 @@ MODES: tuple[str, ...] = ("bidi", "batch")
 Mode = Literal["bidi", "batch"]
 
 
-class PayloadError(ValueError):
+class PayloadError(CodedError, ValueError):
     """A payload the entrypoint refuses, with a stable ``code`` for clients."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
     def event(self) -> ErrorEvent:
         """The DESIGN §4 ``error`` event for this refusal."""

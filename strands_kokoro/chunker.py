@@ -28,6 +28,13 @@ speech pacer decides that from :attr:`~IncrementalSentenceChunker.settled` and t
 
 ``flush()`` ends the input: it returns the sentences that only the end of input could settle, as a
 list, and resets the chunker, so one instance serves one text segment after another.
+
+Every sentence is a :class:`Sentence`: a ``str`` (so it compares, joins and prints as its text) that also
+says where it lies in everything fed to this chunker (``start``/``end``, character offsets that keep
+counting across flushes), and :meth:`IncrementalSentenceChunker.pending` hands out the settled part of the
+sentence still being written the same way. A consumer that cuts the text further (the speech pacer) keeps
+offsets into these, never a copy of the text (LiveKit's tokenizers hand out ``(token, start, end)`` for
+the same reason).
 """
 
 from __future__ import annotations
@@ -47,7 +54,7 @@ from strands_kokoro.sentence_rules import (
     quote_role,
 )
 
-__all__ = ["WINDOW", "IncrementalSentenceChunker"]
+__all__ = ["WINDOW", "IncrementalSentenceChunker", "Sentence"]
 
 _BULLETS = "•⁃"
 _MARKS = "".join(sorted(TERMINALS | CJK_TERMINALS)) + "\n\"'“”‘’`)" + _BULLETS
@@ -59,11 +66,25 @@ _HEAD_MARKER = re.compile(r"\s*(?:[•⁃]\s*)?(\d{1,3}|[A-Za-z])(\.\)|\.|\))\s"
 _NON_SPACE = re.compile(r"\S")
 
 
+class Sentence(str):
+    """A sentence's text (the ``str`` itself) and where it lies in the text fed: ``[start, end)``."""
+
+    __slots__ = ("end", "start")
+    start: int
+    end: int
+
+    def __new__(cls, text: str, start: int) -> Sentence:
+        sentence = super().__new__(cls, text)
+        sentence.start = start
+        sentence.end = start + len(text)
+        return sentence
+
+
 class IncrementalSentenceChunker:
     """Feed text fragments, get back the sentences they completed.
 
-    ``feed(fragment) -> list[str]`` returns the sentences the fragment completed; ``flush() ->
-    list[str]`` the ones left at the end of input; ``settled`` how far the decisions have reached.
+    ``feed(fragment) -> list[Sentence]`` returns the sentences the fragment completed; ``flush() ->
+    list[Sentence]`` the ones left at the end of input; ``settled`` how far the decisions have reached.
     """
 
     def __init__(self, *, max_chars: int | None = None) -> None:
@@ -76,28 +97,31 @@ class IncrementalSentenceChunker:
 
     # -- public API -----------------------------------------------------------------------------
 
-    def feed(self, fragment: str) -> list[str]:
+    def feed(self, fragment: str) -> list[Sentence]:
         """Add a fragment of text; return the sentences it completed (possibly none), each stripped."""
         if not isinstance(fragment, str):
             raise TypeError(f"feed() takes str, not {type(fragment).__name__}")
         self._buf += fragment
-        out: list[str] = []
+        out: list[Sentence] = []
         self._advance(out, eof=False)
         self._compact()
         return out
 
-    def flush(self) -> list[str]:
+    def flush(self) -> list[Sentence]:
         """End of input: return the sentences left (each stripped, in order; [] if none); start over.
 
-        The next ``feed`` begins a new segment: ``settled`` counts from 0 again.
+        The next ``feed`` begins a new segment: ``settled`` counts from 0 again (sentence offsets do not).
         """
-        out: list[str] = []
+        out: list[Sentence] = []
         self._advance(out, eof=True)
-        rest = self._text(self._start, self._end).strip()
-        if rest:
-            out.append(rest)
+        self._emit(out, self._end)
+        self._origin += self._end
         self._reset()
         return out
+
+    def pending(self) -> Sentence:
+        """The sentence still being written, up to :attr:`settled` (stripped; empty if there is none)."""
+        return self._sentence(self._start, max(self._start, self._scan))
 
     @property
     def settled(self) -> int:
@@ -113,6 +137,8 @@ class IncrementalSentenceChunker:
     # -- state ------------------------------------------------------------------------------------
 
     def _reset(self) -> None:
+        if not hasattr(self, "_origin"):
+            self._origin = 0  # characters fed in earlier segments: sentence offsets count on across flushes
         self._parts: list[str] = []  # scanned text of the current chunk that left the working string
         self._buf = ""  # working string: text from absolute offset _base on
         self._base = 0
@@ -154,13 +180,18 @@ class IncrementalSentenceChunker:
         self._buf = self._buf[cut - self._base :]
         self._base = cut
 
-    def _emit(self, out: list[str], end: int) -> None:
+    def _sentence(self, start: int, end: int) -> Sentence:
+        raw = self._text(start, end)
+        text = raw.strip()
+        return Sentence(text, self._origin + start + len(raw) - len(raw.lstrip()))
+
+    def _emit(self, out: list[Sentence], end: int) -> None:
         if end < self._base:  # a forced cut inside the moved-aside text: join it back first
             self._buf = "".join(self._parts) + self._buf
             self._base = self._start
-        text = self._text(self._start, end).strip()
-        if text:
-            out.append(text)
+        sentence = self._sentence(self._start, end)
+        if sentence:
+            out.append(sentence)
         self._parts = []
         self._buf = self._buf[end - self._base :]
         self._base = self._start = end
@@ -169,14 +200,14 @@ class IncrementalSentenceChunker:
 
     # -- scanning ---------------------------------------------------------------------------------
 
-    def _advance(self, out: list[str], eof: bool) -> None:
+    def _advance(self, out: list[Sentence], eof: bool) -> None:
         try:
             while self._step(out, eof):
                 pass
         except NeedMore:
             pass  # wait for the next fragment; _scan stays on the undecided mark
 
-    def _step(self, out: list[str], eof: bool) -> bool:
+    def _step(self, out: list[Sentence], eof: bool) -> bool:
         """Examine up to the next mark; False once everything available is scanned.
 
         The scan stops before any place a boundary could still go: on the mark, or before the ``2``
@@ -225,7 +256,7 @@ class IncrementalSentenceChunker:
                 self._last_space = self._scan + space
         self._scan = stop
 
-    def _examine(self, out: list[str], j: int, eof: bool) -> None:
+    def _examine(self, out: list[Sentence], j: int, eof: bool) -> None:
         c = self._buf[j - self._base]
         w = self._window(j, eof)
         if c == "\n":
@@ -251,7 +282,7 @@ class IncrementalSentenceChunker:
         else:
             self._examine_quote(j, w)
 
-    def _take_verdict(self, out: list[str], j: int, boundary: int | None, resume: int) -> None:
+    def _take_verdict(self, out: list[Sentence], j: int, boundary: int | None, resume: int) -> None:
         if boundary is not None:
             end = j + boundary
             limit = self._limit()
@@ -290,7 +321,7 @@ class IncrementalSentenceChunker:
             self._depth = max(0, self._depth + change)
         self._scan = j + width
 
-    def _examine_newline(self, out: list[str], j: int, w: Window) -> None:
+    def _examine_newline(self, out: list[Sentence], j: int, w: Window) -> None:
         k = 1
         while w.at(k) in (" ", "\t", "\r"):
             k += 1
@@ -326,7 +357,7 @@ class IncrementalSentenceChunker:
                 return lo
         return None
 
-    def _list_item_cut(self, out: list[str], j: int, w: Window) -> bool:
+    def _list_item_cut(self, out: list[Sentence], j: int, w: Window) -> bool:
         """End the chunk before the next list item's number if the mark at j completes its marker."""
         item = self._next_item(j)
         lo = None if item is None else self._item_start(j, item[0], whole=True)
@@ -341,7 +372,7 @@ class IncrementalSentenceChunker:
             self._emit(out, lo)
         return ok
 
-    def _force_cut(self, out: list[str], limit: int) -> None:
+    def _force_cut(self, out: list[Sentence], limit: int) -> None:
         """max_chars: cut at the last clause mark past a third of the limit, else the last space."""
         assert self._max_chars is not None and self._lead is not None
         if self._last_clause > self._lead + self._max_chars // 3:

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Literal
 
+from strands_kokoro.errors import CodedError
+
 WS_PATH = "/invocations-bidirectional-stream"
 INVOCATIONS_PATH = "/invocations"
 PING_PATH = "/ping"
@@ -71,17 +73,17 @@ class ErrorCode(StrEnum):
     NOT_READY = "not_ready"
 
 
-class ProtocolError(Exception):
-    """A client message the server refuses; carries a stable code and a message written for humans."""
+class ProtocolError(CodedError):
+    """A client message the server refuses: a stable code, a message written for humans, and the
+    request it is about (if the message named one). Sending the same message again cannot help."""
 
     def __init__(self, code: ErrorCode, message: str, request_id: str | None = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
+        super().__init__(code, message)
+        self.error_code = code
         self.request_id = request_id
 
     def frame(self) -> ServerError:
-        return ServerError(self.request_id, str(self.code), self.message)
+        return ServerError(self.request_id, self.code, self.message)
 
 
 def shown(value: object) -> str:
@@ -369,6 +371,27 @@ def parse_invocation(body: bytes) -> Invocation:
 
 
 @dataclass(frozen=True, slots=True)
+class SessionStarted(_JsonMessage):
+    """The server's first frame on a session: which engine speaks, how soon a sentence's first audio
+    comes whatever its length (``first_audio_ms``; None when it grows with the length), and how fast it
+    synthesizes (``rtf``: seconds of work per second of audio), both measured by the server at warm-up.
+    A client that knows a whole sentence starts about as fast as a phrase does not cut sentences for
+    latency. A frame added after the first release: older clients ignore it (unknown types are skipped)."""
+
+    engine: str
+    first_audio_ms: float | None = None
+    rtf: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "type": "session_start",
+            "engine": self.engine,
+            "first_audio_ms": None if self.first_audio_ms is None else round(self.first_audio_ms, 1),
+            "rtf": None if self.rtf is None else round(self.rtf, 4),
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class SynthesisStarted(_JsonMessage):
     """The audio frames that follow belong to ``request_id`` (until its ``synthesis_complete``)."""
 
@@ -468,7 +491,7 @@ class AudioData:
         }
 
 
-ControlFrame = SynthesisStarted | SynthesisCompleted | ServerError | Cancelled
+ControlFrame = SessionStarted | SynthesisStarted | SynthesisCompleted | ServerError | Cancelled
 ServerMessage = ControlFrame | AudioData
 
 
@@ -556,6 +579,13 @@ def parse_control(obj: Mapping[str, Any]) -> ControlFrame | None:
         )
     if kind == "cancelled":
         return Cancelled(_int(obj.get("dropped"), 0))
+    if kind == "session_start":
+        engine, first, rtf = obj.get("engine"), obj.get("first_audio_ms"), obj.get("rtf")
+        return SessionStarted(
+            engine if isinstance(engine, str) else "",
+            _float(first) if first else None,
+            _float(rtf) if rtf else None,
+        )
     return None
 
 

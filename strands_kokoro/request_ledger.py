@@ -1,45 +1,55 @@
-"""The requests of one spoken turn: what each still owes, the order their events go out in, and the
-reconnect rule for their audio.
+"""The requests of one spoken turn, each one's whole life in one place: what it asks, when it was sent
+and on which connection, what the server refused, what audio came back and what the listener had.
+
+The pacer reads its view of the requests in flight from here (``pending``: predicted audio, audio
+received, when sent); the turn's session half records every send here (:meth:`RequestLedger.sent`) and
+every outcome; nothing else keeps a list of requests.
 
 Reconnect rule (nothing said twice, nothing skipped): a request whose ``synthesis_complete`` arrived is
 never re-sent. A request that was cut mid-audio is re-sent whole, and the first ``emitted_bytes`` of its
-new audio are dropped: Kokoro's durations are deterministic, so the re-synthesized audio has the same
-length and the listener hears it continue where it broke off (at worst a click at the seam).
-
-Order: a request's events go out once every earlier request is done, and wait with it until then
-(after an ``overloaded`` re-send the server answers out of order).
+new audio are dropped: the server renders a request deterministically (same text and context, same
+windows), so the re-synthesized audio is the same and the listener hears it continue where it broke off
+(at worst a click at the seam).
 """
 
 from __future__ import annotations
 
-from collections import deque
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from strands_kokoro.events import Event
-from strands_kokoro.protocol import DEFAULT_SAMPLE_RATE
+from strands_kokoro.protocol import DEFAULT_SAMPLE_RATE, SynthesizeRequest, audio_ms
 
 __all__ = ["RequestLedger", "TurnRequest"]
 
 
 @dataclass(eq=False, slots=True)
 class TurnRequest:
-    """One request of the turn (a pacer piece in bidi, a part of the whole answer in batch)."""
+    """One request of the turn: a pacer piece or a part of the whole answer (``answer``), or a filler."""
 
     index: int
-    text: str
-    request_id: str
+    wire: SynthesizeRequest  # what is sent, and sent again after a reconnect
+    answer: bool = True  # the answer's own text (the engine is measured on it), not a tool filler
+    predicted_audio_ms: float = 0.0
     predicted_buffer_ms: float | None = None
-    piece_id: int | None = None  # the pacer's piece this request carries (None: not the pacer's)
-    buffer_ms: float | None = None  # audio the listener had left when this request's audio began
-    sent_on: int = -1  # connection generation it was last sent on
-    emitted_bytes: int = 0  # audio already handed to the consumer (kept across reconnects)
+    sent_on: int = -1  # connection generation it was last sent on (-1: waiting to be sent)
+    sent_at: float | None = None  # when it last went on the wire (ms of the turn)
     received_bytes: int = 0  # audio received in the current attempt
+    emitted_bytes: int = 0  # audio handed to the listener (kept across reconnects)
     sample_rate: int = DEFAULT_SAMPLE_RATE
-    first_audio_ms: float | None = None
     refusals: int = 0  # ``overloaded`` answers so far (the request is re-sent)
-    done: bool = False  # completed, failed or dropped: owes no more events
-    held: list[Event] = field(default_factory=list)  # its events, while an earlier request owes audio
+    first_audio_ms: float | None = None  # when its first audio reached the listener (ms of the turn)
+    buffer_ms: float | None = None  # audio the listener had left when that happened
+
+    @property
+    def request_id(self) -> str:
+        return str(self.wire.request_id)
+
+    @property
+    def text(self) -> str:
+        return self.wire.text
+
+    @property
+    def received_ms(self) -> float:
+        return audio_ms(self.received_bytes, self.sample_rate)
 
     def fresh_audio(self, pcm: bytes) -> bytes:
         """What of this frame the listener has not had yet: empty while a re-sent request is still
@@ -52,23 +62,37 @@ class TurnRequest:
 
 
 class RequestLedger:
-    """The turn's requests: ``pending`` (sent, or to be sent on connect, and not yet complete, in the
-    order sent) and every request whose events are not all out yet, in order."""
+    """The turn's requests the server still owes something (``pending``, in the order sent)."""
 
-    def __init__(self, play: Callable[[Event], None]) -> None:
+    def __init__(self) -> None:
         self.pending: list[TurnRequest] = []
         self._by_id: dict[str, TurnRequest] = {}
-        self._order: deque[TurnRequest] = deque()
-        self._play = play
+        self.count = 0  # requests the turn has made
 
     def add(self, request: TurnRequest) -> None:
         self.pending.append(request)
         self._by_id[request.request_id] = request
-        self._order.append(request)
+        self.count += 1
 
     def get(self, request_id: str | None) -> TurnRequest | None:
-        """A pending request by id (None: not one of ours, or it owes no more audio)."""
+        """A pending request by id (None: not one of ours, or it owes nothing more)."""
         return self._by_id.get(request_id) if request_id is not None else None
+
+    def sent(self, request: TurnRequest, generation: int, now: float) -> None:
+        """The request went on the wire of connection ``generation``; its audio starts over."""
+        request.sent_on, request.sent_at, request.received_bytes = generation, now, 0
+
+    def unsent(self, generation: int) -> list[TurnRequest]:
+        """Pending requests not (yet, or no longer) on connection ``generation``'s wire, in order."""
+        return [request for request in self.pending if request.sent_on != generation]
+
+    def in_flight(self) -> list[TurnRequest]:
+        """The answer's pending requests (what the pacer schedules around; fillers are not its own)."""
+        return [request for request in self.pending if request.answer]
+
+    def earlier_pending(self, index: int) -> bool:
+        """Does any request made before request ``index`` still owe audio?"""
+        return any(request.index < index for request in self.pending)
 
     def settle(self, request_id: str | None) -> TurnRequest | None:
         """The request owes no more audio (it completed or failed): it is no longer pending."""
@@ -77,26 +101,8 @@ class RequestLedger:
             self.pending.remove(request)
         return request
 
-    def deliver(self, request: TurnRequest, event: Event) -> None:
-        """A request's event goes out now if every earlier request is done, else waits in order."""
-        if self._order and self._order[0] is request:
-            self._play(event)
-        else:
-            request.held.append(event)
-
-    def retire(self, request: TurnRequest) -> None:
-        """The request owes nothing more: release what later requests were holding, in order."""
-        request.done = True
-        while self._order and self._order[0].done:
-            self._order.popleft()
-            if self._order:
-                head = self._order[0]
-                for event in head.held:
-                    self._play(event)
-                head.held.clear()
-
-    def clear(self) -> None:
-        """Forget every request (speech is over for the turn, or it was interrupted)."""
-        self.pending.clear()
+    def clear(self) -> list[TurnRequest]:
+        """Forget every pending request (speech is over for the turn, or it was interrupted)."""
+        dropped, self.pending = self.pending, []
         self._by_id.clear()
-        self._order.clear()
+        return dropped

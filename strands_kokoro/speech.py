@@ -39,7 +39,8 @@ from strands_kokoro.pacer import PACING_POLICIES, PacingPolicy
 from strands_kokoro.protocol import DEFAULT_LANG, DEFAULT_SAMPLE_RATE, DEFAULT_VOICE
 from strands_kokoro.sessions import open_session
 from strands_kokoro.sessions.base import SpeechSession
-from strands_kokoro.speech_turn import SessionFactory, SpeechMode, SpeechOptions, SpeechTurn
+from strands_kokoro.speech_options import SessionFactory, SpeechMode, SpeechOptions
+from strands_kokoro.speech_turn import SpeechTurn
 
 # The turn the current task belongs to. Set in the turn's own task, so the agent task (a child) sees it
 # and two turns on two agents sharing one KokoroSpeech never mix their text.

@@ -9,10 +9,12 @@ Until then ``/ping`` answers 503 and the other routes answer ``not_ready``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -22,12 +24,14 @@ from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
 from strands_kokoro.protocol import (
+    DEFAULT_SAMPLE_RATE,
     INVOCATIONS_PATH,
     PING_PATH,
     WS_PATH,
     ErrorCode,
     ServerError,
     SynthesizeRequest,
+    audio_ms,
 )
 from tts_container.engines.base import Engine
 from tts_container.inference import InferencePool
@@ -39,6 +43,15 @@ from tts_container.synthesis import Synthesizer
 logger = logging.getLogger(__name__)
 
 WARMUP_TEXT = "Hello there. The model is warm."
+PROBE_SHORT = "Ready to speak."
+PROBE_LONG = (
+    "This sentence is long enough to tell whether the engine starts speaking before it has synthesized "
+    "all of it, which it must do to start a long sentence about as soon as a short one."
+)
+WARMUP_TEXTS = (WARMUP_TEXT, PROBE_SHORT, PROBE_LONG)  # everything a server synthesizes before /ping is 200
+# A long sentence starting within this of a short one counts as "about as soon".
+STREAMING_RATIO = 2.0
+STREAMING_SLACK_MS = 200.0
 # WebSocket code 1013: "try again later".
 TRY_AGAIN_LATER = 1013
 
@@ -130,11 +143,38 @@ async def _load_and_warm(state: ServerState, load_engine: Callable[[], Engine]) 
         engine = await state.pool.run(load_engine)
         synthesizer = Synthesizer(engine, state.pool)
         n_bytes = 0
+        started = time.perf_counter()
         async for frame in synthesizer.pcm_frames(SynthesizeRequest(WARMUP_TEXT)):
             n_bytes += len(frame)
+        elapsed_ms = (time.perf_counter() - started) * 1000
+        warm_ms = audio_ms(n_bytes, DEFAULT_SAMPLE_RATE)
+        first_audio_ms = await _sentence_first_audio_ms(synthesizer)
     except Exception:
         logger.exception("loading the engine failed; /ping stays 503")
         state.load_failed = True
         return
-    logger.info("engine %s loaded and warm (%d bytes of warm-up audio)", engine.name, n_bytes)
-    state.synthesizer = synthesizer
+    logger.info(
+        "engine %s loaded and warm (%d bytes of warm-up audio; a sentence's first audio: %s)",
+        engine.name,
+        n_bytes,
+        "grows with its length" if first_audio_ms is None else f"{first_audio_ms:.0f} ms",
+    )
+    rtf = elapsed_ms / warm_ms if warm_ms > 0 else None
+    state.synthesizer = replace(synthesizer, first_audio_ms=first_audio_ms, rtf=rtf)
+
+
+async def _sentence_first_audio_ms(synthesizer: Synthesizer) -> float | None:
+    """How soon a sentence's first audio comes, if that does not depend on its length (None if it does).
+
+    Measured on a short and a long sentence (only the long one's first frame is synthesized): an engine
+    that renders in windows, or one fast enough that it does not matter, starts both about as soon. A
+    client told so speaks whole sentences instead of cutting them (``session_start``).
+    """
+    firsts = []
+    for text in (PROBE_SHORT, PROBE_LONG):
+        started = time.perf_counter()
+        async with contextlib.aclosing(synthesizer.pcm_frames(SynthesizeRequest(text))) as frames:
+            await anext(frames, b"")
+        firsts.append((time.perf_counter() - started) * 1000)
+    short, long = firsts
+    return long if long <= STREAMING_RATIO * short + STREAMING_SLACK_MS else None

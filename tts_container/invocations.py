@@ -72,7 +72,7 @@ async def invocations(request: Request, synthesizer: Synthesizer | None) -> Resp
     try:
         invocation = parse_invocation(body)
     except ProtocolError as exc:
-        return error_response(exc.code, exc.message, exc.request_id)
+        return error_response(exc.error_code, exc.message, exc.request_id)
     synth = invocation.request
     refusal = synthesizer.refusal(synth)
     if refusal is not None:

@@ -50,6 +50,7 @@ from strands_kokoro.protocol import (
     ErrorCode,
     ProtocolError,
     ServerError,
+    SessionStarted,
     SynthesisCompleted,
     SynthesisStarted,
     SynthesizeRequest,
@@ -164,6 +165,8 @@ class Session:
         self._counters.active += 1
         self._counters.opened += 1
         try:
+            started = SessionStarted(self._synth.engine.name, self._synth.first_audio_ms, self._synth.rtf)
+            await self._send(started.to_wire())
             async with asyncio.TaskGroup() as tasks:
                 tasks.create_task(self._synthesize_loop())
                 tasks.create_task(self._send_loop())

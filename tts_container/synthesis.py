@@ -20,10 +20,13 @@ from tts_container.inference import InferencePool
 
 @dataclass(frozen=True, slots=True)
 class Synthesizer:
-    """The shared engine and the pool every engine call goes through."""
+    """The shared engine and the pool every engine call goes through, and what sessions advertise in
+    ``session_start`` (measured at warm-up): a sentence's first-audio latency, the real-time factor."""
 
     engine: Engine
     pool: InferencePool
+    first_audio_ms: float | None = None
+    rtf: float | None = None
 
     def refusal(self, request: SynthesizeRequest) -> ServerError | None:
         """Why this engine cannot speak ``request`` at all (checked before any audio), or None."""

@@ -17,6 +17,7 @@ import importlib
 from typing import Any
 from urllib.parse import parse_qsl
 
+from strands_kokoro.errors import CodedError
 from strands_kokoro.protocol import (
     AudioData,
     Cancelled,
@@ -47,13 +48,8 @@ _SAGEMAKER_MODULES = {
 }
 
 
-class EndpointError(ValueError):
-    """An endpoint string no session understands; ``code`` is stable for callers to switch on."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
+class EndpointError(CodedError, ValueError):
+    """An endpoint string no session understands (not retryable: the same string fails again)."""
 
 
 def parse_sagemaker_endpoint(endpoint: str) -> tuple[str, dict[str, str]]:

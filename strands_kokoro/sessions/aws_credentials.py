@@ -34,10 +34,12 @@ class SageMakerError(SessionClosedError):
     frame joined from PARTIAL parts grew past the session's bound), ``connection_failed``.
     """
 
+    # Reopening cannot fix these: the same configuration fails the same way.
+    NOT_RETRYABLE = frozenset({"no_credentials", "no_region", "unknown_region", "not_open"})
+
     def __init__(self, code: str, message: str, *, aws_code: str | None = None) -> None:
-        super().__init__(f"{code}: {message}")
-        self.code = code
-        self.message = message
+        super().__init__(message, code=code)
+        self.retryable = code not in self.NOT_RETRYABLE
         self.aws_code = aws_code
 
 

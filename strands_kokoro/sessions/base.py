@@ -17,12 +17,14 @@ from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Protocol, Self
 
+from strands_kokoro.errors import CodedError
 from strands_kokoro.protocol import (
     SAMPLE_WIDTH_BYTES,
     AudioData,
     Cancelled,
     ControlFrame,
     ServerError,
+    SessionStarted,
     SynthesisCompleted,
     SynthesisStarted,
     SynthesizeRequest,
@@ -30,11 +32,20 @@ from strands_kokoro.protocol import (
     parse_control,
 )
 
-SessionEvent = SynthesisStarted | AudioData | SynthesisCompleted | ServerError | Cancelled
+SessionEvent = SessionStarted | SynthesisStarted | AudioData | SynthesisCompleted | ServerError | Cancelled
 
 
-class SessionClosedError(ConnectionError):
-    """The transport dropped (or could not be opened); the caller may reopen and re-send."""
+class SessionClosedError(CodedError, ConnectionError):
+    """The transport dropped (or could not be opened); the caller may reopen and re-send.
+
+    ``code`` says why (``connection_lost`` unless a transport knows better) and ``retryable`` whether
+    reopening can help (a transport whose credentials are missing says it cannot).
+    """
+
+    retryable = True
+
+    def __init__(self, message: str = "the connection dropped", *, code: str = "connection_lost") -> None:
+        super().__init__(code, message)
 
 
 class SpeechSession(Protocol):

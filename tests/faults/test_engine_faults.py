@@ -14,17 +14,20 @@ from strands_kokoro.protocol import WS_PATH
 from tests.faults.id_engine import IdEngine, expected_pcm, sentences
 from tests.model_server_process import running_app
 from tests.tts_container.server_harness import dumps, read_response
-from tts_container.app import create_app
+from tts_container.app import WARMUP_TEXTS, create_app
 
 pytestmark = pytest.mark.anyio
 
 THREE = "First part here. Second part here. Third part here."
 
 
+WARMUP_SEGMENTS = sum(len(sentences(text)) for text in WARMUP_TEXTS)
+
+
 def failing_on(segment: int) -> IdEngine:
-    """Fail on the request's ``segment``-th sentence: the warm-up ("Hello there. The model is warm.")
-    already took the engine's first two segments."""
-    return IdEngine(fail_on_segment=segment + 2)
+    """Fail on the request's ``segment``-th sentence: the server's warm-up already took the engine's
+    first segments (one per sentence of its warm-up texts)."""
+    return IdEngine(fail_on_segment=segment + WARMUP_SEGMENTS)
 
 
 async def test_ws_engine_failure_mid_request_is_coded_and_the_next_request_succeeds() -> None:

@@ -23,14 +23,14 @@ import time
 from pathlib import Path
 
 import pytest
-from websockets.asyncio.client import ClientConnection, connect
+from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed
 
 from strands_kokoro.protocol import WS_PATH
 from tests.faults.id_engine import IdEngine, expected_pcm
 from tests.faults.wire import read_transcript
 from tests.model_server_process import RunningServer, running_app
-from tests.tts_container.server_harness import dumps, stats, wait_for_stats
+from tests.tts_container.server_harness import dumps, open_ws, stats, wait_for_stats
 from tts_container.app import create_app
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -124,7 +124,7 @@ class RssPeak:
 async def keep_speaking(url: str, until: float) -> int:
     """A well-behaved session during the flood: one short request after another, each must complete."""
     completed = 0
-    async with connect(url) as ws:
+    async with open_ws(url) as ws:
         while time.monotonic() < until or completed == 0:
             await ws.send(dumps(text="Still here.", request_id=f"ok-{completed}"))
             transcript = await read_transcript(ws, ends=1)
@@ -139,14 +139,14 @@ async def test_a_non_reading_flood_is_closed_with_a_code_and_memory_stays_flat(
 ) -> None:
     url = model_server.ws_url + WS_PATH
     address = f"127.0.0.1:{model_server.port}"
-    async with connect(url) as warm:  # the engine's buffers for this text exist before the baseline
+    async with open_ws(url) as warm:  # the engine's buffers for this text exist before the baseline
         await warm.send(dumps(text="Still here.", request_id="warm"))
         await read_transcript(warm, ends=1)
     floods_before = await error_floods(address)
     sock = small_receive_buffer_socket(model_server.port)
     async with (
         RssPeak(model_server.process.pid) as rss,
-        connect(url, sock=sock, max_queue=1, write_limit=2**16, close_timeout=1) as flooder,
+        open_ws(url, sock=sock, max_queue=1, write_limit=2**16, close_timeout=1) as flooder,
     ):
         assert flooder.response is not None
         assert "Sec-WebSocket-Extensions" not in flooder.response.headers  # no permessage-deflate
@@ -177,7 +177,7 @@ async def test_inflating_frames_cannot_make_the_server_hold_memory(model_server:
     url = model_server.ws_url + WS_PATH
     async with (
         RssPeak(model_server.process.pid) as rss,
-        connect(url, compression="deflate", max_queue=1, close_timeout=1) as flooder,
+        open_ws(url, compression="deflate", max_queue=1, close_timeout=1) as flooder,
     ):
         assert flooder.response is not None and "Sec-WebSocket-Extensions" not in flooder.response.headers
         assert await flood(flooder, time.monotonic() + FLOOD_S / 2, [BIG]) > 100
@@ -189,7 +189,7 @@ async def test_a_reading_client_that_sends_a_burst_of_bad_messages_gets_every_er
     one read, so the reader queues errors faster than the sender gets a turn; the client reads all along."""
     engine = IdEngine()
     n = 300
-    async with running_app(create_app(lambda: engine)) as address, connect(f"ws://{address}{WS_PATH}") as ws:
+    async with running_app(create_app(lambda: engine)) as address, open_ws(f"ws://{address}{WS_PATH}") as ws:
 
         async def read_errors() -> list[dict[str, object]]:
             return [json.loads(await ws.recv()) for _ in range(n)]

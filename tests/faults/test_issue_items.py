@@ -12,13 +12,12 @@ import json
 
 import httpx
 import pytest
-from websockets.asyncio.client import connect
 
 from strands_kokoro.protocol import MAX_QUEUED_REQUESTS, WS_PATH, Cancel, control_object
 from tests.faults.id_engine import IdEngine, expected_pcm
 from tests.faults.wire import read_transcript
 from tests.model_server_process import RunningServer, running_app
-from tests.tts_container.server_harness import dumps
+from tests.tts_container.server_harness import dumps, open_ws
 from tts_container.app import create_app
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -37,7 +36,7 @@ async def test_item1_errors_do_not_echo_a_60000_char_request_id_or_a_list(
     model_server: RunningServer,
 ) -> None:
     """Each error frame stays small whatever the client sent (the issue saw 60 KB echoed per message)."""
-    async with connect(ws_url(model_server)) as ws:
+    async with open_ws(ws_url(model_server)) as ws:
         await ws.send(dumps(type="synthesize", text="hi", request_id="x" * 60_000))
         await ws.send(dumps(type="synthesize", text="hi", sample_rate=[1] * 20_000))
         await ws.send(dumps(type="synthesize", text="hi", voice="v" * 60_000))
@@ -54,7 +53,7 @@ async def test_item1_errors_do_not_echo_a_60000_char_request_id_or_a_list(
 async def test_item2_a_4301_digit_integer_over_ws_is_bad_json_and_nothing_queued_is_lost(
     model_server: RunningServer,
 ) -> None:
-    async with connect(ws_url(model_server)) as ws:
+    async with open_ws(ws_url(model_server)) as ws:
         await ws.send(dumps(text="Before it.", request_id="before"))
         await ws.send('{"type": "synthesize", "text": "hi", "speed": ' + BIG_INT + "}")
         await ws.send(dumps(text="After it.", request_id="after"))
@@ -87,7 +86,7 @@ def test_item2_the_clients_frame_parser_survives_a_4301_digit_integer() -> None:
 async def test_item3_unsupported_lang_over_ws_is_refused_before_any_audio(
     model_server: RunningServer,
 ) -> None:
-    async with connect(ws_url(model_server)) as ws:
+    async with open_ws(ws_url(model_server)) as ws:
         await ws.send(dumps(text="Guten Tag.", request_id="de", lang="de"))
         await ws.send(dumps(text="Konnichiwa.", request_id="ja", lang="ja"))
         await ws.send(dumps(text="Fine.", request_id="en"))
@@ -122,7 +121,7 @@ async def test_item4_a_400_digit_number_is_spoken_digit_by_digit(model_server: R
     of digits: a number said as words would be far shorter) and then barges in.
     """
     digits = "4" * 400
-    async with connect(ws_url(model_server)) as ws:
+    async with open_ws(ws_url(model_server)) as ws:
         await ws.send(dumps(text=digits, request_id="digits", speed=2.0))
         start = json.loads(await ws.recv())
         assert start["type"] == "synthesis_start", start
@@ -142,7 +141,7 @@ async def test_item4_a_400_digit_number_is_spoken_digit_by_digit(model_server: R
 
 
 async def test_item8_unknown_type_keeps_the_request_id(model_server: RunningServer) -> None:
-    async with connect(ws_url(model_server)) as ws:
+    async with open_ws(ws_url(model_server)) as ws:
         await ws.send(dumps(type="synthesise", text="Hi.", request_id="typo-1"))
         error = json.loads(await ws.recv())
     assert (error["code"], error["request_id"]) == ("unknown_type", "typo-1")
@@ -151,7 +150,7 @@ async def test_item8_unknown_type_keeps_the_request_id(model_server: RunningServ
 async def test_item8_refusals_of_later_requests_never_overtake_earlier_audio() -> None:
     """unknown_voice / unsupported_lang / overloaded answers come in request order (DESIGN §3)."""
     engine = IdEngine(delay_s=0.02)
-    async with running_app(create_app(lambda: engine)) as address, connect(f"ws://{address}{WS_PATH}") as ws:
+    async with running_app(create_app(lambda: engine)) as address, open_ws(f"ws://{address}{WS_PATH}") as ws:
         await ws.send(dumps(text="One. Two. Three.", request_id="a"))
         await ws.send(dumps(text="Hi.", request_id="b", voice="zz_nobody"))
         await ws.send(dumps(text="Hi.", request_id="c", lang="de"))
@@ -167,7 +166,7 @@ async def test_item8_overloaded_answers_wait_for_the_audio_before_them() -> None
     engine = IdEngine(delay_s=0.01)
     n = MAX_QUEUED_REQUESTS + 8
     ids = [f"r{i:02d}" for i in range(n)]
-    async with running_app(create_app(lambda: engine)) as address, connect(f"ws://{address}{WS_PATH}") as ws:
+    async with running_app(create_app(lambda: engine)) as address, open_ws(f"ws://{address}{WS_PATH}") as ws:
         for request_id in ids:
             await ws.send(dumps(text=f"Sentence {request_id}.", request_id=request_id))
         transcript = await read_transcript(ws, ends=n)
@@ -193,7 +192,7 @@ LONE_SURROGATE = "\\ud800"  # valid JSON (an escape), but no UTF-8 encoding exis
     ids=["synthesize", "unknown_type"],
 )
 async def test_a_request_id_with_a_lone_surrogate_does_not_kill_the_session(message: str) -> None:
-    async with running_app(create_app(IdEngine)) as address, connect(f"ws://{address}{WS_PATH}") as ws:
+    async with running_app(create_app(IdEngine)) as address, open_ws(f"ws://{address}{WS_PATH}") as ws:
         await ws.send(message)
         await ws.send(dumps(text="After it.", request_id="after"))
         transcript = await read_transcript(ws, ends=2, timeout_s=10)

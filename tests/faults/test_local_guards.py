@@ -27,7 +27,7 @@ from strands_kokoro.protocol import WS_PATH
 from tests.faults.id_engine import IdEngine, expected_pcm
 from tests.model_server_process import RunningServer, running_app
 from tests.scripted_model import ScriptedModel
-from tests.tts_container.server_harness import dumps
+from tests.tts_container.server_harness import dumps, open_ws
 from tts_container import __main__ as model_server_main
 from tts_container.app import create_app
 from tts_container.local_guard import LocalRequestGuard
@@ -59,7 +59,7 @@ async def test_model_server_ws_refuses_every_origin_unless_allowed() -> None:
             assert (status, error["code"]) == (403, "origin_not_allowed"), origin
         allowed: tuple[str | None, ...] = ("https://studio.example", None)  # None: SageMaker, Python clients
         for allowed_origin in allowed:
-            async with connect(url, origin=allowed_origin) as ws:  # type: ignore[arg-type]
+            async with open_ws(url, origin=allowed_origin) as ws:  # type: ignore[arg-type]
                 await ws.send(dumps(text="Hi.", request_id="ok"))
                 frames = [await ws.recv() for _ in range(3)]
             assert frames[1] == expected_pcm("Hi.") and '"synthesis_complete"' in str(frames[2])
@@ -78,7 +78,7 @@ async def test_allow_origin_on_the_command_line_reaches_the_server(monkeypatch: 
     model_server_main.main(["--allow-origin", "https://a.example", "--allow-origin", "https://b.example/"])
     async with running_app(served["app"]) as address:
         url = f"ws://{address}{WS_PATH}"
-        async with connect(url, origin="https://b.example") as ws:  # type: ignore[arg-type]
+        async with open_ws(url, origin="https://b.example") as ws:  # type: ignore[arg-type]
             await ws.send(dumps(text="Hi."))
             assert '"synthesis_start"' in str(await ws.recv())
         assert (await ws_refusal(url, "https://c.example"))[0] == 403

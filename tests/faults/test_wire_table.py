@@ -23,14 +23,14 @@ from dataclasses import dataclass
 
 import httpx
 import pytest
-from websockets.asyncio.client import ClientConnection, connect
+from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed
 
 from strands_kokoro.protocol import MAX_MESSAGE_BYTES, MAX_TEXT_CHARS, WS_PATH
 from tests.faults.id_engine import IdEngine, expected_pcm
 from tests.faults.wire import read_transcript
 from tests.model_server_process import RunningServer, running_app
-from tests.tts_container.server_harness import dumps
+from tests.tts_container.server_harness import dumps, open_ws
 from tts_container.app import create_app
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -140,7 +140,7 @@ async def test_bad_ws_message_then_a_valid_request_on_the_same_session(
 ) -> None:
     async with server(row.real, request) as address:
         url = f"ws://{address}{WS_PATH}"
-        async with connect(url, max_size=None) as ws:
+        async with open_ws(url, max_size=None) as ws:
             await ws.send(row.payload)
             if row.outcome != TOO_BIG_FOR_THE_SOCKET:
                 answer = await next_answer(ws)
@@ -155,7 +155,7 @@ async def test_bad_ws_message_then_a_valid_request_on_the_same_session(
             with pytest.raises(ConnectionClosed):
                 await ws.recv()
             assert ws.close_code == 1009  # the WebSocket layer's own coded refusal
-        async with connect(url) as ws:  # the server itself goes on
+        async with open_ws(url) as ws:  # the server itself goes on
             await valid_request_succeeds(ws, row.real)
 
 

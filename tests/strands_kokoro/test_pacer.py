@@ -1,10 +1,13 @@
 """The speech pacer's decisions, over a simulated clock (no sleeps, no sockets, deterministic).
 
 :func:`simulate` plays one turn: an LLM writes text at a set rate (token by token, through the real
-``IncrementalSentenceChunker``), the pacer decides the requests, a simulated engine synthesizes them
-one after another at a set real-time factor, and an independent real-time player (not the pacer's own
-bookkeeping) measures the stall a listener would hear. The real server and engine are exercised by
-``test_speech_pacing.py`` and by ``benchmarks/e2e_latency.py``.
+``IncrementalSentenceChunker``), the pacer decides the requests, a simulated server synthesizes them one
+after another at a set real-time factor, and an independent real-time player (not the pacer's own
+bookkeeping) measures the stall a listener would hear. The simulated server either streams (a
+request's first window of audio comes ``first_audio_ms`` after it starts, the rest when it is done: the
+model server's behaviour) or sends a request's audio only once all of it is synthesized (an older
+server). The real server and engine are exercised by ``test_speech_pacing.py`` and by
+``benchmarks/e2e_latency.py``.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from hypothesis import strategies as st
 
 from strands_kokoro.chunker import IncrementalSentenceChunker
 from strands_kokoro.engine_speed import PRIOR_MS_PER_CHAR, REQUEST_OVERHEAD_MS, EngineSpeed
-from strands_kokoro.pacer import MAX_IN_FLIGHT_URGENT, MIN_WORDS, Piece, SpeechPacer
+from strands_kokoro.pacer import FIRST_SENTENCE_WAIT_MS, MAX_IN_FLIGHT_URGENT, Piece, SpeechPacer
 
 # Answers like the benchmark's prompts get from a small LLM (3-5 sentences, clauses of varied length).
 ANSWERS = (
@@ -52,6 +55,33 @@ def llm_tokens(text: str) -> list[str]:
 
 def words(text: str) -> list[str]:
     return text.split()
+
+
+FIRST_WINDOW_MS = 400.0  # the streaming server's first window of audio
+WINDOW_GROWTH = 1.5  # each next window this much larger (tts_container.engines.windows)
+
+
+def windows(audio_ms: float) -> list[float]:
+    """The audio of each window a streaming server renders a request in."""
+    sizes: list[float] = []
+    size = FIRST_WINDOW_MS
+    while sum(sizes) < audio_ms:
+        sizes.append(min(size, audio_ms - sum(sizes)))
+        size *= WINDOW_GROWTH
+    return sizes
+
+
+@dataclass
+class SimRequest:
+    """A request in flight, as the turn's ledger keeps it (what the pacer reads)."""
+
+    piece: Piece
+    sent_at: float
+    received_ms: float = 0.0
+
+    @property
+    def predicted_audio_ms(self) -> float:
+        return self.piece.predicted_audio_ms
 
 
 @dataclass
@@ -89,12 +119,17 @@ def simulate(
     first_token_ms: float = 200.0,
     overhead_ms: float = 30.0,
     policy: str = "latency",
+    streaming: bool = True,
+    first_audio_ms: float = 300.0,
 ) -> SimTurn:
     """One turn on a simulated clock; the engine's audio per character and speed are exact."""
     pacer = SpeechPacer(policy=policy)  # type: ignore[arg-type]
+    if streaming:
+        pacer.speed.advertised(first_audio_ms, rtf)  # what the model server says in session_start
     chunker = IncrementalSentenceChunker(max_chars=350)
     turn = SimTurn()
     queue: list[tuple[float, int, str, object]] = []
+    in_flight: list[SimRequest] = []
     order = 0
 
     def at(when: float, kind: str, payload: object = None) -> None:
@@ -113,13 +148,31 @@ def simulate(
 
     def send_ready(now: float) -> None:
         nonlocal server_free
-        while (piece := pacer.next_piece(now)) is not None:
-            pacer.sent(piece.id, now)
+        while (piece := pacer.next_piece(now, in_flight)) is not None:
+            request = SimRequest(piece, now)
+            in_flight.append(request)
             turn.pieces.append(piece)
             turn.sent_at.append(now)
             audio = ms_per_char * len(piece.text)
-            server_free = max(now, server_free) + overhead_ms + rtf * audio
-            at(server_free, "done", (piece.id, audio))
+            start = max(now, server_free)
+            if streaming:  # each window as soon as it is rendered, the first after the prosody
+                ready = start + first_audio_ms - rtf * FIRST_WINDOW_MS
+                for size in windows(audio):
+                    ready += rtf * size
+                    at(ready, "audio", (request, size))
+                server_free = max(ready, start + first_audio_ms)
+                first_at = start + first_audio_ms
+            else:
+                server_free = first_at = start + overhead_ms + rtf * audio
+                at(server_free, "audio", (request, audio))
+            at(server_free, "done", (request, audio, first_at - start))
+
+    def hear(audio: float, now: float) -> None:
+        if playing:
+            pacer.audio(audio, now)
+            turn.arrivals.append((now, audio))
+        else:
+            held.append(audio)
 
     while queue:
         now, _, kind, payload = heapq.heappop(queue)
@@ -128,30 +181,79 @@ def simulate(
             turn.token_times.append(now)
             sentences = chunker.feed(payload)
             turn.sentences += sentences
-            pacer.write(payload, sentences, chunker.settled)
+            pacer.write(sentences, chunker.pending(), now)
         elif kind == "end":
             sentences = chunker.flush()
             turn.sentences += sentences
-            pacer.write("", sentences, None)
-            pacer.end_segment()
+            pacer.write(sentences, chunker.pending(), now)
+        elif kind == "audio":
+            request, audio = payload  # type: ignore[misc]
+            request.received_ms += audio
+            hear(audio, now)
         else:
-            piece_id, audio = payload  # type: ignore[misc]
-            pacer.audio(piece_id, audio, now, playing=playing)
-            pacer.completed(piece_id, audio, now)
-            if playing:
-                turn.arrivals.append((now, audio))
-            else:
-                held.append(audio)
+            request, audio, first = payload  # type: ignore[misc]
+            in_flight.remove(request)
+            chars = len(request.piece.text)
+            pacer.completed(
+                chars=chars, audio_ms=audio, first_audio_ms=first, sent_at=request.sent_at, now=now
+            )
         send_ready(now)
-        if not playing and held and (not queue or pacer.may_start_playback(sum(held), now)):
+        if not playing and held and (not queue or pacer.may_start_playback(sum(held), now, in_flight)):
             playing = True
             pacer.start_playback(sum(held), now)
             turn.arrivals += [(now, audio) for audio in held]
-    assert not pacer.unsent and pacer.in_flight == 0
+    assert not pacer.unsent and not in_flight
     return turn
 
 
-def test_the_first_piece_is_a_short_natural_phrase() -> None:
+def feed_all(pacer: SpeechPacer, text: str) -> None:
+    chunker = IncrementalSentenceChunker()
+    pacer.write([*chunker.feed(text), *chunker.flush()], chunker.pending(), 0.0)
+
+
+# ------------------------------------------------------------------------- a streaming server
+
+
+@pytest.mark.parametrize("rtf", [0.02, 0.3, 0.5])
+def test_a_streaming_server_gets_whole_sentences_from_the_first_one(rtf: float) -> None:
+    for text in ANSWERS:
+        turn = simulate(text, rtf=rtf)
+        assert [p.text for p in turn.pieces] == turn.sentences, text[:30]
+        assert all(p.whole_sentence and p.previous_text is None and p.next_text is None for p in turn.pieces)
+        assert turn.stall_ms() == pytest.approx(0.0, abs=1e-6), (rtf, text[:30])
+
+
+def test_the_first_sentence_is_waited_for_only_as_long_as_a_listener_would_not_notice() -> None:
+    """A slow LLM (60 characters a second): the first sentence takes ~1.5 s to write. Past the wait the
+    pacer cuts it at a clause, with the words already written after the cut as context."""
+    text = "When a cat feels safe and warm, it purrs quietly to itself for a long time. It helps."
+    turn = simulate(text, rtf=0.3, chars_per_s=60.0)
+    first = turn.pieces[0]
+    assert first.text == "When a cat feels safe and warm,"
+    assert turn.sent_at[0] - turn.token_times[0] >= FIRST_SENTENCE_WAIT_MS
+    assert first.next_text and text.startswith(f"{first.text} {first.next_text}")
+    second = turn.pieces[1]
+    assert second.previous_text == first.text and second.text.endswith("time.")
+    assert words(turn.spoken()) == words(text)
+    fast = simulate(text, rtf=0.3)  # the same text written at 350 characters a second: no cut
+    assert fast.pieces[0].text == turn.sentences[0]
+
+
+def test_a_sentence_is_cut_after_the_first_only_when_the_listener_would_wait() -> None:
+    """An LLM barely faster than speech, then a stall in its writing: only what the buffer forces."""
+    for text in ANSWERS:
+        turn = simulate(text, rtf=0.3, chars_per_s=30.0)
+        assert turn.stall_ms() <= 1.0, text[:30]
+        assert words(turn.spoken()) == words(text)
+        for piece in turn.pieces:
+            if not piece.whole_sentence:
+                assert piece.next_text or piece.previous_text  # every cut carries its context
+
+
+# ------------------------------------------------------------------- an older, non-streaming server
+
+
+def test_the_first_piece_from_a_non_streaming_server_is_a_short_natural_phrase() -> None:
     cases = {
         # the first clause, when it ends within 3-5 words
         "Cats purr for many reasons, and scientists still study why.": "Cats purr for many reasons,",
@@ -161,37 +263,36 @@ def test_the_first_piece_is_a_short_natural_phrase() -> None:
         "Domestic cats usually purr while they are being stroked by someone they trust.": (
             "Domestic cats usually purr"
         ),
-        # a sentence of one or two words takes the words after it along
-        "Sure! Cats purr for many different reasons.": "Sure! Cats purr",  # not "... for"
-        "Good question. Cats purr when they are happy.": "Good question. Cats purr",
-        # a sentence too short to cut twice goes whole
+        # a short first sentence goes whole
+        "Sure! Cats purr for many different reasons.": "Sure!",
         "Cats purr when happy. They also purr when hurt.": "Cats purr when happy.",
         "Cats purr for several reasons.": "Cats purr for several reasons.",
         # in text still being written, five words without a clause mark are enough to cut at four
-        "Cats purr for several different reasons.": "Cats purr for several",
+        "Cats purr for several different reasons, some of them unknown.": "Cats purr for several",
     }
     for text, first in cases.items():
-        turn = simulate(text, rtf=0.5)
+        turn = simulate(text, rtf=0.5, streaming=False)
         assert turn.pieces[0].text == first, text
-        assert 1 <= len(words(first)) <= 6
+        if not turn.pieces[0].whole_sentence:
+            assert turn.pieces[0].next_text  # the words after the cut go along as context
 
 
 def test_the_first_piece_never_waits_for_more_than_five_words() -> None:
     text = "Domestic cats usually purr while they are being stroked by someone they trust."
-    turn = simulate(text, rtf=0.5, chars_per_s=20.0)  # a slow LLM: waiting would show
+    turn = simulate(text, rtf=0.5, chars_per_s=20.0, streaming=False)  # a slow LLM: waiting would show
     written = ""
     for when, token in zip(turn.token_times, llm_tokens(text), strict=False):
         written += token
         if when == turn.sent_at[0]:
             break
-    assert len(words(written)) <= 6  # the fifth word, and the start of the sixth that ended it
+    assert len(words(written)) <= 7  # the five words, and the next one that showed the fifth was whole
 
 
 @pytest.mark.parametrize("rtf", [0.1, 0.3, 0.5, 0.65, 0.8])
 @pytest.mark.parametrize("ms_per_char", [50.0, PRIOR_MS_PER_CHAR, 85.0])
 def test_no_gap_when_the_engine_is_faster_than_real_time(rtf: float, ms_per_char: float) -> None:
     for text in ANSWERS:
-        turn = simulate(text, rtf=rtf, ms_per_char=ms_per_char)
+        turn = simulate(text, rtf=rtf, ms_per_char=ms_per_char, streaming=False)
         assert turn.stall_ms() == pytest.approx(0.0, abs=1e-6), (rtf, ms_per_char, text[:30])
         # and the pacer's own prediction agreed: no piece was planned to arrive after a gap
         assert all(p.predicted_buffer_ms is None or p.predicted_buffer_ms >= 0 for p in turn.pieces)
@@ -200,53 +301,74 @@ def test_no_gap_when_the_engine_is_faster_than_real_time(rtf: float, ms_per_char
 @pytest.mark.parametrize("rtf", [0.3, 0.65])
 def test_no_gap_with_an_llm_that_writes_barely_faster_than_speech(rtf: float) -> None:
     for text in ANSWERS:
-        turn = simulate(text, rtf=rtf, chars_per_s=30.0)  # speech is ~15 characters a second
+        turn = simulate(text, rtf=rtf, chars_per_s=30.0, streaming=False)  # speech is ~15 characters/s
         assert turn.stall_ms() == pytest.approx(0.0, abs=1e-6), (rtf, text[:30])
 
 
 def test_pieces_grow_back_to_whole_sentences_on_a_cpu() -> None:
-    turn = simulate(ANSWERS[3], rtf=0.6)
+    turn = simulate(ANSWERS[3], rtf=0.6, streaming=False)
     sizes = [len(p.text) for p in turn.pieces]
     assert sizes[1] < len(turn.sentences[0]) - len(turn.pieces[0].text)  # the rest of sentence 1 was cut
     assert turn.pieces[-1].whole_sentence and turn.pieces[-2].whole_sentence
     assert turn.pieces[-2].text == turn.sentences[-2]  # whole sentences again by the end
-    assert all(len(words(p.text)) >= 3 or p.whole_sentence for p in turn.pieces)
 
 
-def test_cuts_land_on_clause_marks_when_there_are_any() -> None:
+def test_cuts_land_on_clause_marks_when_there_are_any_and_carry_their_context() -> None:
     text = (
         "When a cat feels safe, warm and well fed, it purrs quietly to itself, often for a long time, "
         "and the sound helps it relax. Purring, some scientists think, may also help bones heal, "
         "because its frequency is low, steady and gentle, like a slow massage."
     )
-    turn = simulate(text, rtf=0.6)
+    turn = simulate(text, rtf=0.6, streaming=False)
     cut = [p for p in turn.pieces if not p.whole_sentence]
     assert len(cut) >= 2
-    assert all(p.text.endswith((",", ";", ":", "—")) for p in cut), [p.text for p in cut]
+    assert all(p.text.endswith((",", ";", ":", "—")) or p.previous_text for p in cut), [p.text for p in cut]
+    for before, after in zip(turn.pieces, turn.pieces[1:], strict=False):
+        if before.next_text:  # a cut inside a sentence: the next piece continues what it announced
+            assert after.text.startswith(before.next_text.split()[0])
+            assert after.previous_text is not None and after.previous_text.endswith(before.text)
 
 
-@pytest.mark.parametrize("chars_per_s", [350.0, 40.0])
-def test_a_fast_engine_gets_whole_sentences_after_the_first_phrase(chars_per_s: float) -> None:
+def test_a_fast_non_streaming_engine_gets_whole_sentences_after_the_first_phrase() -> None:
     for text in ANSWERS:
-        turn = simulate(text, rtf=0.02, chars_per_s=chars_per_s)
+        turn = simulate(text, rtf=0.02, streaming=False)
         first_rest = turn.sentences[0][len(turn.pieces[0].text) :].strip()
         expected = ([first_rest] if first_rest else []) + turn.sentences[1:]
         assert [p.text for p in turn.pieces[1:]] == expected
 
 
+def test_a_server_that_streams_is_recognised_once_measured() -> None:
+    """No advertisement (an older client path): the first request's first audio came long before it was
+    done, so the server streams, and from then on whole sentences go."""
+    speed = EngineSpeed()
+    assert not speed.streaming
+    speed.observe(chars=90, audio_ms=6000, service_ms=2000, first_audio_ms=300)
+    assert speed.streaming and speed.first_audio_ms == pytest.approx(300)
+    slow = EngineSpeed()
+    slow.observe(chars=90, audio_ms=6000, service_ms=2000, first_audio_ms=1990)  # all at the end
+    assert not slow.streaming
+
+
+# ------------------------------------------------------------------------------------- smooth
+
+
 def test_smooth_holds_the_start_until_a_slow_engine_cannot_run_dry() -> None:
     for text in ANSWERS:
-        smooth = simulate(text, rtf=1.3, policy="smooth")
-        assert smooth.stall_ms() == pytest.approx(0.0, abs=1e-6)
-        latency = simulate(text, rtf=1.3, policy="latency")
-        assert latency.stall_ms() > 0  # the measure can fail: without holding back, it gaps
-        assert latency.first_audio_ms < smooth.first_audio_ms
+        for streaming in (True, False):
+            smooth = simulate(text, rtf=1.3, policy="smooth", streaming=streaming)
+            assert smooth.stall_ms() == pytest.approx(0.0, abs=1e-6), (streaming, text[:30])
+            latency = simulate(text, rtf=1.3, policy="latency", streaming=streaming)
+            assert latency.stall_ms() > 0  # the measure can fail: without holding back, it gaps
+            assert latency.first_audio_ms < smooth.first_audio_ms
 
 
-def test_smooth_on_a_fast_engine_starts_as_soon_as_the_first_phrase_arrives() -> None:
-    turn = simulate(ANSWERS[0], rtf=0.02, policy="smooth")
+def test_smooth_on_a_fast_engine_starts_as_soon_as_the_first_sentence_arrives() -> None:
+    turn = simulate(ANSWERS[0], rtf=0.02, policy="smooth", streaming=False)
     assert turn.arrivals[0][0] == pytest.approx(turn.sent_at[0] + 30.0 + 0.02 * 65 * len(turn.pieces[0].text))
     assert turn.stall_ms() == 0.0
+
+
+# --------------------------------------------------------------------------------- properties
 
 
 VOCABULARY = sorted({w.strip(".,'").lower() for w in " ".join(ANSWERS).split()} - {""})
@@ -263,51 +385,70 @@ VOCABULARY = sorted({w.strip(".,'").lower() for w in " ".join(ANSWERS).split()} 
     ),
     commas=st.booleans(),
     rtf=st.floats(0.02, 0.8),
+    streaming=st.booleans(),
+    chars_per_s=st.sampled_from([30.0, 350.0]),
 )
-def test_every_word_is_spoken_once_in_order_and_gaps_only_where_words_cannot_be_split(
-    sentences: list[str], commas: bool, rtf: float
+def test_every_word_is_spoken_once_in_order_and_cuts_carry_their_context(
+    sentences: list[str], commas: bool, rtf: float, streaming: bool, chars_per_s: float
 ) -> None:
-    """Any text: every word once, in order. A gap comes only before a piece too short to be cut into
-    two of MIN_WORDS (a run of one-letter words before a long one can force that), never from a piece
-    the budget could have split."""
+    """Any text, any engine: every word once, in order; every piece that is not a whole sentence says
+    the words around it; and a streaming server never has a complete sentence cut."""
     text = " ".join(s.replace(" ", ", ", 2) if commas else s for s in sentences)
-    turn = simulate(text, rtf=rtf)
+    turn = simulate(text, rtf=rtf, streaming=streaming, chars_per_s=chars_per_s)
     assert words(turn.spoken()) == words(text)
-    play_end: float | None = None
-    for piece, (arrival, duration) in zip(turn.pieces, turn.arrivals, strict=True):
-        if play_end is not None and arrival > play_end + 1e-6:
-            assert len(words(piece.text)) < 2 * MIN_WORDS, (piece.text, arrival - play_end)
-        play_end = arrival + duration if play_end is None else max(play_end, arrival) + duration
+    for piece in turn.pieces:
+        if not piece.whole_sentence:
+            assert piece.previous_text or piece.next_text, piece
+        if piece.next_text:
+            assert text[piece.end :].split()[: len(piece.next_text.split())] == piece.next_text.split()
+        if piece.previous_text:
+            assert text[: piece.start].rstrip().endswith(piece.previous_text)
+    if streaming and chars_per_s > 100:
+        assert all(p.whole_sentence for p in turn.pieces)
+
+
+def test_an_advertised_server_gets_one_request_queued_behind_the_first_at_once() -> None:
+    pacer = SpeechPacer()
+    pacer.speed.advertised(300.0, 0.3)
+    feed_all(pacer, ANSWERS[0])
+    first = pacer.next_piece(0.0, [])
+    assert first is not None
+    second = pacer.next_piece(0.0, [SimRequest(first, 0.0)])
+    assert (
+        second is not None
+        and pacer.next_piece(0.0, [SimRequest(first, 0.0), SimRequest(second, 0.0)]) is None
+    )
 
 
 def test_urgent_hands_over_every_sentence_at_once_below_the_servers_queue_limit() -> None:
     pacer = SpeechPacer()
-    text = " ".join(f"This is sentence number {n} of a long answer." for n in range(40))
-    chunker = IncrementalSentenceChunker()
-    pacer.write(text, chunker.feed(text), chunker.settled)
-    pacer.write("", chunker.flush(), None)
-    pacer.end_segment()
-    pieces = []
-    while (piece := pacer.next_piece(0.0, urgent=True)) is not None:
+    feed_all(pacer, " ".join(f"This is sentence number {n} of a long answer." for n in range(40)))
+    pieces: list[Piece] = []
+    in_flight: list[SimRequest] = []
+    while (piece := pacer.next_piece(0.0, in_flight, urgent=True)) is not None:
         pieces.append(piece)
+        in_flight.append(SimRequest(piece, 0.0))
     assert len(pieces) == MAX_IN_FLIGHT_URGENT
-    assert pacer.next_piece(0.0) is None  # in flight is full: the rest waits for completions
+    assert pacer.next_piece(0.0, in_flight) is None  # in flight is full: the rest waits for completions
 
 
 def test_pieces_wait_for_the_first_measurement_then_keep_one_queued() -> None:
+    """A server that said nothing about its speed: one request at a time until one was measured."""
     pacer = SpeechPacer()
-    text = ANSWERS[0]
-    chunker = IncrementalSentenceChunker()
-    pacer.write(text, chunker.feed(text), chunker.settled)
-    first = pacer.next_piece(0.0)
-    assert first is not None and pacer.next_piece(0.0) is None  # speed unknown: one at a time
-    pacer.sent(first.id, 0.0)
+    feed_all(pacer, ANSWERS[0])
+    first = pacer.next_piece(0.0, [])
+    assert first is not None and pacer.next_piece(0.0, [SimRequest(first, 0.0)]) is None  # one at a time
     audio = 65.0 * len(first.text)
-    pacer.audio(first.id, audio, 600.0)
-    pacer.completed(first.id, audio, 600.0)
+    pacer.audio(audio, 300.0)
+    pacer.completed(chars=len(first.text), audio_ms=audio, first_audio_ms=590.0, sent_at=0.0, now=600.0)
     assert pacer.speed.rtf == pytest.approx((600.0 - REQUEST_OVERHEAD_MS) / audio)
-    second, third = pacer.next_piece(600.0), pacer.next_piece(600.0)
-    assert second is not None and third is not None and pacer.next_piece(600.0) is None
+    second = pacer.next_piece(600.0, [])
+    assert second is not None
+    third = pacer.next_piece(600.0, [SimRequest(second, 600.0)])
+    assert (
+        third is not None
+        and pacer.next_piece(600.0, [SimRequest(second, 600.0), SimRequest(third, 600.0)]) is None
+    )
     assert second.predicted_buffer_ms is not None and second.predicted_buffer_ms >= 0
 
 
@@ -325,10 +466,16 @@ def test_engine_speed_moves_towards_slower_readings_faster() -> None:
     assert speed.samples == 3
 
 
-def test_a_long_answer_keeps_the_pacers_text_bounded() -> None:
+def test_a_long_answer_leaves_no_text_in_the_pacer() -> None:
     text = " ".join(ANSWERS) * 8  # ~20 KB
-    turn = simulate(text, rtf=0.3)
-    assert words(turn.spoken()) == words(text)
+    pacer = SpeechPacer()
+    pacer.speed.advertised(300.0, 0.3)
+    feed_all(pacer, text)
+    spoken = []
+    while (piece := pacer.next_piece(0.0, [])) is not None:
+        spoken.append(piece.text)
+    assert words(" ".join(spoken)) == words(text)
+    assert not pacer.unsent and not pacer._complete  # the pacer keeps offsets, not the text it sent
 
 
 def test_unknown_policy_is_refused() -> None:
@@ -344,6 +491,6 @@ def test_word_cuts_prefer_ending_before_a_clause_over_ending_on_of_or_the() -> N
     )
     weak = {"a", "an", "the", "of", "to", "in", "on", "at", "for", "with", "from", "and", "or", "that"}
     for rtf in (0.3, 0.4, 0.5):
-        cut = [p.text for p in simulate(text, rtf=rtf).pieces if not p.whole_sentence]
+        cut = [p.text for p in simulate(text, rtf=rtf, streaming=False).pieces if not p.whole_sentence]
         assert len(cut) >= 2
         assert not [t for t in cut if words(t)[-1].lower() in weak], (rtf, cut)

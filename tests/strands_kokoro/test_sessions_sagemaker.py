@@ -22,6 +22,7 @@ from strands_kokoro.protocol import (
     AudioData,
     Cancelled,
     ServerError,
+    SessionStarted,
     SynthesisCompleted,
     SynthesisStarted,
     SynthesizeRequest,
@@ -231,8 +232,10 @@ async def test_cancel_drops_the_request_and_the_session_goes_on(model_server: An
         rest = await collect_until(events, lambda seen: isinstance(seen[-1], Cancelled))
         await session.send(SynthesizeRequest("Back again.", request_id="after"))
         after = await collect_until(events, completed(1))
-    assert first[0] == SynthesisStarted("long", 24_000)
-    assert all(isinstance(e, AudioData) and e.request_id == "long" for e in first[1:])
+    # The server's first frame (through SageMaker's router too) announces the session.
+    assert isinstance(first[0], SessionStarted) and first[0].first_audio_ms
+    assert first[1] == SynthesisStarted("long", 24_000)
+    assert all(isinstance(e, AudioData) and e.request_id == "long" for e in first[2:])
     # The request in flight was dropped (the server says so), it never completed, and only audio of it
     # (already on its way) came before the cancel's answer.
     assert rest[-1] == Cancelled(1)

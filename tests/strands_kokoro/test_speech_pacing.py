@@ -23,7 +23,7 @@ from strands_kokoro.protocol import audio_ms
 from tests.model_server_process import running_app
 from tests.scripted_model import FOUR_SENTENCES, ScriptedCall
 from tests.strands_kokoro.speech_doubles import Turn, make_agent, run_turn, words
-from tts_container.app import create_app
+from tts_container.app import WARMUP_TEXTS, create_app
 from tts_container.engines.base import NATIVE_SAMPLE_RATE, Audio
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(300)]
@@ -87,7 +87,7 @@ async def speak(engine: PacedEngineDouble, **speech_options: object) -> Turn:
 
 
 def assert_spoken_once_in_order(turn: Turn, engine: PacedEngineDouble) -> None:
-    engine_texts = [t for t in engine.texts if t != "Hello there. The model is warm."]  # the warm-up
+    engine_texts = [t for t in engine.texts if t not in WARMUP_TEXTS]
     assert words(" ".join(engine_texts)) == words(ANSWER)
     completes = turn.of("sentence_complete")
     assert [c["text"] for c in completes] == engine_texts

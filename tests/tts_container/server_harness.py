@@ -8,13 +8,14 @@ The in-process server (``running_app``, shared with other test folders through
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
-from websockets.asyncio.client import ClientConnection
+from websockets.asyncio.client import ClientConnection, connect
 
 from strands_kokoro.protocol import control_object
 
@@ -85,6 +86,9 @@ async def read_response(
         if isinstance(frame, bytes):
             assert response.start is not None, "audio before synthesis_start"
             response.audio.append(frame)
+        elif frame["type"] == "session_start":
+            # The server's first frame on a session, before any request's: it belongs to none.
+            assert response.start is None and not response.audio, f"session_start mid-request: {frame}"
         elif frame["type"] == "synthesis_start":
             assert response.start is None, f"second synthesis_start: {frame}"
             response.start = frame
@@ -93,6 +97,15 @@ async def read_response(
             return response
         else:
             raise AssertionError(f"unexpected frame {frame}")
+
+
+@contextlib.asynccontextmanager
+async def open_ws(url: str, **options: Any) -> AsyncIterator[ClientConnection]:
+    """A raw WebSocket to the model server, past its first frame (``session_start``, checked here)."""
+    async with connect(url, **options) as ws:
+        hello = control_object(await asyncio.wait_for(ws.recv(), 120.0))
+        assert hello is not None and hello["type"] == "session_start", hello
+        yield ws
 
 
 def dumps(**fields: Any) -> bytes:

@@ -29,6 +29,7 @@ from strands_kokoro.protocol import (
 from tests.tts_container.server_harness import (
     Response,
     dumps,
+    open_ws,
     read_frame,
     read_response,
     stats,
@@ -61,7 +62,7 @@ def assert_consistent(response: Response, sample_rate: int = 24_000) -> None:
 
 
 async def test_ws_binary_frames_two_sentences_in_order_then_close(model_server: object) -> None:
-    async with connect(ws_url(model_server)) as ws:
+    async with open_ws(ws_url(model_server)) as ws:
         await ws.send(dumps(type="synthesize", text="The first sentence is short.", request_id="one"))
         await ws.send(dumps(text="The second one follows it.", request_id="two"))  # no type: the AWS form
         first, second = await read_response(ws), await read_response(ws)
@@ -82,7 +83,7 @@ async def expect_error(ws: ClientConnection, payload: bytes, code: str) -> None:
 
 
 async def test_every_error_code_is_answered_and_the_session_goes_on(model_server: object) -> None:
-    async with connect(ws_url(model_server)) as ws:
+    async with open_ws(ws_url(model_server)) as ws:
         await expect_error(ws, b"\xff\xfe\x00 not utf-8", "bad_utf8")
         await expect_error(ws, b"{not json", "bad_json")
         await expect_error(ws, b'["a", "json", "array"]', "bad_message")
@@ -125,7 +126,7 @@ async def test_cancel_stops_a_long_request_and_the_session_goes_on(model_server:
     text = " ".join(
         f"This is sentence number {n} of a long answer." for n in ("one", "two", "three", "four", "five")
     )
-    async with connect(ws_url(model_server)) as ws:
+    async with open_ws(ws_url(model_server)) as ws:
         await ws.send(dumps(text=text, request_id="long"))
         await ws.send(dumps(text="A queued sentence.", request_id="queued"))
         start = await read_frame(ws)
@@ -145,6 +146,8 @@ async def test_cancel_stops_a_long_request_and_the_session_goes_on(model_server:
 async def test_disconnect_mid_synthesis_leaks_nothing(model_server: object) -> None:
     http_url: str = model_server.http_url  # type: ignore[attr-defined]
     ws = await connect(ws_url(model_server))
+    hello = await read_frame(ws)
+    assert isinstance(hello, dict) and hello["type"] == "session_start"
     await ws.send(dumps(text=" ".join(["A long sentence that keeps the engine busy for a while."] * 6)))
     await ws.send(dumps(text="And a queued one behind it."))
     assert isinstance(await read_frame(ws), dict)
@@ -160,7 +163,7 @@ async def test_disconnect_mid_synthesis_leaks_nothing(model_server: object) -> N
     # the same calls. Had work for the client that is gone gone on, it would have taken turns with the
     # first one (sessions' segments alternate) and made it cost more engine calls than the second.
     counts = [idle["inference_completed"]]
-    async with connect(ws_url(model_server)) as again:
+    async with open_ws(ws_url(model_server)) as again:
         for _ in range(2):
             await again.send(dumps(text="The server keeps serving."))
             assert_consistent(await read_response(again))
@@ -174,7 +177,7 @@ SENTENCES_PER_SESSION = 2
 
 async def _session(url: str, index: int) -> list[Response]:
     voice = VOICES[index]
-    async with connect(url) as ws:
+    async with open_ws(url) as ws:
         for k in range(SENTENCES_PER_SESSION):
             await ws.send(
                 dumps(
@@ -235,7 +238,7 @@ async def test_post_invocations_in_all_three_formats(model_server: object) -> No
 
 async def test_ping_answers_while_synthesis_runs(model_server: object) -> None:
     http_url: str = model_server.http_url  # type: ignore[attr-defined]
-    async with connect(ws_url(model_server)) as ws, httpx.AsyncClient(timeout=5) as client:
+    async with open_ws(ws_url(model_server)) as ws, httpx.AsyncClient(timeout=5) as client:
         await ws.send(dumps(text=" ".join(["The engine is busy synthesizing this sentence."] * 4)))
         start = await read_frame(ws)
         assert isinstance(start, dict) and start["type"] == "synthesis_start"

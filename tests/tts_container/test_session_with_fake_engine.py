@@ -17,7 +17,14 @@ from websockets.asyncio.client import connect
 from strands_kokoro.protocol import WS_PATH, Cancel, Close, audio_ms
 from tests.model_server_process import running_app, wait_for_ping
 from tests.tts_container.server_fakes import TONE_HZ, ToneEngine, dominant_hz, served_ms
-from tests.tts_container.server_harness import dumps, read_frame, read_response, stats, wait_for_stats
+from tests.tts_container.server_harness import (
+    dumps,
+    open_ws,
+    read_frame,
+    read_response,
+    stats,
+    wait_for_stats,
+)
 from tts_container.app import create_app
 
 pytestmark = pytest.mark.anyio
@@ -29,7 +36,7 @@ def anyio_backend() -> str:
 
 
 async def test_two_requests_in_order_then_close_with_fake_engine() -> None:
-    async with running_app(create_app(ToneEngine)) as address, connect(f"ws://{address}{WS_PATH}") as ws:
+    async with running_app(create_app(ToneEngine)) as address, open_ws(f"ws://{address}{WS_PATH}") as ws:
         await ws.send(dumps(type="synthesize", text="One two three.", request_id="a"))
         await ws.send(dumps(text="Four five six seven.", request_id="b", voice="am_michael"))
         first, second = await read_response(ws), await read_response(ws)
@@ -47,7 +54,7 @@ async def test_two_requests_in_order_then_close_with_fake_engine() -> None:
 
 
 async def test_close_finishes_queued_requests_first_with_fake_engine() -> None:
-    async with running_app(create_app(ToneEngine)) as address, connect(f"ws://{address}{WS_PATH}") as ws:
+    async with running_app(create_app(ToneEngine)) as address, open_ws(f"ws://{address}{WS_PATH}") as ws:
         await ws.send(dumps(text="One."))
         await ws.send(dumps(text="Two."))
         await ws.send(Close().to_wire())
@@ -58,7 +65,7 @@ async def test_close_finishes_queued_requests_first_with_fake_engine() -> None:
 
 
 async def test_silences_are_shortened_and_edges_faded_with_fake_engine() -> None:
-    async with running_app(create_app(ToneEngine)) as address, connect(f"ws://{address}{WS_PATH}") as ws:
+    async with running_app(create_app(ToneEngine)) as address, open_ws(f"ws://{address}{WS_PATH}") as ws:
         await ws.send(dumps(text="One two three four five."))  # 0.5 s of tone, 0.5 s of silence
         response = await read_response(ws)
     assert response.end is not None
@@ -68,7 +75,7 @@ async def test_silences_are_shortened_and_edges_faded_with_fake_engine() -> None
 
 
 async def test_resampled_rate_with_fake_engine() -> None:
-    async with running_app(create_app(ToneEngine)) as address, connect(f"ws://{address}{WS_PATH}") as ws:
+    async with running_app(create_app(ToneEngine)) as address, open_ws(f"ws://{address}{WS_PATH}") as ws:
         await ws.send(dumps(text="One two three. Four five six.", sample_rate=16_000))
         response = await read_response(ws)
     assert response.start is not None and response.start["sample_rate"] == 16_000
@@ -79,7 +86,7 @@ async def test_resampled_rate_with_fake_engine() -> None:
 
 
 async def test_engine_failure_is_coded_and_session_goes_on_with_fake_engine() -> None:
-    async with running_app(create_app(ToneEngine)) as address, connect(f"ws://{address}{WS_PATH}") as ws:
+    async with running_app(create_app(ToneEngine)) as address, open_ws(f"ws://{address}{WS_PATH}") as ws:
         await ws.send(dumps(text="This will FAIL.", request_id="bad"))
         failed = await read_response(ws)
         assert failed.end is not None
@@ -93,7 +100,7 @@ async def test_engine_failure_is_coded_and_session_goes_on_with_fake_engine() ->
 async def test_cancel_drops_queued_and_stops_in_flight_with_fake_engine() -> None:
     engine = ToneEngine(delay_s=0.2)
     async with running_app(create_app(lambda: engine)) as address:
-        async with connect(f"ws://{address}{WS_PATH}") as ws:
+        async with open_ws(f"ws://{address}{WS_PATH}") as ws:
             long_text = " ".join(f"Sentence number {i}." for i in range(20))
             await ws.send(dumps(text=long_text, request_id="long"))
             await ws.send(dumps(text="Queued one.", request_id="q1"))
@@ -118,7 +125,7 @@ async def test_cancel_drops_queued_and_stops_in_flight_with_fake_engine() -> Non
 async def test_flood_past_queue_limit_is_overloaded_with_fake_engine() -> None:
     async with (
         running_app(create_app(lambda: ToneEngine(delay_s=0.05))) as address,
-        connect(f"ws://{address}{WS_PATH}") as ws,
+        open_ws(f"ws://{address}{WS_PATH}") as ws,
     ):
         for i in range(45):
             await ws.send(dumps(text="Hi.", request_id=f"r{i}"))
@@ -142,7 +149,7 @@ async def test_next_request_is_synthesized_while_previous_audio_waits_with_fake_
     engine = ToneEngine()
     async with running_app(create_app(lambda: engine)) as address:
         warm_calls = len(engine.calls)
-        async with connect(f"ws://{address}{WS_PATH}") as ws:
+        async with open_ws(f"ws://{address}{WS_PATH}") as ws:
             await ws.send(dumps(text="First request."))
             await ws.send(dumps(text="Second request."))
             async with asyncio.timeout(10):
@@ -159,8 +166,8 @@ async def test_sessions_take_turns_segment_by_segment_with_fake_engine() -> None
     engine = ToneEngine(delay_s=0.1)
     async with (
         running_app(create_app(lambda: engine)) as address,
-        connect(f"ws://{address}{WS_PATH}") as a,
-        connect(f"ws://{address}{WS_PATH}") as b,
+        open_ws(f"ws://{address}{WS_PATH}") as a,
+        open_ws(f"ws://{address}{WS_PATH}") as b,
     ):
         await a.send(dumps(text=" ".join(f"Long part {i}." for i in range(15))))
         start = await read_frame(a)  # synthesis_start: A is being synthesized
@@ -184,6 +191,8 @@ async def test_disconnect_mid_synthesis_leaks_nothing_with_fake_engine() -> None
     async with running_app(create_app(lambda: engine)) as address:
         baseline = await stats(address)
         ws = await connect(f"ws://{address}{WS_PATH}")
+        hello = await read_frame(ws)
+        assert isinstance(hello, dict) and hello["type"] == "session_start"
         await ws.send(dumps(text=" ".join(f"Part {i}." for i in range(30))))
         await ws.send(dumps(text="Queued behind it."))
         assert isinstance(await read_frame(ws), dict)
@@ -197,7 +206,7 @@ async def test_disconnect_mid_synthesis_leaks_nothing_with_fake_engine() -> None
         )
         assert settled["asyncio_tasks"] <= baseline["asyncio_tasks"] + 1  # + the /stats request itself
         calls = len(engine.calls)
-        async with connect(f"ws://{address}{WS_PATH}") as again:
+        async with open_ws(f"ws://{address}{WS_PATH}") as again:
             await again.send(dumps(text="Still serving."))
             assert (await read_response(again)).end is not None
         # Until the next client's request was served, the engine worked for it alone (segments of
@@ -217,7 +226,7 @@ async def test_ping_is_503_until_loaded_and_warm_with_fake_engine() -> None:
             assert (await client.get(f"http://{address}/ping")).status_code == 503
             post = await client.post(f"http://{address}/invocations", json={"text": "Hi."})
             assert post.status_code == 503 and post.json()["code"] == "not_ready"
-        async with connect(f"ws://{address}{WS_PATH}") as ws:
+        async with connect(f"ws://{address}{WS_PATH}") as ws:  # no session_start: there is no session yet
             frame = await read_frame(ws)
             assert isinstance(frame, dict) and frame["code"] == "not_ready"
             await ws.wait_closed()

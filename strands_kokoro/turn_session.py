@@ -1,0 +1,247 @@
+"""The session half of a spoken turn: the connection to the model server, and what comes back on it.
+
+It opens the session, sends every request in order (one that is made before the session is open waits
+in the ledger and goes out when it opens), turns the server's frames into the turn's events, and when
+the connection drops, reopens it and sends again what was not yet fully spoken (the reconnect rule is
+:mod:`strands_kokoro.request_ledger`'s). A request refused as ``overloaded`` is sent again shortly, in
+its place in the order. Whether to reconnect is the error's ``retryable`` (:mod:`strands_kokoro.errors`).
+
+Speech never ends the text answer: a session that cannot be opened, a transport that fails, a server
+that refuses a request all become ``speech_error`` events (coded, in words; details go to the log).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+
+from strands_kokoro.errors import CodedError
+from strands_kokoro.events import speech_error
+from strands_kokoro.protocol import (
+    AudioData,
+    ServerError,
+    SessionStarted,
+    SynthesisCompleted,
+    SynthesisStarted,
+    SynthesizeRequest,
+)
+from strands_kokoro.request_ledger import TurnRequest
+from strands_kokoro.sessions.base import SessionClosedError, SessionEvent, SpeechSession
+from strands_kokoro.speech_options import SessionFactory
+from strands_kokoro.turn_state import TurnState
+
+logger = logging.getLogger(__name__)
+
+MAX_REFUSALS = 5  # an ``overloaded`` request is re-sent this many times before it counts as failed
+SETUP_FAILURES = {  # what a listener's app can say when a session cannot even be set up
+    "unknown_endpoint_scheme": "the speech endpoint is not a ws://, http(s)://, sagemaker: or "
+    "sagemaker-batch: address",
+    "bad_endpoint": "the speech endpoint does not name a SageMaker endpoint",
+    "bad_endpoint_option": "the speech endpoint has an option its session does not take",
+    "missing_dependency": "speech over SageMaker needs the 'sagemaker' extra installed",
+}
+
+
+class TurnSession:
+    """The turn's one connection at a time (``generation`` counts them) and its receiving loop."""
+
+    def __init__(self, state: TurnState, open_session: SessionFactory) -> None:
+        self._state = state
+        self._open_session = open_session
+        self._session: SpeechSession | None = None
+        self._generation = 0
+        self._lock = asyncio.Lock()  # sends go out in order; a reconnect's re-sends are not interleaved
+        self.tasks: asyncio.TaskGroup | None = None  # the turn's task group (for delayed re-sends)
+
+    def wire(
+        self, text: str, index: int, *, previous: str | None = None, following: str | None = None
+    ) -> SynthesizeRequest:
+        o = self._state.options
+        request_id = f"{self._state.request_id}-{index}"
+        return SynthesizeRequest(
+            text, request_id, o.voice, o.speed, o.sample_rate, o.lang, previous, following
+        )
+
+    async def submit(self, request: TurnRequest) -> None:
+        """One request, in order: sent now if a session is open, else as soon as one opens."""
+        state = self._state
+        state.ledger.add(request)
+        state.output.track(request)
+        async with self._lock:
+            if self._session is not None:
+                with contextlib.suppress(SessionClosedError):  # the receiver sees the drop and re-sends
+                    await self._send(self._session, request)
+
+    def all_on_the_wire(self) -> bool:
+        """Has every pending request been sent on the open session (not just queued for it)?"""
+        if not self._state.ledger.pending:
+            return True
+        return self._session is not None and not self._state.ledger.unsent(self._generation)
+
+    async def _send(self, session: SpeechSession, request: TurnRequest) -> None:
+        await session.send(request.wire)
+        self._state.ledger.sent(request, self._generation, self._state.now_ms())
+
+    async def cancel(self) -> None:
+        """Barge-in: the server drops what it has queued and stops the request in flight."""
+        if self._session is not None:
+            with contextlib.suppress(SessionClosedError):
+                await self._session.cancel()
+        await self.close_if_finished()
+
+    async def close_if_finished(self) -> None:
+        session = self._session
+        if session is not None and self._state.finished():
+            with contextlib.suppress(SessionClosedError):
+                await session.close()
+
+    # ------------------------------------------------------------------------------ the receiver
+
+    async def run(self) -> None:
+        """Receive until the turn has nothing more to say; reconnect while the errors are retryable."""
+        state = self._state
+        retries_left = state.options.reconnect_attempts
+        ever_connected = False
+        while not state.finished():
+            try:
+                async with self._open_session() as session:
+                    await self._attach(session)
+                    ever_connected = True
+                    received = session.events()
+                    try:
+                        async for event in received:
+                            await self._handle(event)
+                    finally:
+                        # Close the iterator here, not in a GC finalizer task that outlives the turn.
+                        if (aclose := getattr(received, "aclose", None)) is not None:
+                            await aclose()
+                return
+            except Exception as exc:
+                async with self._lock:
+                    self._session = None
+                if state.finished():
+                    return
+                retryable = isinstance(exc, CodedError) and exc.retryable
+                if retryable and retries_left > 0:
+                    attempt = state.options.reconnect_attempts - retries_left
+                    retries_left -= 1
+                    await asyncio.sleep(state.options.reconnect_backoff_s * 2**attempt)
+                    continue
+                self._give_up(exc, ever_connected)
+                return
+
+    async def _attach(self, session: SpeechSession) -> None:
+        """A session opened: (re-)send every request not yet fully spoken, in order, then go live."""
+        async with self._lock:
+            self._generation += 1
+            for request in self._state.ledger.unsent(self._generation):
+                await self._send(session, request)
+            self._session = session
+        self._state.wake()  # a tool may be waiting for text that is only now on the wire
+        await self.close_if_finished()
+
+    def _give_up(self, exc: Exception, ever_connected: bool) -> None:
+        """Speech is over for this turn: say why in words a listener's app can show."""
+        state = self._state
+        code = exc.code if isinstance(exc, CodedError) else None
+        if code in SETUP_FAILURES:
+            self.fail(code, f"{SETUP_FAILURES[code]}; the text goes on")
+        elif isinstance(exc, SessionClosedError):
+            attempts = state.options.reconnect_attempts + 1
+            logger.warning("speech for turn %s gave up: %s", state.request_id, exc)
+            if ever_connected:
+                kind, what = "connection_lost", "the speech connection dropped and was not restored"
+            else:
+                kind, what = "speech_unavailable", "could not reach the speech endpoint"
+            tries = f" after {attempts} tries" if exc.retryable else ""
+            # The transport's own code (e.g. SageMaker's ``no_credentials``) says why; never the URL.
+            because = f" ({code})" if code and code != "connection_lost" else ""
+            self.fail(kind, f"{what}{tries}{because}; the text goes on")
+        else:
+            # Not a drop: the session cannot be set up at all (bad credentials, a broken transport...).
+            logger.warning("speech session for turn %s failed", state.request_id, exc_info=True)
+            self.fail("speech_setup_failed", "the speech session could not be set up; the text goes on")
+
+    def fail(self, code: str, message: str) -> None:
+        """Speech is over for this turn (the text goes on): say so once, drop what was owed."""
+        state = self._state
+        state.failed = True
+        state.ledger.clear()
+        state.pacer.drop_all()
+        state.output.drop()
+        state.wake()
+        state.output.emit(speech_error(code, message))
+
+    async def _handle(self, event: SessionEvent) -> None:
+        state = self._state
+        ledger, output = state.ledger, state.output
+        match event:
+            case SessionStarted(first_audio_ms=first_audio_ms, rtf=rtf):
+                state.pacer.speed.advertised(first_audio_ms, rtf)
+            case SynthesisStarted(request_id=request_id, sample_rate=rate):
+                if (request := ledger.get(request_id)) is not None:
+                    request.received_bytes = 0
+                    request.sample_rate = rate
+            case AudioData(request_id=request_id, pcm=pcm):
+                request = ledger.get(request_id)
+                # ``fresh_audio`` is empty while a re-sent request passes over audio spoken before a drop.
+                if request is not None and not state.muted and (fresh := request.fresh_audio(pcm)):
+                    output.audio(request, fresh)
+            case SynthesisCompleted(request_id=request_id, words=words, first_audio_ms=first_audio_ms):
+                if (request := ledger.settle(request_id)) is not None:
+                    spoken_ms = request.received_ms
+                    chars = len(request.text) if request.answer else 0
+                    state.pacer.completed(
+                        chars=chars,
+                        audio_ms=spoken_ms,
+                        first_audio_ms=first_audio_ms,
+                        sent_at=request.sent_at,
+                        now=state.now_ms(),
+                    )
+                    output.completed(request, words)
+                    await self._retire(request)
+            case ServerError(request_id=request_id, code="overloaded") if (
+                refused := ledger.get(request_id)
+            ) is not None:
+                await self._refused(refused)
+            case ServerError(request_id=request_id, code=code, message=message):
+                request = ledger.settle(request_id)
+                if request is None:
+                    if not state.muted:
+                        output.notice(code, message)
+                else:
+                    if not state.muted:
+                        output.failed(request, code, message)
+                    await self._retire(request)
+        output.consider_start(ledger.in_flight(), finished=state.finished())
+
+    async def _retire(self, request: TurnRequest) -> None:
+        """The request owes nothing more: later requests' events go out, and the speaker looks again."""
+        self._state.output.retire(request)
+        self._state.wake()
+        await self.close_if_finished()
+
+    async def _refused(self, request: TurnRequest) -> None:
+        """The server's queue was full: send the request again shortly (its place in the order is kept:
+        whatever the server accepted after it waits behind it until it is spoken)."""
+        request.refusals += 1
+        request.sent_on = -1
+        if request.refusals > MAX_REFUSALS:
+            self._state.ledger.settle(request.request_id)
+            message = f"the speech server stayed overloaded for {MAX_REFUSALS} retries"
+            self._state.output.failed(request, "overloaded", message)
+            await self._retire(request)
+            return
+        if self.tasks is not None:
+            with contextlib.suppress(RuntimeError):  # the group is finishing: nothing to re-send to
+                self.tasks.create_task(self._resend(request), name="kokoro-resend")
+
+    async def _resend(self, request: TurnRequest) -> None:
+        await asyncio.sleep(self._state.options.reconnect_backoff_s * request.refusals)
+        async with self._lock:
+            session = self._session
+            if session is None or request.sent_on != -1 or self._state.ledger.get(request.request_id) is None:
+                return  # reconnected (and re-sent) meanwhile, or no longer wanted
+            with contextlib.suppress(SessionClosedError):
+                await self._send(session, request)
