@@ -1,0 +1,55 @@
+"""The words around a match: what the rules look at to decide how a thing is read.
+
+"St." is "Saint" before a name and "Street" after one; "IV" is "four" after "Chapter"; "3.12" is a version
+after "Python". These helpers read one word either side of a span, skipping spaces and light punctuation.
+"""
+
+from __future__ import annotations
+
+_EDGE = "\"'“”‘’()[]{},;:!?"
+
+
+def word_before(text: str, start: int) -> str:
+    """The whitespace-separated word that ends before ``start`` ("" at the start of the text)."""
+    return previous_word(text, start)[0]
+
+
+def previous_word(text: str, start: int) -> tuple[str, int]:
+    """:func:`word_before` and where that word starts in ``text``."""
+    end = start
+    while end > 0 and text[end - 1].isspace():
+        end -= 1
+    begin = end
+    while begin > 0 and not text[begin - 1].isspace():
+        begin -= 1
+    return text[begin:end].strip(_EDGE), begin
+
+
+def word_after(text: str, end: int) -> str:
+    """The whitespace-separated word that starts after ``end`` ("" at the end of the text)."""
+    begin = end
+    while begin < len(text) and text[begin].isspace():
+        begin += 1
+    stop = begin
+    while stop < len(text) and not text[stop].isspace():
+        stop += 1
+    return text[begin:stop].strip(_EDGE)
+
+
+def starts_sentence(text: str, start: int) -> bool:
+    """Whether only spaces and opening quotes lie between the last sentence end and ``start``."""
+    index = start
+    while index > 0 and (text[index - 1].isspace() or text[index - 1] in "\"'“‘(["):
+        index -= 1
+    return index == 0 or text[index - 1] in ".!?…:"
+
+
+def is_name(word: str) -> bool:
+    """A capitalized word ("Main", "Louis"), not an all-capital one ("I", "USA") or a number."""
+    return len(word) > 1 and word[0].isupper() and word[1:].islower() and word.isalpha()
+
+
+def ends_sentence(text: str, end: int) -> bool:
+    """Whether a period at ``end - 1`` also ends the sentence: the text ends, or a capital follows."""
+    after = text[end:].lstrip()
+    return not after or after[0].isupper() or after[0] in "\"'“”"

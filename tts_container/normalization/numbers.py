@@ -1,0 +1,103 @@
+"""Numbers in words, as an American (or British) speaker says them.
+
+num2words does the counting (it is already installed: misaki reads numbers with it); this module only
+shapes its output for speech: no hyphens or commas, no "and" inside American numbers ("one hundred
+twenty three", as TTS normalizers such as NVIDIA's NeMo write them; British English keeps "and"), digits
+one by one where a person reads them so (phone numbers, decimals after the point, very long numbers).
+"""
+
+from __future__ import annotations
+
+import re
+
+from num2words import num2words
+
+# Past this many digits nobody says a number as words (and num2words runs out of names at 10**33).
+MAX_SPOKEN_DIGITS = 15
+
+DIGITS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
+_AND = re.compile(r"\band\s+")
+_JOIN = re.compile(r"[-,]\s*|\s+")
+
+
+def _clean(words: str, british: bool) -> str:
+    """num2words' "one hundred and twenty-three, ..." as the words a speaker says, one space apart."""
+    words = _JOIN.sub(" ", words).strip()
+    return words if british else _AND.sub("", words)
+
+
+def digits(text: str) -> str:
+    """Each digit of ``text`` as a word: "0123" -> "zero one two three" (other characters are dropped)."""
+    return " ".join(DIGITS[int(c)] for c in text if c.isdigit())
+
+
+def cardinal(value: int | str, *, british: bool = False) -> str:
+    """A whole number in words; "1,234" is 1234; longer than MAX_SPOKEN_DIGITS: digit by digit."""
+    text = str(value).replace(",", "")
+    negative = text.startswith("-")
+    text = text.lstrip("-")
+    words = digits(text) if len(text) > MAX_SPOKEN_DIGITS else _clean(num2words(int(text)), british)
+    return f"minus {words}" if negative else words
+
+
+def ordinal(value: int | str, *, british: bool = False) -> str:
+    """ "twenty first" for 21."""
+    text = str(value).replace(",", "")
+    if len(text) > MAX_SPOKEN_DIGITS:
+        return digits(text)
+    return _clean(num2words(int(text), to="ordinal"), british)
+
+
+def year(value: int | str, *, british: bool = False) -> str:
+    """A year as said: 1990 "nineteen ninety", 1905 "nineteen oh five", 2005 "two thousand five"."""
+    number = int(value)
+    if 2000 <= number <= 2009 or number % 1000 == 0 or number < 1000:
+        return cardinal(number, british=british)
+    return _clean(num2words(number, to="year"), british)
+
+
+def decimal(text: str, *, british: bool = False) -> str:
+    """ "3.14" -> "three point one four", ".5" -> "point five", "1,234.5" -> "... point five"."""
+    whole, _, fraction = text.replace(",", "").partition(".")
+    words = cardinal(whole, british=british) if whole not in ("", "-") else ""
+    if whole.startswith("-"):
+        words = "minus " + words if words else "minus"
+    if fraction:
+        words = f"{words} point {digits(fraction)}".strip()
+    return words
+
+
+def number(text: str, *, british: bool = False) -> str:
+    """Any plain number as written: whole (with thousands separators) or decimal."""
+    if "." in text:
+        return decimal(text, british=british)
+    return cardinal(text, british=british)
+
+
+def version(text: str, *, british: bool = False) -> str:
+    """A version "3.12.1" -> "three point twelve point one"; a part with a leading zero: "oh four"."""
+    parts = []
+    for part in text.split("."):
+        if len(part) > 1 and part.startswith("0"):
+            parts.append("oh " + cardinal(part, british=british) if part.strip("0") else digits(part))
+        else:
+            parts.append(cardinal(part, british=british))
+    return " point ".join(parts)
+
+
+_FRACTION_NAMES = {2: ("half", "halves"), 4: ("quarter", "quarters")}
+
+
+def fraction(numerator: int, denominator: int, *, british: bool = False) -> str:
+    """ "one half", "three quarters", "two thirds", "five eighths"."""
+    if denominator in _FRACTION_NAMES:
+        one, many = _FRACTION_NAMES[denominator]
+    else:
+        one = ordinal(denominator, british=british)
+        many = one + "s"
+    return f"{cardinal(numerator, british=british)} {one if numerator == 1 else many}"
+
+
+def is_one(text: str) -> bool:
+    """Whether an amount as written takes a singular unit ("1 km", "-1 °C"; not "1.0 kg" or "0.5 kg")."""
+    return text.replace(",", "").lstrip("-−+") == "1"
