@@ -58,10 +58,11 @@ def year(value: int | str, *, british: bool = False) -> str:
 
 def decimal(text: str, *, british: bool = False) -> str:
     """ "3.14" -> "three point one four", ".5" -> "point five", "1,234.5" -> "... point five"."""
-    whole, _, fraction = text.replace(",", "").partition(".")
-    words = cardinal(whole, british=british) if whole not in ("", "-") else ""
-    if whole.startswith("-"):
-        words = "minus " + words if words else "minus"
+    negative = text.startswith(("-", "−"))
+    whole, _, fraction = text.replace(",", "").lstrip("-−").partition(".")
+    words = cardinal(whole, british=british) if whole else ""
+    if negative:
+        words = f"minus {words}".strip()
     if fraction:
         words = f"{words} point {digits(fraction)}".strip()
     return words

@@ -53,13 +53,15 @@ _MONEY = re.compile(
     rf"(?<![\w])(?P<sym>{_SYMBOL})\s?(?P<amt>{NUM})(?:(?P<attached>(?:{_MAGNITUDE}))(?![\w])"
     rf"|(?P<space>\s)(?P<word>thousand|million|billion|trillion)\b)?"
     rf"(?:\s?(?P<dash>[-–—]|to)\s?(?:{_SYMBOL})?(?P<amt2>{NUM})(?P<mag2>{_MAGNITUDE})?(?![\w]))?"
-    rf"(?:/(?P<per>hour|hr|h|day|week|wk|month|mo|year|yr|night|person|kg|lb|user|seat))?"
+    rf"(?:/(?P<per>[A-Za-z]{{1,12}}))?(?![\w])"
 )
 _PER = {"hr": "hour", "h": "hour", "wk": "week", "mo": "month", "yr": "year", "kg": "kilogram", "lb": "pound"}
 
 
 def _money(match: re.Match[str], british: bool) -> list[Piece]:
     names = CURRENCY_SYMBOLS[match["sym"]]
+    if _before_a_noun(match.string, match.start(), match.end()) and not match["amt2"]:
+        names = (names[0], names[0], names[2], names[3])  # "a $5 bill": a five dollar bill
     per = f" per {_PER.get(match['per'], match['per'])}" if match["per"] else ""
     if match["amt2"]:
         low = numbers.number(match["amt"], british=british)
@@ -86,10 +88,13 @@ _MONEY_AFTER = re.compile(
 _MONEY_CODE_FIRST = re.compile(rf"(?<![\w])(?P<code>{_CODE})\s?(?P<amt>{NUM})(?P<mag>{_MAGNITUDE})?(?![\w])")
 
 
+_VIDEO_LINES = frozenset({"144", "240", "360", "480", "540", "720", "1080", "1440", "2160", "4320"})
+
+
 def _money_after(match: re.Match[str], british: bool) -> list[Piece] | None:
     sign, written, magnitude = match["sym"], match["amt"], match["mag"]
     if sign in CENT_SIGNS:
-        if magnitude or (sign == "p" and match["space"]):
+        if magnitude or (sign == "p" and (match["space"] or written in _VIDEO_LINES)):
             return None
         one, many = CENT_SIGNS[sign]
         spoken = f"{numbers.number(written, british=british)} {one if numbers.is_one(written) else many}"
@@ -148,6 +153,7 @@ def _word_follows(text: str, end: int) -> bool:
     return text[end:].lstrip()[:1].isalnum()
 
 
+_DETERMINERS = frozenset({"a", "an", "the", "this", "that", "our", "my", "your", "his", "her", "their", "its"})
 _NOT_NOUNS = frozenset(
     {"of", "in", "on", "at", "to", "for", "and", "or", "per", "a", "an", "the", "is", "was"}
 )
@@ -155,7 +161,7 @@ _NOT_NOUNS = frozenset(
 
 def _before_a_noun(text: str, start: int, end: int) -> bool:
     """ "a 5 km run": after "a"/"an" and before a noun the unit is an adjective, and singular."""
-    if context.word_before(text, start).lower() not in ("a", "an"):
+    if context.word_before(text, start).lower() not in _DETERMINERS:
         return False
     after = context.word_after(text, end).rstrip(".")
     return after.isalpha() and after.islower() and after not in _NOT_NOUNS
@@ -229,7 +235,10 @@ def _range(match: re.Match[str], british: bool) -> list[Piece] | None:
     symbol = match["unit"]
     if symbol and symbol in ATTACHED_ONLY and match["space"] and _word_follows(match.string, match.end()):
         symbol = None
-    spoken = f"{numbers.number(low, british=british)} to {numbers.number(high, british=british)}"
+    joiner = "to"
+    if match["sep"].startswith(" ") and match["sep"].endswith(" ") and "=" in match.string[match.end() :]:
+        joiner = "minus"  # "10 - 4 = 6"
+    spoken = f"{numbers.number(low, british=british)} {joiner} {numbers.number(high, british=british)}"
     if not symbol:
         return [Piece(match.start(), match.end("b"), spoken)]
     name = measures.unit(symbol, high)
@@ -347,7 +356,7 @@ def _version(match: re.Match[str], british: bool) -> list[Piece]:
     return [Piece(match.start(), match.end(), numbers.version(match["dotted"], british=british))]
 
 
-_MAGNITUDE_SUFFIX = re.compile(rf"{_START}(?P<num>{NUM})(?P<mag>k|M|B|bn|mn|tn)(?![\w])")
+_MAGNITUDE_SUFFIX = re.compile(rf"{_START}(?P<num>{NUM})(?P<mag>k|M|bn|mn|tn)(?![\w])")  # "B": "221B"
 
 
 def _magnitude(match: re.Match[str], british: bool) -> list[Piece]:
@@ -391,18 +400,24 @@ def _is_version_context(before: str) -> bool:
     return word in VERSION_CUES or (any(c.isdigit() for c in word) and any(c.isalpha() for c in word))
 
 
+_COUNT_CUES = frozenset({"about", "over", "under", "nearly", "almost", "than", "only", "just", "some", "all"})
+_COUNTED = frozenset({"people", "men", "women", "children", "feet", "times", "percent", "more", "fewer", "less"})
+_NOT_PLURAL = frozenset({"is", "was", "has", "as", "its", "this", "us", "his", "thus", "yes", "plus", "less"})
+
+
 def _reads_as_year(text: str, start: int, end: int, before: str) -> bool:
-    """1990 is "nineteen ninety" after "in", a month, "the" or at a sentence start; else a count."""
+    """A four-digit number from 1000 to 2099 in running text is mostly a year ("nineteen ninety"); it is
+    a count after "about", "over", ... or before a plural noun ("1500 people", "1200 calories")."""
     value = int(text[start:end].lstrip("+-"))
     after = context.word_after(text, end)
-    if before.lower() in YEAR_CUES or before.lower().rstrip(".") in MONTHS or after in _YEAR_AFTER:
-        return True
-    if before.lower() in ("the", "this", "that", "next", "last", "every", "each", "fiscal", "fy"):
-        return True
-    if value % 100 == 0 and value < 2000:
+    cue = before.lower().rstrip(".")
+    if cue in YEAR_CUES or cue in MONTHS or after in _YEAR_AFTER or value % 100 == 0 and value < 2000:
         return True  # "nineteen hundred" is both the year and the count
-    following = text[end:].lstrip()
-    return not following or not following[0].isalpha() or context.starts_sentence(text, start)
+    if cue in _COUNT_CUES:
+        return False
+    noun = after.lower().rstrip(".")
+    counted = noun in _COUNTED or (noun.endswith("s") and noun.isalpha() and noun not in _NOT_PLURAL)
+    return not (after.islower() and counted)
 
 
 _DIGITS_LEFT = re.compile(r"\d+")

@@ -43,7 +43,6 @@ UNITS: dict[str, tuple[str, str]] = {
     "lb": ("pound", "pounds"),
     "lbs": ("pound", "pounds"),
     "oz": ("ounce", "ounces"),
-    "t": ("ton", "tons"),
     # volume and cooking
     "ml": ("milliliter", "milliliters"),
     "mL": ("milliliter", "milliliters"),
@@ -81,7 +80,6 @@ UNITS: dict[str, tuple[str, str]] = {
     "%": ("percent", "percent"),
     "‰": ("per mille", "per mille"),
     # data
-    "B": ("byte", "bytes"),
     "KB": ("kilobyte", "kilobytes"),
     "kB": ("kilobyte", "kilobytes"),
     "MB": ("megabyte", "megabytes"),
@@ -151,7 +149,7 @@ UNITS: dict[str, tuple[str, str]] = {
 
 # Units that are also common words or letters: attached to the number ("5s", "60W"), or spaced with
 # nothing word-like after them ("in 4.2 s."); else they stay words ("5 t-shirts", "3 B vitamins").
-ATTACHED_ONLY = frozenset({"s", "t", "B", "W", "V", "x", "pt", "ha", "cal"})
+ATTACHED_ONLY = frozenset({"s", "W", "V", "x", "pt", "ha", "cal"})
 # Spaced units that read as words after a number only when nothing word-like follows them.
 INCH = ("inch", "inches")
 

@@ -30,7 +30,7 @@ _PARTS = re.compile(r"[A-Za-z]+|\d+|[^A-Za-z\d]")
 _VOWELS = set("aeiouyAEIOUY")
 # Short parts that are spelled even with a vowel in them ("api" -> "A P I"); others with a vowel are said.
 _SPELLED_SHORT = word_set(
-    """api css js sh npm io ai ui ux id os pc tv uk us eu db sdk aws gcp cli img src tmp lib cd ls etc
+    """api css js sh npm io ai ui ux id os pc tv db sdk aws gcp cli img src tmp lib cd ls etc
     ftp ssh url uri xml rss ios iot ip"""
 )
 
@@ -45,7 +45,8 @@ def _label(part: str) -> str:
         return numbers.cardinal(part) if len(part) <= 4 and not part.startswith("0") else numbers.digits(part)
     if part.lower() in SAID_TLDS:
         return part
-    if part.lower() in _SPELLED_SHORT or not (_VOWELS & set(part)) or (len(part) <= 3 and part.isupper()):
+    short = len(part) == 1 or (len(part) <= 3 and part.isupper())
+    if short or part.lower() in _SPELLED_SHORT or not (_VOWELS & set(part)):
         return _spell(part)
     return part
 
@@ -56,6 +57,7 @@ def spell_out(text: str, *, tld: bool = False) -> str:
     parts = _PARTS.findall(text)
     said: list[str] = []
     last_word = max((i for i, p in enumerate(parts) if p.isalnum()), default=-1)
+    tld = tld and "." in text  # "localhost" has no domain ending
     for index, part in enumerate(parts):
         if part.isalnum():
             if tld and index == last_word and part.isalpha():
@@ -106,7 +108,7 @@ def _url(match: re.Match[str], british: bool) -> list[Piece] | None:
 
 
 _EXTENSION = "|".join(sorted(SAID_EXTENSIONS | SPELLED_EXTENSIONS, key=len, reverse=True))
-_FILE = re.compile(rf"(?<![\w.\-/])(?P<name>[\w\-]+(?:\.[\w\-]+)*)\.(?P<ext>{_EXTENSION})(?![\w\-]|\.\w)")
+_FILE = re.compile(rf"(?<![\w.\-/])(?P<name>[\w\-]+(?:\.[\w\-]+)*)?\.(?P<ext>{_EXTENSION})(?![\w\-]|\.\w)")
 _PATH = re.compile(r"(?<![\w/.])(?P<path>(?:~|\.\.?)?/(?:[\w.\-]+/)*[\w.\-]+/?)(?![\w/])")
 
 
@@ -118,6 +120,8 @@ def _extension(ext: str) -> str:
 
 def _file(match: re.Match[str], british: bool) -> list[Piece] | None:
     name, ext = match["name"], match["ext"]
+    if name is None:  # ".cpp files"
+        return [Piece(match.start(), match.end(), f"dot {_extension(ext)}")]
     if name[0].isdigit() and name.replace(".", "").isdigit():
         return None  # "3.5" before a unit or "1.py"-like numbers are not file names
     if ext == "js" and name[0].isupper() and "." not in name:

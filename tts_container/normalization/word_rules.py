@@ -145,7 +145,7 @@ def _roman(match: re.Match[str], british: bool) -> list[Piece] | None:
 # --- letter-digit codes: "MP3", "4K", "COVID-19", "x86", "A320", "3D" ----------------------------------
 
 _CODE = re.compile(
-    r"(?<![\w\-.])(?P<code>(?=[A-Za-z]*\d)(?=\d*[A-Za-z])[A-Za-z\d]+|[A-Za-z]+-\d+(?:\.\d+)?|\d+-[A-Za-z]+)"
+    r"(?<![\w\-.])(?P<code>(?=[A-Za-z]*\d)(?=\d*[A-Za-z])[A-Za-z\d]+|[A-Za-z]+-\d+(?:\.\d+)?[A-Za-z]*|\d+-[A-Za-z]+)"
     r"(?![\w]|-\w|\.\d)"
 )
 _RUNS = re.compile(r"[A-Za-z]+|\d+(?:\.\d+)?")
@@ -189,7 +189,7 @@ _MULTI = {"->": "to", "=>": "to", "<-": "from", "<->": "to and from", "<=": "is 
           ">=": "is greater than or equal to", "!=": "is not equal to", "==": "equals",
           "+/-": "plus or minus", "++": "plus plus", "^2": "squared", "^3": "cubed"}  # fmt: skip
 _SYMBOL = re.compile(
-    rf"(?P<sym>{_alternation(_MULTI)}|[{re.escape(''.join(SYMBOLS))}{''.join(SUPERSCRIPTS)}%])"
+    rf"(?P<sym>{_alternation(_MULTI)}|[{re.escape(''.join(SYMBOLS))}{''.join(SUPERSCRIPTS)}%*])"
 )
 _SPACED_ONLY = frozenset({"<", ">", "/", "\\", "=", "-"})
 _AFTER_WORD_OR_NUMBER = frozenset({"²", "³", "^2", "^3", "%"})
@@ -206,6 +206,9 @@ def _symbol(match: re.Match[str], british: bool) -> list[Piece] | None:
         return [Piece(match.start(), match.end(), _MULTI.get(symbol) or SUPERSCRIPTS[symbol])]
     if symbol == "%":
         return [Piece(match.start(), match.end(), "percent")]
+    if symbol == "*":
+        spaced_numbers = left.isspace() and right.isspace() and re.search(r"\d\s*$", text[: match.start()])
+        return [Piece(match.start(), match.end(), "times")] if spaced_numbers else None
     if symbol == "/":
         if left.isalpha() and right.isalpha():
             word = context.word_after(text, context.previous_word(text, match.start())[1])
