@@ -42,6 +42,7 @@ _SCANNER = Scanner(
     (
         *web_rules.RULES,
         *calendar_rules.RULES,
+        *web_rules.PHONE_RULES,
         *word_rules.RULES,
         *numeric_rules.RULES,
         *word_rules.LATE_RULES,

@@ -109,10 +109,15 @@ def _date(year: int | None, month: int, day: int, british: bool) -> str | None:
     return said
 
 
-_ISO_DATE = re.compile(r"(?<![\w.\-/])(?P<y>\d{4})-(?P<m>\d{2})-(?P<d>\d{2})(?![\w]|-\d|[.:]\d)")
+_ISO_DATE = re.compile(
+    r"(?<![\w.\-/])(?P<y>\d{4})(?P<sep>[-/.])(?P<m>\d{1,2})(?P<sep2>[-/.])(?P<d>\d{1,2})(?![\w]|[-/]\d|[.:]\d)"
+)
 
 
 def _iso_date(match: re.Match[str], british: bool) -> list[Piece] | None:
+    """ "2025-03-04" (also with slashes or dots, year first)."""
+    if match["sep"] != match["sep2"]:
+        return None
     said = _date(int(match["y"]), int(match["m"]), int(match["d"]), british)
     return None if said is None else [Piece(match.start(), match.end(), said)]
 
@@ -210,6 +215,14 @@ def _month_year(match: re.Match[str], british: bool) -> list[Piece]:
     ]
 
 
+_DASH_BETWEEN_CLOCKS = re.compile(r"(?<=\d:[0-5]\d)\s?[-–]\s?(?=(?:[01]?\d|2[0-4]):[0-5]\d)")
+
+
+def _dash_between_clocks(match: re.Match[str], british: bool) -> list[Piece]:
+    """The dash in "9:30-10:30" is "to"."""
+    return [Piece(match.start(), match.end(), " to ")]
+
+
 _DASH_BETWEEN_TIMES = re.compile(
     r"(?<=[Mm]|\d)(?<![\d.,]\d\d\d)\s?[-–]\s?(?=(?:1[0-2]|0?[1-9])(?::[0-5]\d)?\s?[AaPp]\.?\s?[Mm]\b)"
 )
@@ -225,6 +238,7 @@ def _dash_between_times(match: re.Match[str], british: bool) -> list[Piece] | No
 
 RULES = (
     Rule("dash_between_times", _DASH_BETWEEN_TIMES, _dash_between_times),
+    Rule("dash_between_clocks", _DASH_BETWEEN_CLOCKS, _dash_between_clocks),
     Rule("iso_date", _ISO_DATE, _iso_date),
     Rule("numeric_date", _NUMERIC_DATE, _numeric_date),
     Rule("time_range", _TIME_RANGE_HOURS, _time_range),

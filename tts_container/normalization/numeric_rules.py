@@ -120,7 +120,7 @@ def _money_code_first(match: re.Match[str], british: bool) -> list[Piece]:
 
 _MEASURE = re.compile(
     rf"{_START}(?P<amt>[-−]?{_AMOUNT})(?P<hyphen>-)?(?P<space>\s?)(?P<unit>{_UNIT})"
-    rf"(?:/(?P<per>{_UNIT}|hour|day|week|month|year|person))?(?![\w°²³/\-])"
+    rf"(?:/(?P<per>{_UNIT}|hour|day|week|month|year|person))?(?![\w°²³/\-])(?P<dot>\.(?=\s+[a-z]))?"
 )
 
 
@@ -153,7 +153,9 @@ def _word_follows(text: str, end: int) -> bool:
     return text[end:].lstrip()[:1].isalnum()
 
 
-_DETERMINERS = frozenset({"a", "an", "the", "this", "that", "our", "my", "your", "his", "her", "their", "its"})
+_DETERMINERS = frozenset(
+    {"a", "an", "the", "this", "that", "our", "my", "your", "his", "her", "their", "its"}
+)
 _NOT_NOUNS = frozenset(
     {"of", "in", "on", "at", "to", "for", "and", "or", "per", "a", "an", "the", "is", "was"}
 )
@@ -374,7 +376,7 @@ def _number(match: re.Match[str], british: bool) -> list[Piece] | None:
     before = context.word_before(text, match.start())
     if sign in ("-", "−") and not _negative_allowed(text, match.start()):
         return None
-    if written.isdigit() and before.lower() in DIGIT_CUES:
+    if written.isdigit() and before.lower().rstrip(".") in DIGIT_CUES:
         spoken = numbers.digits(written)
     elif "." in written and written[0] != "." and _is_version_context(before):
         spoken = numbers.version(written, british=british)
@@ -401,7 +403,9 @@ def _is_version_context(before: str) -> bool:
 
 
 _COUNT_CUES = frozenset({"about", "over", "under", "nearly", "almost", "than", "only", "just", "some", "all"})
-_COUNTED = frozenset({"people", "men", "women", "children", "feet", "times", "percent", "more", "fewer", "less"})
+_COUNTED = frozenset(
+    {"people", "men", "women", "children", "feet", "times", "percent", "more", "fewer", "less"}
+)
 _NOT_PLURAL = frozenset({"is", "was", "has", "as", "its", "this", "us", "his", "thus", "yes", "plus", "less"})
 
 

@@ -33,6 +33,8 @@ UNITS: dict[str, tuple[str, str]] = {
     "kmh": ("kilometer per hour", "kilometers per hour"),
     "mph": ("mile per hour", "miles per hour"),
     "m/s": ("meter per second", "meters per second"),
+    "m/s²": ("meter per second squared", "meters per second squared"),
+    "m/s2": ("meter per second squared", "meters per second squared"),
     "mpg": ("mile per gallon", "miles per gallon"),
     # mass
     "mg": ("milligram", "milligrams"),
@@ -302,6 +304,7 @@ ABBREVIATIONS: dict[str, str] = {
     "a.k.a.": "also known as",
     "aka": "also known as",
     "AKA": "also known as",
+    "ext.": "extension",
     "w/": "with",
     "w/o": "without",
     "b/c": "because",

@@ -152,32 +152,26 @@ def _ip(match: re.Match[str], british: bool) -> list[Piece] | None:
 
 
 _PHONE = re.compile(
-    r"(?<![\w+.\-/])(?P<cc>\+\d{1,3}[ .\-]?)?(?P<area>\(\d{1,4}\)[ .\-]?)?"
+    r"(?<![\w+.\-/])(?P<cc>\+\d{1,3}[ .\-]?|1[ .\-]?(?=\())?(?P<area>\(\d{1,4}\)[ .\-]?)?"
     r"(?P<groups>(?:\d{1,4}[ .\-]){1,3}\d{4}|\d{3}[ .\-]\d{4})(?![\w]|[.\-]\d)"
+)
+
+
+# "+33 1 23 45 67 89": a country code, then groups of any size.
+_PHONE_INTERNATIONAL = re.compile(
+    r"(?<![\w+.\-/])(?P<cc>\+\d{1,3})(?P<area>)(?P<groups>(?:[ .\-]\(?\d{1,4}\)?){2,6})(?![\w]|[.\-]\d)"
 )
 
 
 def _phone(match: re.Match[str], british: bool) -> list[Piece] | None:
     text = match.group(0)
-    groups = re.split(r"[ .\-]", match["groups"])
+    groups = [g for g in re.split(r"[ .\-]", match["groups"].strip(" .-")) if g]
     separators = set(re.findall(r"[ .\-]", match["groups"]))
     digit_count = sum(c.isdigit() for c in text)
     if not 7 <= digit_count <= 15:
         return None
-    cued = bool(match["cc"] or match["area"]) or context.word_before(
-        match.string, match.start()
-    ).lower().rstrip(":") in DIGIT_CUES | {
-        "at",
-        "number",
-        "on",
-        "or",
-        "mobile",
-        "cell",
-        "fax",
-        "whatsapp",
-        "hotline",
-        "line",
-    }
+    before = context.word_before(match.string, match.start()).lower().rstrip(":.")
+    cued = bool(match["cc"] or match["area"]) or before in DIGIT_CUES | _PHONE_CUES
     trunk = groups[0].startswith("0") and len(groups) >= 3  # "020 7946 0958"
     if not cued and not trunk:
         if separators == {" "} and [len(g) for g in groups] != [3, 3, 4]:
@@ -201,6 +195,7 @@ def _phone_group(group: str) -> str:
     return ("plus " + said) if group.startswith("+") else said
 
 
+_PHONE_CUES = frozenset({"at", "number", "on", "or", "mobile", "cell", "fax", "whatsapp", "hotline", "line"})
 _HANDLE = re.compile(r"(?<![\w@.])@(?P<handle>[A-Za-z_]\w*)")
 _HASHTAG = re.compile(r"(?<![\w#&])#(?:(?P<number>\d+)(?![\w])|(?P<tag>[A-Za-z]\w*))")
 _CAMEL = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
@@ -223,7 +218,11 @@ RULES = (
     Rule("ip", _IP, _ip),
     Rule("file", _FILE, _file),
     Rule("path", _PATH, _path),
-    Rule("phone", _PHONE, _phone),
     Rule("handle", _HANDLE, _handle),
     Rule("hashtag", _HASHTAG, _hashtag),
+)
+# After the dates: "31-12-2023" is a date, not a number to dial.
+PHONE_RULES = (
+    Rule("phone_international", _PHONE_INTERNATIONAL, _phone),
+    Rule("phone", _PHONE, _phone),
 )

@@ -39,13 +39,12 @@ _WORLD_WAR = re.compile(r"(?<![\w])WW(?P<n>I{1,2}|[12])(?![\w])")
 
 
 def _sentence_period(match: re.Match[str], written: str) -> str:
-    if (
-        written.endswith(".")
-        and written in _MAY_END_SENTENCE
-        and context.ends_sentence(match.string, match.end())
-    ):
+    """The period of "etc." that also ends the sentence is kept (with its pause); so is any at the end."""
+    if not written.endswith("."):
+        return ""
+    if not match.string[match.end() :].strip():
         return "."
-    return ""
+    return "." if written in _MAY_END_SENTENCE and context.ends_sentence(match.string, match.end()) else ""
 
 
 def _abbreviation(match: re.Match[str], british: bool) -> list[Piece] | None:
@@ -227,7 +226,22 @@ def _symbol(match: re.Match[str], british: bool) -> list[Piece] | None:
     return [Piece(match.start(), match.end(), said)]
 
 
+_WEEKDAY = "Mon|Tues|Tue|Wed|Thurs|Thur|Thu|Fri|Sat|Sun"
+_WEEKDAYS = {"Mon": "Monday", "Tue": "Tuesday", "Tues": "Tuesday", "Wed": "Wednesday", "Thu": "Thursday",
+             "Thur": "Thursday", "Thurs": "Thursday", "Fri": "Friday", "Sat": "Saturday", "Sun": "Sunday"}  # fmt: skip
+_WEEKDAY_RANGE = re.compile(rf"(?<![\w])(?P<a>{_WEEKDAY})\.?\s?[-–]\s?(?P<b>{_WEEKDAY})(?P<dot>\.)?(?![\w])")
+
+
+def _weekday_range(match: re.Match[str], british: bool) -> list[Piece]:
+    """ "Mon-Fri" is "Monday to Friday"."""
+    said = f"{_WEEKDAYS[match['a']]} to {_WEEKDAYS[match['b']]}"
+    if match["dot"] and context.ends_sentence(match.string, match.end()):
+        said += "."
+    return [Piece(match.start(), match.end(), said)]
+
+
 RULES = (
+    Rule("weekday_range", _WEEKDAY_RANGE, _weekday_range),
     Rule("world_war", _WORLD_WAR, _world_war),
     Rule("before_number", _BEFORE_NUMBER, _before_number),
     Rule("place_or_title", _PLACE_OR_TITLE, _place_or_title),
