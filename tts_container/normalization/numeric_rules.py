@@ -415,7 +415,7 @@ def _reads_as_year(text: str, start: int, end: int, before: str) -> bool:
     value = int(text[start:end].lstrip("+-"))
     after = context.word_after(text, end)
     cue = before.lower().rstrip(".")
-    if cue in YEAR_CUES or cue in MONTHS or after in _YEAR_AFTER or value % 100 == 0 and value < 2000:
+    if cue in YEAR_CUES or cue in MONTHS or after in _YEAR_AFTER or (value % 100 == 0 and value < 2000):
         return True  # "nineteen hundred" is both the year and the count
     if cue in _COUNT_CUES:
         return False

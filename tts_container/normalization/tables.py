@@ -233,12 +233,24 @@ MONTHS: dict[str, str] = {
     "december": "December",
     "dec": "December",
 }
+WEEKDAYS: dict[str, str] = {
+    "Mon": "Monday",
+    "Tue": "Tuesday",
+    "Tues": "Tuesday",
+    "Wed": "Wednesday",
+    "Thu": "Thursday",
+    "Thur": "Thursday",
+    "Thurs": "Thursday",
+    "Fri": "Friday",
+    "Sat": "Saturday",
+    "Sun": "Sunday",
+}
 MONTH_NAMES = (
     "January", "February", "March", "April", "May", "June",
     "July", "August", "September", "October", "November", "December",
 )  # fmt: skip
 
-# Abbreviations read the same wherever they stand ("e.g." is always "for example").
+# Abbreviations read the same wherever they stand ("e.g." is always "for example"), and "Mon." ...
 ABBREVIATIONS: dict[str, str] = {
     "Mr.": "Mister",
     "Mrs.": "Missus",
@@ -309,15 +321,6 @@ ABBREVIATIONS: dict[str, str] = {
     "w/o": "without",
     "b/c": "because",
     "et al.": "and others",
-    "Mon.": "Monday",
-    "Tue.": "Tuesday",
-    "Tues.": "Tuesday",
-    "Wed.": "Wednesday",
-    "Thu.": "Thursday",
-    "Thurs.": "Thursday",
-    "Fri.": "Friday",
-    "Sat.": "Saturday",
-    "Sun.": "Sunday",
     "U.S.": "U S",
     "U.S.A.": "U S A",
     "U.K.": "U K",
@@ -466,3 +469,4 @@ ERA_SUFFIXES: dict[str, str] = {
     "A.D.": "A D",
     "B.C.": "B C",
 }
+ABBREVIATIONS.update({f"{short}.": day for short, day in WEEKDAYS.items()})

@@ -21,6 +21,7 @@ from tts_container.normalization.tables import (
     ROMAN_CUES,
     SUPERSCRIPTS,
     SYMBOLS,
+    WEEKDAYS,
 )
 
 
@@ -226,15 +227,13 @@ def _symbol(match: re.Match[str], british: bool) -> list[Piece] | None:
     return [Piece(match.start(), match.end(), said)]
 
 
-_WEEKDAY = "Mon|Tues|Tue|Wed|Thurs|Thur|Thu|Fri|Sat|Sun"
-_WEEKDAYS = {"Mon": "Monday", "Tue": "Tuesday", "Tues": "Tuesday", "Wed": "Wednesday", "Thu": "Thursday",
-             "Thur": "Thursday", "Thurs": "Thursday", "Fri": "Friday", "Sat": "Saturday", "Sun": "Sunday"}  # fmt: skip
+_WEEKDAY = _alternation(WEEKDAYS)
 _WEEKDAY_RANGE = re.compile(rf"(?<![\w])(?P<a>{_WEEKDAY})\.?\s?[-–]\s?(?P<b>{_WEEKDAY})(?P<dot>\.)?(?![\w])")
 
 
 def _weekday_range(match: re.Match[str], british: bool) -> list[Piece]:
     """ "Mon-Fri" is "Monday to Friday"."""
-    said = f"{_WEEKDAYS[match['a']]} to {_WEEKDAYS[match['b']]}"
+    said = f"{WEEKDAYS[match['a']]} to {WEEKDAYS[match['b']]}"
     if match["dot"] and context.ends_sentence(match.string, match.end()):
         said += "."
     return [Piece(match.start(), match.end(), said)]
