@@ -6,6 +6,8 @@ after "Python". These helpers read one word either side of a span, skipping spac
 
 from __future__ import annotations
 
+from tts_container.normalization.tables import SENTENCE_STARTERS
+
 _EDGE = "\"'“”‘’()[]{},;:!?"
 
 
@@ -50,6 +52,11 @@ def is_name(word: str) -> bool:
 
 
 def ends_sentence(text: str, end: int) -> bool:
-    """Whether a period at ``end - 1`` also ends the sentence: the text ends, or a capital follows."""
+    """Whether a period at ``end - 1`` also ends the sentence: the text ends there, or a closing quote,
+    or a word that mostly starts sentences ("etc. Then ..."), follows. Before a name ("U.S. Route", "p.m.
+    PDT") it is taken for the abbreviation's own period."""
     after = text[end:].lstrip()
-    return not after or after[0].isupper() or after[0] in "\"'“”"
+    if not after or after[0] in '"”’)]':
+        return not after or after[1:2] in ("", " ")
+    first = after.split(None, 1)[0].strip("\"'“”‘’,;:!?.")
+    return first in SENTENCE_STARTERS

@@ -120,7 +120,7 @@ def _money_code_first(match: re.Match[str], british: bool) -> list[Piece]:
 
 _MEASURE = re.compile(
     rf"{_START}(?P<amt>[-−]?{_AMOUNT})(?P<hyphen>-)?(?P<space>\s?)(?P<unit>{_UNIT})"
-    rf"(?:/(?P<per>{_UNIT}|hour|day|week|month|year|person))?(?![\w°²³/\-])(?P<dot>\.(?=\s+[a-z]))?"
+    rf"(?:/(?P<per>{_UNIT}|hour|day|week|month|year|person))?(?![\w°²³/\-])(?P<dot>\.(?=\s+[a-z\d]))?"
 )
 
 
@@ -180,7 +180,7 @@ _INCHES = re.compile(
     rf"(?!\w)"
 )
 _FEET_INCHES = re.compile(
-    rf"{_START}(?P<ft>\d+)\s?['′’](?:\s?(?P<in>\d{{1,2}}(?:\.\d+)?)\s?(?:\"|″|''|”))?(?![\w'])"
+    rf"{_START}(?P<ft>\d+)(?:\s?['′’]\s?(?P<in>\d{{1,2}}(?:\.\d+)?)\s?(?:\"|″|''|”)|['′’])(?![\w'])"
 )
 
 

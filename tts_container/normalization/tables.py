@@ -360,6 +360,9 @@ BEFORE_NUMBER: dict[str, str] = {
     "ep.": "episode",
     "Pt.": "Part",
     "#": "number",
+    "N°": "number",
+    "Nº": "number",
+    "№": "number",
 }
 
 # Words after which a Roman numeral counts ("Chapter IV" -> "Chapter four").
@@ -470,3 +473,8 @@ ERA_SUFFIXES: dict[str, str] = {
     "B.C.": "B C",
 }
 ABBREVIATIONS.update({f"{short}.": day for short, day in WEEKDAYS.items()})
+# Capitalized words that mostly begin a sentence (after "etc." or "p.m." they say the period ended one).
+SENTENCE_STARTERS = word_set(
+    """The A An He She It We They I You This That These Those There Then But And So Or In On At For If
+    When While What Why How Who Where My Our Your His Her Its Their After Before Now Today Yes No"""
+)

@@ -128,6 +128,12 @@ def _roman(match: re.Match[str], british: bool) -> list[Piece] | None:
         return None
     text = match.string
     before, before_start = context.previous_word(text, match.start())
+    if (
+        len(numeral) == 1
+        and text[match.end() : match.end() + 1] == "."
+        and context.is_name(context.word_after(text, match.end() + 1))
+    ):
+        return None  # "Albert I. Jones": a middle initial
     if before in REGNAL_NAMES:
         return [Piece(match.start(), match.end(), "the " + numbers.ordinal(value, british=british))]
     cued = before.lower().rstrip(".") in ROMAN_CUES
