@@ -151,7 +151,7 @@ def _roman(match: re.Match[str], british: bool) -> list[Piece] | None:
 # --- letter-digit codes: "MP3", "4K", "COVID-19", "x86", "A320", "3D" ----------------------------------
 
 _CODE = re.compile(
-    r"(?<![\w\-.])(?P<code>(?=[A-Za-z]*\d)(?=\d*[A-Za-z])[A-Za-z\d]+|[A-Za-z]+-\d+(?:\.\d+)?[A-Za-z]*|\d+-[A-Za-z]+)"
+    r"(?<![\w\-.])(?P<code>(?=[A-Za-z]*\d)(?=\d*[A-Za-z])[A-Za-z\d]+|[A-Za-z]+-(?!\d*0s\b)\d+(?:\.\d+)?[A-Za-z]*|\d+-[A-Za-z]+)"
     r"(?![\w]|-\w|\.\d)"
 )
 _RUNS = re.compile(r"[A-Za-z]+|\d+(?:\.\d+)?")
