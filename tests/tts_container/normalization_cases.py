@@ -374,6 +374,9 @@ CASES: tuple[tuple[str, str, str], ...] = (
     ("code", "The model is GPT-4o.", "The model is G P T four O."),
     ("code", "The 1080p video.", "The ten eighty P video."),
     ("code", "H2O is water.", "H two O is water."),
+    ("unit", "Results: ±0.5 mm.", "Results: plus or minus zero point five millimeters."),
+    ("unit", "The grid is 3×3.", "The grid is three by three."),
+    ("fraction", "A 50-50 chance.", "A fifty fifty chance."),
     # other languages are untouched
     ("other", "Plain words stay the same.", "Plain words stay the same."),
 )

@@ -119,7 +119,7 @@ def _money_code_first(match: re.Match[str], british: bool) -> list[Piece]:
 # --- measures ---------------------------------------------------------------------------------------
 
 _MEASURE = re.compile(
-    rf"{_START}(?P<amt>[-−]?{_AMOUNT})(?P<hyphen>-)?(?P<space>\s?)(?P<unit>{_UNIT})"
+    rf"{_START}(?P<amt>[-−±+]?{_AMOUNT})(?P<hyphen>-)?(?P<space>\s?)(?P<unit>{_UNIT})"
     rf"(?:/(?P<per>{_UNIT}|hour|day|week|month|year|person))?(?![\w°²³/\-])(?P<dot>\.(?=\s+[a-z\d]))?"
 )
 
@@ -135,9 +135,11 @@ def _measure(match: re.Match[str], british: bool) -> list[Piece] | None:
     ):
         return None  # "4 x 4" is a dimension
     written = match["amt"].replace("−", "-")
-    amount = measures.amount(written, british)
-    if written.startswith("-") and not _negative_allowed(match.string, match.start()):
+    if written.startswith(("-", "±", "+")) and not _negative_allowed(match.string, match.start()):
         return None
+    sign = {"±": "plus or minus ", "+": "plus "}.get(written[0], "")
+    written = written.lstrip("±+")
+    amount = sign + measures.amount(written, british)
     adjective = bool(match["hyphen"]) or _before_a_noun(match.string, match.start(), match.end())
     name = measures.unit(symbol, written, adjective=adjective)
     if match["per"]:
@@ -204,7 +206,9 @@ def _feet_inches(match: re.Match[str], british: bool) -> list[Piece] | None:
     return [Piece(match.start(), match.end(), feet)]
 
 
-_DIMENSIONS = re.compile(rf"{_START}(?P<a>{NUM})\s?[x×]\s?(?P<b>{NUM})(?:\s?[x×]\s?(?P<c>{NUM}))?(?![\w.])")
+_DIMENSIONS = re.compile(
+    rf"{_START}(?P<a>{NUM})\s?[x×]\s?(?P<b>{NUM})(?:\s?[x×]\s?(?P<c>{NUM}))?(?![\w]|\.\d)"
+)
 
 
 def _dimensions(match: re.Match[str], british: bool) -> list[Piece] | None:
@@ -238,6 +242,8 @@ def _range(match: re.Match[str], british: bool) -> list[Piece] | None:
     if symbol and symbol in ATTACHED_ONLY and match["space"] and _word_follows(match.string, match.end()):
         symbol = None
     joiner = "to"
+    if low == high == "50" and not symbol:
+        return [Piece(match.start(), match.end("b"), "fifty fifty")]  # the idiom; a 1-1 score is "one to one"
     if match["sep"].startswith(" ") and match["sep"].endswith(" ") and "=" in match.string[match.end() :]:
         joiner = "minus"  # "10 - 4 = 6"
     spoken = f"{numbers.number(low, british=british)} {joiner} {numbers.number(high, british=british)}"
