@@ -377,6 +377,18 @@ CASES: tuple[tuple[str, str, str], ...] = (
     ("unit", "Results: ±0.5 mm.", "Results: plus or minus zero point five millimeters."),
     ("unit", "The grid is 3×3.", "The grid is three by three."),
     ("fraction", "A 50-50 chance.", "A fifty fifty chance."),
+    ("unit", "The screen is 1920x1080.", "The screen is nineteen twenty by ten eighty."),
+    ("phone", "My PIN is 4321.", "My PIN is four three two one."),
+    ("cardinal", "Flight 370 vanished.", "Flight three seventy vanished."),
+    ("cardinal", "The Boeing 737 is common.", "The Boeing seven thirty seven is common."),
+    ("cardinal", "Room 404 is empty.", "Room four oh four is empty."),
+    (
+        "cardinal",
+        "Your order #12345 shipped.",
+        "Your order number twelve thousand three hundred forty five shipped.",
+    ),
+    ("roman", "Louis XIV's palace.", "Louis the fourteenth's palace."),
+    ("abbreviation", "Dr. Martin Luther King Jr. spoke.", "Doctor Martin Luther King Junior spoke."),
     # other languages are untouched
     ("other", "Plain words stay the same.", "Plain words stay the same."),
 )

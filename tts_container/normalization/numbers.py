@@ -86,6 +86,17 @@ def version(text: str, *, british: bool = False) -> str:
     return " point ".join(parts)
 
 
+def paired(text: str, *, british: bool = False) -> str:
+    """A model or flight number as said in pairs: 737 "seven thirty seven", 404 "four oh four", 1080 "ten
+    eighty"; round ones and other lengths as a cardinal (300 "three hundred")."""
+    if len(text) == 4 and text[2] != "0" and text[0] != "0":
+        return f"{cardinal(text[:2], british=british)} {cardinal(text[2:], british=british)}"
+    if len(text) == 3 and text[1:] != "00" and text[0] != "0":
+        tail = cardinal(text[1:], british=british) if text[1] != "0" else "oh " + DIGITS[int(text[2])]
+        return f"{DIGITS[int(text[0])]} {tail}"
+    return cardinal(text, british=british)
+
+
 _FRACTION_NAMES = {2: ("half", "halves"), 4: ("quarter", "quarters")}
 
 

@@ -20,6 +20,7 @@ from tts_container.normalization.tables import (
     INCH,
     MAGNITUDES,
     MONTHS,
+    PAIRED_CUES,
     UNITS,
     VERSION_CUES,
     VULGAR_FRACTIONS,
@@ -211,10 +212,19 @@ _DIMENSIONS = re.compile(
 )
 
 
+def _side(written: str, british: bool) -> str:
+    """A side of a dimension; screen sizes are said in pairs: 1920x1080 "nineteen twenty by ten eighty"."""
+    return (
+        numbers.paired(written, british=british)
+        if len(written) == 4
+        else numbers.number(written, british=british)
+    )
+
+
 def _dimensions(match: re.Match[str], british: bool) -> list[Piece] | None:
     if "×" in match[0] and " " in match[0]:
         return None  # "2 × 3" is a product: the symbol rule says "times"
-    sides = [numbers.number(match[g], british=british) for g in ("a", "b", "c") if match[g]]
+    sides = [_side(match[g], british) for g in ("a", "b", "c") if match[g]]
     return [Piece(match.start(), match.end(), " by ".join(sides))]
 
 
@@ -372,6 +382,7 @@ def _magnitude(match: re.Match[str], british: bool) -> list[Piece]:
     return [Piece(match.start(), match.end(), spoken)]
 
 
+_LINKS = frozenset({"is", "was", "are", "number", "no", "#"})
 _NUMBER = re.compile(rf"(?<![\w.,/:])(?P<sign>[-−+±](?=[\d.]))?(?P<num>{NUM})(?P<plus>\+)?(?![\w])")
 _YEAR_AFTER = frozenset({*ERA_SUFFIXES, "election", "elections", "season", "census", "budget", "model"})
 
@@ -379,11 +390,16 @@ _YEAR_AFTER = frozenset({*ERA_SUFFIXES, "election", "elections", "season", "cens
 def _number(match: re.Match[str], british: bool) -> list[Piece] | None:
     text, written = match.string, match["num"]
     sign = match["sign"]
-    before = context.word_before(text, match.start())
+    before, before_start = context.previous_word(text, match.start())
     if sign in ("-", "−") and not _negative_allowed(text, match.start()):
         return None
-    if written.isdigit() and before.lower().rstrip(".") in DIGIT_CUES:
+    cue = before.lower().rstrip(".:")
+    if cue in _LINKS:  # "my PIN is 4321"
+        cue = context.word_before(text, before_start).lower().rstrip(".:")
+    if written.isdigit() and cue in DIGIT_CUES:
         spoken = numbers.digits(written)
+    elif written.isdigit() and cue in PAIRED_CUES and len(written) in (3, 4):
+        spoken = numbers.paired(written, british=british)
     elif "." in written and written[0] != "." and _is_version_context(before):
         spoken = numbers.version(written, british=british)
     elif written.isdigit() and len(written) > 1 and written.startswith("0"):

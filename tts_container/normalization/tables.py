@@ -459,6 +459,12 @@ VERSION_CUES = word_set(
 )
 # Words after which a number is read digit by digit ("call 911", "flight 1234" is not here).
 DIGIT_CUES = frozenset({"call", "dial", "phone", "tel", "telephone", "pin", "code", "extension", "ext"})
+# Words after which a three- or four-digit number is said in pairs ("flight three seventy", "room four
+# oh four", "Boeing seven thirty seven").
+PAIRED_CUES = word_set(
+    """flight flights boeing airbus room rooms suite gate platform bus train apartment apt model channel
+    terminal locker"""
+)
 # Words before a four-digit number that make it a year.
 YEAR_CUES = word_set(
     """in since by until till from during of year years circa c before after early late mid around

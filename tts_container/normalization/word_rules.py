@@ -163,16 +163,7 @@ def _code_digits(run: str, british: bool) -> str:
         return numbers.decimal(run, british=british)
     if run.startswith("0") and len(run) > 1:
         return numbers.digits(run)
-    if len(run) == 4 and run[2] != "0":
-        return f"{numbers.cardinal(run[:2], british=british)} {numbers.cardinal(run[2:], british=british)}"
-    if len(run) == 3 and run[1:] != "00":
-        tail = (
-            numbers.cardinal(run[1:], british=british)
-            if run[1] != "0"
-            else "oh " + numbers.DIGITS[int(run[2])]
-        )
-        return f"{numbers.DIGITS[int(run[0])]} {tail}"
-    return numbers.cardinal(run, british=british)
+    return numbers.paired(run, british=british)
 
 
 def _code_letters(run: str) -> str:
