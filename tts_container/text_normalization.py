@@ -178,18 +178,26 @@ def _units(
 ) -> tuple[_Unit, ...]:
     """Written words, merged where one rewrite spans several, with their spoken spans."""
     spans = [[m.start(), m.end(), False] for m in _WORD.finditer(text)]
+    word_starts = [span[0] for span in spans]
+    owner = list(range(len(spans)))  # the word each word was merged into
     for piece in pieces:
-        touched = [s for s in spans if s[0] < max(piece.end, piece.start + 1) and piece.start < s[1]]
+        first = max(0, bisect.bisect_right(word_starts, piece.start) - 1)
+        last = max(first, bisect.bisect_left(word_starts, max(piece.end, piece.start + 1)) - 1)
+        touched = [i for i in range(first, last + 1) if spans[i][0] < max(piece.end, piece.start + 1)]
+        touched = [i for i in touched if piece.start < spans[i][1]]
         if not touched:
             continue
-        for span in touched:
-            span[2] = True
-        if len(touched) > 1:
-            first, last = touched[0], touched[-1]
-            first[1] = last[1]
-            spans = [s for s in spans if s is first or not (first[0] < s[0] <= last[0])]
+        head = owner[touched[0]]
+        for index in touched:
+            spans[owner[index]][2] = True
+        for index in range(touched[0], touched[-1] + 1):
+            if owner[index] != head:
+                spans[head][1] = max(spans[head][1], spans[owner[index]][1])
+                owner[index] = head
     units = []
-    for start, end, changed in spans:
+    for index, (start, end, changed) in enumerate(spans):
+        if owner[index] != index:
+            continue
         written = _caption(text[start:end])
         core_start = start + text[start:end].index(written[:1]) if written else start
         core_end = core_start + len(written)

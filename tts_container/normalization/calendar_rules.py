@@ -230,7 +230,7 @@ _DASH_BETWEEN_TIMES = re.compile(
 
 def _dash_between_times(match: re.Match[str], british: bool) -> list[Piece] | None:
     """The dash in "9am-5pm" or "9:00 am - 5:00 pm" is "to"."""
-    before = match.string[: match.start()].rstrip()
+    before = match.string[max(0, match.start() - 16) : match.start()].rstrip()
     if not re.search(r"(?:[AaPp]\.?\s?[Mm]\.?|\d:[0-5]\d)$", before):
         return None
     return [Piece(match.start(), match.end(), " to ")]

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from tts_container.normalization.tables import SENTENCE_STARTERS
 
+# How far a rule looks past its match: a sentence's neighbourhood, so a long text stays linear.
+WINDOW = 80
 _EDGE = "\"'“”‘’()[]{},;:!?"
 
 
@@ -19,10 +21,11 @@ def word_before(text: str, start: int) -> str:
 def previous_word(text: str, start: int) -> tuple[str, int]:
     """:func:`word_before` and where that word starts in ``text``."""
     end = start
-    while end > 0 and text[end - 1].isspace():
+    floor = max(0, start - WINDOW)
+    while end > floor and text[end - 1].isspace():
         end -= 1
     begin = end
-    while begin > 0 and not text[begin - 1].isspace():
+    while begin > floor and not text[begin - 1].isspace():
         begin -= 1
     return text[begin:end].strip(_EDGE), begin
 
@@ -30,10 +33,11 @@ def previous_word(text: str, start: int) -> tuple[str, int]:
 def word_after(text: str, end: int) -> str:
     """The whitespace-separated word that starts after ``end`` ("" at the end of the text)."""
     begin = end
-    while begin < len(text) and text[begin].isspace():
+    ceiling = min(len(text), end + WINDOW)
+    while begin < ceiling and text[begin].isspace():
         begin += 1
     stop = begin
-    while stop < len(text) and not text[stop].isspace():
+    while stop < ceiling and not text[stop].isspace():
         stop += 1
     return text[begin:stop].strip(_EDGE)
 
@@ -41,7 +45,8 @@ def word_after(text: str, end: int) -> str:
 def starts_sentence(text: str, start: int) -> bool:
     """Whether only spaces and opening quotes lie between the last sentence end and ``start``."""
     index = start
-    while index > 0 and (text[index - 1].isspace() or text[index - 1] in "\"'“‘(["):
+    floor = max(0, start - WINDOW)
+    while index > floor and (text[index - 1].isspace() or text[index - 1] in "\"'“‘(["):
         index -= 1
     return index == 0 or text[index - 1] in ".!?…:"
 
@@ -55,7 +60,7 @@ def ends_sentence(text: str, end: int) -> bool:
     """Whether a period at ``end - 1`` also ends the sentence: the text ends there, or a closing quote,
     or a word that mostly starts sentences ("etc. Then ..."), follows. Before a name ("U.S. Route", "p.m.
     PDT") it is taken for the abbreviation's own period."""
-    after = text[end:].lstrip()
+    after = text[end : end + WINDOW].lstrip()
     if not after or after[0] in '"”’)]':
         return not after or after[1:2] in ("", " ")
     first = after.split(None, 1)[0].strip("\"'“”‘’,;:!?.")

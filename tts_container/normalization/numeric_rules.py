@@ -132,7 +132,7 @@ def _measure(match: re.Match[str], british: bool) -> list[Piece] | None:
     if (
         symbol == "x"
         and match.end() < len(match.string)
-        and match.string[match.end() :].lstrip()[:1].isdigit()
+        and match.string[match.end() : match.end() + context.WINDOW].lstrip()[:1].isdigit()
     ):
         return None  # "4 x 4" is a dimension
     written = match["amt"].replace("−", "-")
@@ -153,7 +153,7 @@ def _measure(match: re.Match[str], british: bool) -> list[Piece] | None:
 
 def _word_follows(text: str, end: int) -> bool:
     """Whether a word (not the end of the text or punctuation) comes next."""
-    return text[end:].lstrip()[:1].isalnum()
+    return text[end : end + context.WINDOW].lstrip()[:1].isalnum()
 
 
 _DETERMINERS = frozenset(
@@ -254,7 +254,11 @@ def _range(match: re.Match[str], british: bool) -> list[Piece] | None:
     joiner = "to"
     if low == high == "50" and not symbol:
         return [Piece(match.start(), match.end("b"), "fifty fifty")]  # the idiom; a 1-1 score is "one to one"
-    if match["sep"].startswith(" ") and match["sep"].endswith(" ") and "=" in match.string[match.end() :]:
+    if (
+        match["sep"].startswith(" ")
+        and match["sep"].endswith(" ")
+        and "=" in match.string[match.end() : match.end() + context.WINDOW]
+    ):
         joiner = "minus"  # "10 - 4 = 6"
     spoken = f"{numbers.number(low, british=british)} {joiner} {numbers.number(high, british=british)}"
     if not symbol:

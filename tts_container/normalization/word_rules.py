@@ -43,7 +43,9 @@ def _sentence_period(match: re.Match[str], written: str) -> str:
     """The period of "etc." that also ends the sentence is kept (with its pause); so is any at the end."""
     if not written.endswith("."):
         return ""
-    if not match.string[match.end() :].strip():
+    if not match.string[
+        match.end() : match.end() + context.WINDOW
+    ].strip() and match.end() + context.WINDOW >= len(match.string):
         return "."
     return "." if written in _MAY_END_SENTENCE and context.ends_sentence(match.string, match.end()) else ""
 
@@ -204,7 +206,11 @@ def _symbol(match: re.Match[str], british: bool) -> list[Piece] | None:
     if symbol == "%":
         return [Piece(match.start(), match.end(), "percent")]
     if symbol == "*":
-        spaced_numbers = left.isspace() and right.isspace() and re.search(r"\d\s*$", text[: match.start()])
+        spaced_numbers = (
+            left.isspace()
+            and right.isspace()
+            and re.search(r"\d\s*$", text[max(0, match.start() - 8) : match.start()])
+        )
         return [Piece(match.start(), match.end(), "times")] if spaced_numbers else None
     if symbol == "/":
         if left.isalpha() and right.isalpha():
