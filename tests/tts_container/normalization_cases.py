@@ -389,6 +389,16 @@ CASES: tuple[tuple[str, str, str], ...] = (
     ),
     ("roman", "Louis XIV's palace.", "Louis the fourteenth's palace."),
     ("abbreviation", "Dr. Martin Luther King Jr. spoke.", "Doctor Martin Luther King Junior spoke."),
+    ("unit", "We have 5 in stock.", "We have five in stock."),
+    ("unit", "Cut a 2 in. square.", "Cut a two inch square."),
+    ("unit", "A 12in pizza.", "A twelve inch pizza."),
+    ("unit", 'The monitor is 27".', "The monitor is twenty seven inches."),
+    ("unit", "Wait 10s.", "Wait ten seconds."),
+    ("unit", "It uses a 9V battery.", "It uses a nine volt battery."),
+    ("decade", "There were 100s of people.", "There were hundreds of people."),
+    ("decade", "Trends of the 2010s.", "Trends of the twenty tens."),
+    ("abbreviation", "She's my no. 1 fan.", "She's my number one fan."),
+    ("symbol", "The sum is 1 + 2 + 3.", "The sum is one plus two plus three."),
     # other languages are untouched
     ("other", "Plain words stay the same.", "Plain words stay the same."),
 )

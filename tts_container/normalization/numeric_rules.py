@@ -177,10 +177,12 @@ def _negative_allowed(text: str, start: int) -> bool:
     return start == 0 or text[start - 1].isspace() or text[start - 1] in "([{=<>~≈:"
 
 
+# "in" is a unit attached ("12in"), with its period ("2 in. square"), at a sentence end, or before what
+# measures take ("15 in screen", "12 in x 8 in"); otherwise it is the preposition ("5 in stock").
 _INCHES = re.compile(
-    rf"{_START}(?P<amt>{_AMOUNT})(?:(?P<attached>in\.?|″|\")|(?P<space>\s)(?P<spaced>in\.?|inch(?:es)?)"
-    rf"(?=\s*(?:$|[,;:!?)]|\.(?:\s|$)|[x×]|by\b|wide|long|high|tall|thick|deep|screen|display|monitor)))"
-    rf"(?!\w)"
+    rf"{_START}(?P<amt>{_AMOUNT})(?:(?P<attached>in(?:\.(?=\s+[a-z\d]))?|″|\")|(?P<space>\s)"
+    rf"(?P<spaced>in\.(?=\s+[a-z\d])|in(?=\.(?:\s|$))|(?:in|inch(?:es)?)"
+    rf"(?=\s*(?:$|[,;:!?)]|[x×]|by\b|wide|long|high|tall|thick|deep|screen|display|monitor))))(?!\w)"
 )
 _FEET_INCHES = re.compile(
     rf"{_START}(?P<ft>\d+)(?:\s?['′’]\s?(?P<in>\d{{1,2}}(?:\.\d+)?)\s?(?:\"|″|''|”)|['′’])(?![\w'])"
@@ -288,7 +290,11 @@ def _ordinal(match: re.Match[str], british: bool) -> list[Piece]:
     return [Piece(match.start(), match.end(), numbers.ordinal(match["n"], british=british))]
 
 
-_DECADE = re.compile(r"(?<![\w.,])(?:['’](?P<short>\d0)|(?P<full>\d{1,3}0))(?:['’]?s)(?!\w)")
+_DECADE = re.compile(r"(?<![\w.,])(?:(?P<mark>['’])(?P<short>\d0)|(?P<full>\d{1,4}0))(?:['’]?s)(?!\w)")
+# Before "30s" these make it thirty seconds, not the thirties.
+_SECONDS_CUES = frozenset(
+    {"wait", "for", "every", "after", "takes", "took", "within", "about", "under", "only"}
+)
 _DECADE_NAMES = {
     "1": "tens",
     "2": "twenties",
@@ -302,7 +308,12 @@ _DECADE_NAMES |= {"7": "seventies", "8": "eighties", "9": "nineties", "0": "hund
 
 def _decade(match: re.Match[str], british: bool) -> list[Piece] | None:
     digits = match["short"] or match["full"]
+    if digits in ("100", "1000") and context.word_after(match.string, match.end()) == "of":
+        return [Piece(match.start(), match.end(), "hundreds" if digits == "100" else "thousands")]
     if len(digits) == 2:
+        before = context.word_before(match.string, match.start()).lower()
+        if not match["mark"] and (digits == "10" or before in _SECONDS_CUES):
+            return None  # "wait 10s": seconds
         return [Piece(match.start(), match.end(), _DECADE_NAMES[digits[0]])]
     if len(digits) != 4:
         return None
