@@ -23,11 +23,10 @@ import os
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.normalization_candidates import installed_mb, licence
+from benchmarks.normalization_candidates import installed_mb, licence, run_cases
 from benchmarks.speech_check import words
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -74,13 +73,7 @@ def ours(cases: list[str], repeats: int) -> dict[str, Any]:
     )
     from tts_container.text_normalization import normalize
 
-    outputs, latencies = [], []
-    for text in cases:
-        outputs.append(normalize(text))
-        for _ in range(repeats):
-            began = time.perf_counter()
-            normalize(text)
-            latencies.append((time.perf_counter() - began) * 1000.0)
+    outputs, latencies = run_cases(normalize, cases, repeats)
     return {
         "name": "strands-kokoro rules",
         "version": "this checkout",

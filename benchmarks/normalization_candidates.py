@@ -82,13 +82,10 @@ CANDIDATES: dict[str, tuple[str, Callable[[str], Callable[[str], str]]]] = {
 }
 
 
-def evaluate(name: str, cases: list[str], repeats: int, cache_dir: str) -> dict[str, Any]:
-    distribution, build = CANDIDATES[name]
-    cached = any(Path(cache_dir).glob("*.far"))
-    started = time.perf_counter()
-    with contextlib.redirect_stdout(io.StringIO()):
-        normalize = build(cache_dir)
-    startup_s = time.perf_counter() - started
+def run_cases(
+    normalize: Callable[[str], str], cases: list[str], repeats: int
+) -> tuple[list[str], list[float]]:
+    """Every case's output (first run, untimed) and ``repeats`` timed runs of each, in milliseconds."""
     outputs, latencies = [], []
     for text in cases:
         outputs.append(normalize(text))
@@ -96,6 +93,17 @@ def evaluate(name: str, cases: list[str], repeats: int, cache_dir: str) -> dict[
             began = time.perf_counter()
             normalize(text)
             latencies.append((time.perf_counter() - began) * 1000.0)
+    return outputs, latencies
+
+
+def evaluate(name: str, cases: list[str], repeats: int, cache_dir: str) -> dict[str, Any]:
+    distribution, build = CANDIDATES[name]
+    cached = any(Path(cache_dir).glob("*.far"))
+    started = time.perf_counter()
+    with contextlib.redirect_stdout(io.StringIO()):
+        normalize = build(cache_dir)
+    startup_s = time.perf_counter() - started
+    outputs, latencies = run_cases(normalize, cases, repeats)
     return {
         "name": name,
         "version": metadata.version(distribution),

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from tts_container.normalization import context, measures, numbers
-from tts_container.normalization.scanner import Piece, Rule
+from tts_container.normalization.scanner import Piece, Rule, alternation
 from tts_container.normalization.tables import (
     ATTACHED_ONLY,
     CENT_SIGNS,
@@ -32,13 +32,9 @@ _START = r"(?<![\w.,/:\-−])"  # not inside a word, a number, a path or a time
 _END = r"(?![\w]|[.,]\d)"  # not followed by more of a word or number
 
 
-def _alternation(words: object) -> str:
-    return "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))  # type: ignore[call-overload]
-
-
-_UNIT = _alternation(UNITS)
-_SYMBOL = _alternation(CURRENCY_SYMBOLS)
-_CODE = _alternation(CURRENCY_CODES)
+_UNIT = alternation(UNITS)
+_SYMBOL = alternation(CURRENCY_SYMBOLS)
+_CODE = alternation(CURRENCY_CODES)
 _MAGNITUDE = r"thousand|million|billion|trillion|bn|mn|tn|[kKmMbBT]"
 _VULGAR = "".join(VULGAR_FRACTIONS)
 _AMOUNT = rf"(?:\d+\s+\d+/\d+|\d+/\d+|{NUM})"

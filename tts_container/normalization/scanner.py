@@ -11,7 +11,7 @@ stay as written. Handlers say one piece per written word where they can (``60 km
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 
@@ -34,6 +34,11 @@ class Rule:
     name: str
     pattern: re.Pattern[str]
     handle: Handler
+
+
+def alternation(words: Iterable[str]) -> str:
+    """A regular-expression alternative of ``words``, longest first (so "km/h" wins over "km")."""
+    return "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))
 
 
 _NAMED_GROUP = re.compile(r"\(\?P<\w+>")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from tts_container.normalization import context, numbers
-from tts_container.normalization.scanner import Piece, Rule
+from tts_container.normalization.scanner import Piece, Rule, alternation
 from tts_container.normalization.tables import (
     ABBREVIATIONS,
     BEFORE_NUMBER,
@@ -24,18 +24,13 @@ from tts_container.normalization.tables import (
     WEEKDAYS,
 )
 
-
-def _alternation(words: object) -> str:
-    return "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))  # type: ignore[call-overload]
-
-
 # Abbreviations that may end a sentence: there the period is kept, so the pause after it is kept too.
 _MAY_END_SENTENCE = frozenset(
     {"etc.", "Inc.", "Ltd.", "Co.", "Corp.", "Bros.", "Jr.", "Sr.", "Ave.", "Blvd.", "Rd.", "Ln.", "Hwy."}
     | {"U.S.", "U.S.A.", "U.K.", "E.U.", "U.N.", "a.m.", "p.m.", "A.M.", "P.M.", "et al.", "Ph.D.", "misc."}
     | {"dept.", "Dept.", "approx.", "est.", "Est."}
 )
-_ABBREVIATION = re.compile(rf"(?<![\w.])(?P<abbr>{_alternation(ABBREVIATIONS)})(?![\w]|(?<=\w)\.\w)")
+_ABBREVIATION = re.compile(rf"(?<![\w.])(?P<abbr>{alternation(ABBREVIATIONS)})(?![\w]|(?<=\w)\.\w)")
 _WORLD_WAR = re.compile(r"(?<![\w])WW(?P<n>I{1,2}|[12])(?![\w])")
 
 
@@ -62,7 +57,7 @@ def _world_war(match: re.Match[str], british: bool) -> list[Piece]:
     return [Piece(match.start(), match.end(), f"World War {number}")]
 
 
-_PLACE_OR_TITLE = re.compile(rf"(?<![\w.])(?P<abbr>{_alternation(PLACE_OR_TITLE)})(?![\w])")
+_PLACE_OR_TITLE = re.compile(rf"(?<![\w.])(?P<abbr>{alternation(PLACE_OR_TITLE)})(?![\w])")
 
 
 def _place_or_title(match: re.Match[str], british: bool) -> list[Piece] | None:
@@ -86,7 +81,7 @@ def _place_or_title(match: re.Match[str], british: bool) -> list[Piece] | None:
     return [Piece(match.start(), match.end(), said)]
 
 
-_BEFORE_NUMBER = re.compile(rf"(?<![\w.])(?P<abbr>{_alternation(BEFORE_NUMBER)})(?=\s?\d)")
+_BEFORE_NUMBER = re.compile(rf"(?<![\w.])(?P<abbr>{alternation(BEFORE_NUMBER)})(?=\s?\d)")
 
 
 def _before_number(match: re.Match[str], british: bool) -> list[Piece] | None:
@@ -96,7 +91,7 @@ def _before_number(match: re.Match[str], british: bool) -> list[Piece] | None:
     return [Piece(match.start(), match.end(), BEFORE_NUMBER[written])]
 
 
-_ERA = re.compile(rf"(?<=\d)(?P<sp>\s?)(?P<era>{_alternation(ERA_SUFFIXES)})(?![\w]|(?<=\w)\.\w)")
+_ERA = re.compile(rf"(?<=\d)(?P<sp>\s?)(?P<era>{alternation(ERA_SUFFIXES)})(?![\w]|(?<=\w)\.\w)")
 
 
 def _era(match: re.Match[str], british: bool) -> list[Piece]:
@@ -188,7 +183,7 @@ _MULTI = {"->": "to", "=>": "to", "<-": "from", "<->": "to and from", "<=": "is 
           ">=": "is greater than or equal to", "!=": "is not equal to", "==": "equals",
           "+/-": "plus or minus", "++": "plus plus", "^2": "squared", "^3": "cubed"}  # fmt: skip
 _SYMBOL = re.compile(
-    rf"(?P<sym>{_alternation(_MULTI)}|[{re.escape(''.join(SYMBOLS))}{''.join(SUPERSCRIPTS)}%*])"
+    rf"(?P<sym>{alternation(_MULTI)}|[{re.escape(''.join(SYMBOLS))}{''.join(SUPERSCRIPTS)}%*])"
 )
 _SPACED_ONLY = frozenset({"<", ">", "/", "\\", "=", "-"})
 _AFTER_WORD_OR_NUMBER = frozenset({"²", "³", "^2", "^3", "%"})
@@ -230,7 +225,7 @@ def _symbol(match: re.Match[str], british: bool) -> list[Piece] | None:
     return [Piece(match.start(), match.end(), said)]
 
 
-_WEEKDAY = _alternation(WEEKDAYS)
+_WEEKDAY = alternation(WEEKDAYS)
 _WEEKDAY_RANGE = re.compile(rf"(?<![\w])(?P<a>{_WEEKDAY})\.?\s?[-–]\s?(?P<b>{_WEEKDAY})(?P<dot>\.)?(?![\w])")
 
 
