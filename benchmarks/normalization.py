@@ -10,6 +10,7 @@ in-process; the candidates run under another interpreter (``--candidates PYTHON`
 ``benchmarks/normalization_candidates.py``.
 
     uv run python -m benchmarks.normalization [--candidates /tmp/norm-eval/bin/python] [--repeats N]
+        [--nemo-cache DIR]
 
 Prints a table and writes ``benchmarks/results/normalization.json`` with the load average
 (``os.getloadavg()``) at the start and the end: a figure counts only from a quiet machine.
@@ -95,10 +96,10 @@ print(time.perf_counter() - began)
 """
 
 
-def candidates(python: str, cases: list[str], repeats: int) -> list[dict[str, Any]]:
+def candidates(python: str, cases: list[str], repeats: int, nemo_cache: str) -> list[dict[str, Any]]:
     script = ROOT / "benchmarks" / "normalization_candidates.py"
     done = subprocess.run(
-        [python, str(script), "--repeats", str(repeats)],
+        [python, str(script), "--repeats", str(repeats), "--cache-dir", nemo_cache],
         input=json.dumps(cases),
         capture_output=True,
         text=True,
@@ -115,6 +116,11 @@ def main() -> None:
     )
     parser.add_argument("--candidates", metavar="PYTHON", help="an interpreter with the candidates installed")
     parser.add_argument("--repeats", type=int, default=20, help="timed runs of each case (default 20)")
+    parser.add_argument(
+        "--nemo-cache",
+        default="/tmp/norm-eval-work/nemo-cache",
+        help="NeMo's grammar cache; an empty folder measures compiling the grammars",
+    )
     parser.add_argument("--show-failures", action="store_true")
     args = parser.parse_args()
     from tests.tts_container.normalization_cases import CASES
@@ -124,7 +130,7 @@ def main() -> None:
     expected = [e for _, _, e in CASES]
     rows = [ours(written, args.repeats)]
     if args.candidates:
-        rows += candidates(args.candidates, written, max(1, args.repeats // 4))
+        rows += candidates(args.candidates, written, max(1, args.repeats // 4), args.nemo_cache)
     load_after = os.getloadavg()
 
     print(f"load average before {load_before[0]:.2f}, after {load_after[0]:.2f} (1 min)")
