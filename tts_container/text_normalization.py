@@ -153,7 +153,8 @@ def _assemble(text: str, pieces: list[Piece]) -> tuple[str, list[int], list[int]
     for piece in pieces:
         copy_to(piece.start)
         said = piece.spoken.strip()
-        if said and out and out[-1][-1:].isalnum() and said[0].isalnum():
+        previous = out[-1][-1:] if out else ""
+        if said and previous.isalnum() and said[0].isalnum():
             emit(" ")
         for index in range(piece.start, piece.end):
             starts[index] = length
@@ -161,12 +162,14 @@ def _assemble(text: str, pieces: list[Piece]) -> tuple[str, list[int], list[int]
             said[-1:].isupper() and text[piece.end : piece.end + 1] == "."
         ):
             said = _LETTER_THEN_PERIOD.sub(r"\1 .", said) if said.endswith(".") else said + " "
-        emit(said)
+        if said:
+            emit(said)
         for index in range(piece.start + 1, piece.end + 1):
             ends[index] = length
         position = piece.end
         following = text[piece.end : piece.end + 1]
-        if said and said[-1:].isalnum() and following and (following.isalnum() or following in "$€£¥"):
+        last = said[-1:] or previous  # an unsaid piece (the "/" of "and/or") still parts two words
+        if last.isalnum() and following and (following.isalnum() or following in "$€£¥"):
             emit(" ")
     copy_to(len(text))
     starts[len(text)] = length

@@ -399,6 +399,14 @@ CASES: tuple[tuple[str, str, str], ...] = (
     ("decade", "Trends of the 2010s.", "Trends of the twenty tens."),
     ("abbreviation", "She's my no. 1 fan.", "She's my number one fan."),
     ("symbol", "The sum is 1 + 2 + 3.", "The sum is one plus two plus three."),
+    ("file", "The script is in scripts/build.sh.", "The script is in scripts slash build dot S H."),
+    ("file", "Edit src/app/main.py now.", "Edit S R C slash app slash main dot P Y now."),
+    ("symbol", "Use and/or here.", "Use and or here."),
+    ("symbol", "Ask him/her first.", "Ask him or her first."),
+    ("symbol", "It speaks TCP/IP.", "It speaks TCP IP."),
+    ("symbol", "The price is ~$50.", "The price is about fifty dollars."),
+    ("url", "Visit www.bbc.co.uk for news.", "Visit W W W dot B B C dot co dot U K for news."),
+    ("version", "HTTP/2 is faster.", "HTTP two is faster."),
     # other languages are untouched
     ("other", "Plain words stay the same.", "Plain words stay the same."),
 )

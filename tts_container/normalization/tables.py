@@ -205,7 +205,6 @@ MAGNITUDES: dict[str, str] = {
     "billion": "billion",
     "trillion": "trillion",
 }
-MAGNITUDE_WORDS = frozenset({"thousand", "million", "billion", "trillion"})
 
 MONTHS: dict[str, str] = {
     "january": "January",

@@ -109,7 +109,9 @@ def _url(match: re.Match[str], british: bool) -> list[Piece] | None:
 
 _EXTENSION = "|".join(sorted(SAID_EXTENSIONS | SPELLED_EXTENSIONS, key=len, reverse=True))
 _FILE = re.compile(rf"(?<![\w.\-/])(?P<name>[\w\-]+(?:\.[\w\-]+)*)?\.(?P<ext>{_EXTENSION})(?![\w\-]|\.\w)")
-_PATH = re.compile(r"(?<![\w/.])(?P<path>(?:~|\.\.?)?/(?:[\w.\-]+/)*[\w.\-]+/?)(?![\w/])")
+_PATH = re.compile(
+    rf"(?<![\w/.])(?P<path>(?:~|\.\.?)?/(?:[\w.\-]+/)*[\w.\-]+/?|(?:[\w.\-]+/)+[\w\-]+\.(?:{_EXTENSION}))(?![\w/])"
+)
 
 
 def _extension(ext: str) -> str:
@@ -132,10 +134,20 @@ def _file(match: re.Match[str], british: bool) -> list[Piece] | None:
 
 def _path(match: re.Match[str], british: bool) -> list[Piece] | None:
     path = match["path"]
-    if path.count("/") < 2 and not path.startswith(("~", ".")):
+    relative = not path.startswith(("/", "~", "."))  # "scripts/build.sh": ends in a file name
+    if path.count("/") < 2 and not path.startswith(("~", ".")) and not relative:
         return None  # "/s" or "km/h"-like: not a path
-    said = spell_out(path.rstrip("/")).replace("tilde slash", "home slash")
-    return [Piece(match.start(), match.end(), said)]
+    folders, dot, ext = path.rstrip("/").rpartition(".")
+    if (
+        dot
+        and "/" not in ext
+        and ext in SAID_EXTENSIONS | SPELLED_EXTENSIONS
+        and folders[-1:] not in ("/", "")
+    ):
+        said = f"{spell_out(folders)} dot {_extension(ext)}"  # ".../main.py": the file's ending as in names
+    else:
+        said = spell_out(path.rstrip("/"))
+    return [Piece(match.start(), match.end(), said.replace("tilde slash", "home slash"))]
 
 
 _IP = re.compile(r"(?<![\w.])(?P<ip>(?:\d{1,3}\.){3}\d{1,3})(?::(?P<port>\d{1,5}))?(?![\w]|\.\d)")

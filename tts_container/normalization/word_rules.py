@@ -215,7 +215,7 @@ def _symbol(match: re.Match[str], british: bool) -> list[Piece] | None:
         return [Piece(match.start(), match.end(), "slash")] if left.isspace() and right.isspace() else None
     if symbol in _SPACED_ONLY and not (left.isspace() and right.isspace()):
         return None
-    if symbol == "~" and not right.isdigit() and not right.isspace():
+    if symbol == "~" and not right.isdigit() and not right.isspace() and right not in "$€£¥":
         return None
     if symbol == "°" and left.isdigit():
         return None
