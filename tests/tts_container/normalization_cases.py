@@ -407,6 +407,12 @@ CASES: tuple[tuple[str, str, str], ...] = (
     ("symbol", "The price is ~$50.", "The price is about fifty dollars."),
     ("url", "Visit www.bbc.co.uk for news.", "Visit W W W dot B B C dot co dot U K for news."),
     ("version", "HTTP/2 is faster.", "HTTP two is faster."),
+    (
+        "unit",
+        "Earth is 149.6 million km from the Sun.",
+        "Earth is one hundred forty nine point six million kilometers from the Sun.",
+    ),
+    ("abbreviation", "See you Sun. at noon.", "See you Sunday at noon."),
     # other languages are untouched
     ("other", "Plain words stay the same.", "Plain words stay the same."),
 )

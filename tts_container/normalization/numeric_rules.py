@@ -116,7 +116,8 @@ def _money_code_first(match: re.Match[str], british: bool) -> list[Piece]:
 # --- measures ---------------------------------------------------------------------------------------
 
 _MEASURE = re.compile(
-    rf"{_START}(?P<amt>[-−±+]?{_AMOUNT})(?P<hyphen>-)?(?P<space>\s?)(?P<unit>{_UNIT})"
+    rf"{_START}(?P<amt>[-−±+]?{_AMOUNT})(?:\s(?P<mag>thousand|million|billion|trillion))?(?P<hyphen>-)?"
+    rf"(?P<space>\s?)(?P<unit>{_UNIT})"
     rf"(?:/(?P<per>{_UNIT}|hour|day|week|month|year|person))?(?![\w°²³/\-])(?P<dot>\.(?=\s+[a-z\d]))?"
 )
 
@@ -138,10 +139,16 @@ def _measure(match: re.Match[str], british: bool) -> list[Piece] | None:
     written = written.lstrip("±+")
     amount = sign + measures.amount(written, british)
     adjective = bool(match["hyphen"]) or _before_a_noun(match.string, match.start(), match.end())
-    name = measures.unit(symbol, written, adjective=adjective)
+    name = measures.unit(symbol, "2" if match["mag"] else written, adjective=adjective)
     if match["per"]:
         per = match["per"]
         name += " per " + (UNITS[per][0] if per in UNITS else per)
+    if match["mag"]:  # "149.6 million km": three written words
+        return [
+            _piece(match, "amt", amount),
+            _piece(match, "mag", match["mag"]),
+            Piece(match.start("unit"), match.end(), name),
+        ]
     if space:
         return [_piece(match, "amt", amount), Piece(match.start("unit"), match.end(), name)]
     return [Piece(match.start(), match.end(), f"{amount} {name}")]

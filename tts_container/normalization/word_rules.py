@@ -31,6 +31,9 @@ _MAY_END_SENTENCE = frozenset(
     | {"dept.", "Dept.", "approx.", "est.", "Est."}
 )
 _ABBREVIATION = re.compile(rf"(?<![\w.])(?P<abbr>{alternation(ABBREVIATIONS)})(?![\w]|(?<=\w)\.\w)")
+_DETERMINERS = frozenset(
+    {"the", "a", "an", "our", "my", "your", "his", "her", "their", "its", "this", "that"}
+)
 _WORLD_WAR = re.compile(r"(?<![\w])WW(?P<n>I{1,2}|[12])(?![\w])")
 
 
@@ -49,6 +52,8 @@ def _abbreviation(match: re.Match[str], british: bool) -> list[Piece] | None:
     written = match["abbr"]
     if written in ("v.", "vs") and not context.word_after(match.string, match.end()):
         return None
+    if written[:-1] in WEEKDAYS and context.word_before(match.string, match.start()).lower() in _DETERMINERS:
+        return None  # "the Sun." is the star, not Sunday
     return [Piece(match.start(), match.end(), ABBREVIATIONS[written] + _sentence_period(match, written))]
 
 
