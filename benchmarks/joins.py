@@ -1,0 +1,368 @@
+"""Joins a listener should not hear: the same sentences spoken whole, and cut as a client would cut them.
+
+Four renditions of each held-out sentence, all through the model server's own engine and joiner (the
+audio is what a client receives, at 24 kHz), on the int8 ONNX engine:
+
+- ``whole``: each sentence one request, rendered in one call: the reference (and the batch rendition);
+- ``streamed``: each sentence one request, rendered window by window (what the server does on a CPU, so
+  its first audio comes after one small window): its joins are the windows' seams;
+- ``cut``: the sentence cut into 4-5 word pieces, each a request of its own (the old client's pieces);
+- ``cut+context``: the same pieces with ``previous_text``/``next_text`` (lookahead, cut by durations).
+
+Per cut between two words (from the server's word timings, in each rendition's own audio): the silence
+a listener hears there (the longest run of 10 ms below -40 dBFS between the two words) minus the whole
+rendition's; each of the two words' duration against the whole rendition's; the pitch step across the
+cut (semitones from the word before to the word after, median F0 by autocorrelation) against the whole
+rendition's; and the level step (dB). Per window seam (``streamed``, same timeline as ``whole``): the
+silence and the level on both sides against ``whole`` at the same place. Per rendition: total audio
+length against ``whole``, engine time (single-threaded calls, summed) against ``whole``, and the time
+to the first audio of the sentence.
+
+    uv run --all-extras python -m benchmarks.joins            # prints a table, writes JSON
+
+Run it alone on a quiet machine (DESIGN §7); the load average is recorded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from strands_kokoro.protocol import Word
+from tts_container.audio import SegmentJoiner
+from tts_container.engines.base import NATIVE_SAMPLE_RATE, NO_CONTEXT, Context, Segment
+from tts_container.engines.onnx_engine import OnnxEngine
+
+RESULTS = Path(__file__).parent / "results" / "joins.json"
+SENTENCES = (
+    "The old ferry carried farmers and their goats across the river every morning, long before the "
+    "bridge was built.",
+    "Most of the heat a house loses in winter escapes through the roof and the windows.",
+    "A good night of sleep helps the brain sort out what it learned during the day.",
+    "The museum opens at nine, but the best time to visit is late in the afternoon.",
+    "Honey never spoils, because it holds so little water that bacteria cannot grow in it.",
+    "My grandmother grew tomatoes, beans and sunflowers in a small garden behind her kitchen.",
+    "Light from the sun takes about eight minutes to reach the surface of our planet.",
+    "When the tide goes out, the children search the rocks for crabs and tiny fish.",
+)
+PIECE_WORDS = (4, 5)  # the old pacer's first phrases and pieces: 4, 5, 4, 5 ... words
+VOICES = ("af_heart", "am_michael")
+QUIET_DB = -40.0
+FRAME_S = 0.010
+Audio = npt.NDArray[np.float32]
+
+
+@dataclass
+class Rendition:
+    """What a client received for a sentence: its audio, word timings, and the engine's timings."""
+
+    audio: Audio
+    words: list[Word]
+    first_audio_s: float
+    engine_s: float
+    seams: list[int] = field(default_factory=list)  # samples where a window began (raw renditions)
+
+
+@dataclass
+class Join:
+    sentence: int
+    voice: str
+    before: str
+    after: str
+    added_silence_ms: float
+    before_ratio: float
+    after_ratio: float
+    pitch_step_st: float  # |cut step - whole step|, semitones
+    level_step_db: float  # |cut step - whole step|, dB
+
+
+def pieces_of(sentence: str) -> list[str]:
+    words = sentence.split()
+    out, at, k = [], 0, 0
+    while at < len(words):
+        n = PIECE_WORDS[k % 2]
+        if len(words) - (at + n) < 3:  # no tail shorter than three words
+            n = len(words) - at
+        out.append(" ".join(words[at : at + n]))
+        at, k = at + n, k + 1
+    return out
+
+
+def speak(
+    engine: OnnxEngine, text: str, voice: str, *, context: Context = NO_CONTEXT, raw: bool = False
+) -> Rendition:
+    """One request through the engine (and the server's joiner unless ``raw``), timed call by call."""
+    joiner = SegmentJoiner(NATIVE_SAMPLE_RATE)
+    out: list[Audio] = []
+    words: list[Word] = []
+    seams: list[int] = []
+    started = time.perf_counter()
+    first: float | None = None
+    iterator = iter(engine.segments(text, voice=voice, speed=1.0, lang="en-us", context=context))
+    total = 0
+    while True:
+        try:
+            piece: Segment = next(iterator)
+        except StopIteration:
+            break
+        if first is None:
+            first = time.perf_counter() - started
+        if raw:
+            seams.append(total)
+            out.append(piece.audio)
+            total += piece.audio.size
+            words.extend(piece.words)
+        else:
+            pcm = joiner.segment(piece)
+            out.append(np.frombuffer(pcm, dtype="<i2").astype(np.float32) / 32767.0)
+            words.extend(joiner.words)
+    engine_s = time.perf_counter() - started
+    audio = np.concatenate(out) if out else np.zeros(0, dtype=np.float32)
+    return Rendition(audio, words, first or engine_s, engine_s, seams[1:])
+
+
+def joined(parts: Sequence[Rendition]) -> Rendition:
+    """Requests played back to back, as a client plays them: audio concatenated, timings shifted."""
+    audio, words, offset = [], [], 0.0
+    for part in parts:
+        audio.append(part.audio)
+        words += [Word(w.text, w.start_ms + offset, w.end_ms + offset) for w in part.words]
+        offset += part.audio.size / NATIVE_SAMPLE_RATE * 1000
+    return Rendition(np.concatenate(audio), words, parts[0].first_audio_s, sum(p.engine_s for p in parts))
+
+
+def _span(audio: Audio, start_ms: float, end_ms: float) -> Audio:
+    a, b = round(start_ms * 24), round(end_ms * 24)
+    return audio[max(0, a) : max(a, b)]
+
+
+def longest_quiet_ms(audio: Audio) -> float:
+    n = round(FRAME_S * NATIVE_SAMPLE_RATE)
+    frames = audio[: audio.size // n * n].reshape(-1, n) if audio.size >= n else audio.reshape(1, -1)
+    level = 20 * np.log10(np.sqrt(np.mean(frames.astype(np.float64) ** 2, axis=1)) + 1e-9)
+    run = best = 0
+    for quiet in level < QUIET_DB:
+        run = run + 1 if quiet else 0
+        best = max(best, run)
+    return best * FRAME_S * 1000
+
+
+def level_db(audio: Audio) -> float:
+    if not audio.size:
+        return -120.0
+    return float(20 * np.log10(np.sqrt(np.mean(audio.astype(np.float64) ** 2)) + 1e-9))
+
+
+def median_f0(audio: Audio) -> float | None:
+    """Median F0 (Hz) over the voiced 40 ms frames (normalized autocorrelation peak > 0.6)."""
+    n, hop = 960, 240
+    f0s = []
+    for at in range(0, audio.size - n, hop):
+        frame = audio[at : at + n].astype(np.float64)
+        frame -= frame.mean()
+        if np.sqrt(np.mean(frame**2)) < 0.01:
+            continue
+        spectrum = np.fft.rfft(frame, 2 * n)
+        ac = np.fft.irfft(spectrum * np.conj(spectrum))[:n]
+        lo, hi = NATIVE_SAMPLE_RATE // 400, NATIVE_SAMPLE_RATE // 70
+        lag = lo + int(np.argmax(ac[lo:hi]))
+        if ac[0] > 0 and ac[lag] / ac[0] > 0.6:
+            f0s.append(NATIVE_SAMPLE_RATE / lag)
+    return float(np.median(f0s)) if f0s else None
+
+
+def _step_st(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else 12 * float(np.log2(b / a))
+
+
+Pair = tuple[Word, Word, Word, Word]
+
+
+def word_pairs(cut: Rendition, whole: Rendition, boundaries: Sequence[int]) -> Iterator[Pair]:
+    """At each cut: the word before and after it in ``cut``, and the same two words in ``whole``
+    (matched by position: both renditions say the same written words)."""
+    if [w.text for w in cut.words] != [w.text for w in whole.words]:
+        return  # the G2P said the pieces' words differently: no fair comparison for this sentence
+    for index in boundaries:
+        if index + 1 < len(cut.words):
+            yield cut.words[index], cut.words[index + 1], whole.words[index], whole.words[index + 1]
+
+
+def _word_step(audio: Audio, a: Word, b: Word) -> tuple[float | None, float]:
+    """Pitch step (semitones) and level step (dB) from word ``a`` to word ``b``."""
+    first, second = _span(audio, a.start_ms, a.end_ms), _span(audio, b.start_ms, b.end_ms)
+    return _step_st(median_f0(first), median_f0(second)), level_db(second) - level_db(first)
+
+
+def measure_joins(
+    sentence: int, voice: str, cut: Rendition, whole: Rendition, boundaries: Sequence[int]
+) -> list[Join]:
+    joins = []
+    for a, b, wa, wb in word_pairs(cut, whole, boundaries):
+        silence = longest_quiet_ms(_span(cut.audio, a.end_ms - 40, b.start_ms + 40))
+        silence_whole = longest_quiet_ms(_span(whole.audio, wa.end_ms - 40, wb.start_ms + 40))
+        step, level = _word_step(cut.audio, a, b)
+        step_whole, level_whole = _word_step(whole.audio, wa, wb)
+        joins.append(
+            Join(
+                sentence,
+                voice,
+                a.text,
+                b.text,
+                silence - silence_whole,
+                (a.end_ms - a.start_ms) / max(1.0, wa.end_ms - wa.start_ms),
+                (b.end_ms - b.start_ms) / max(1.0, wb.end_ms - wb.start_ms),
+                abs(step - step_whole) if step is not None and step_whole is not None else float("nan"),
+                abs(level - level_whole),
+            )
+        )
+    return joins
+
+
+def seam_steps(streamed: Rendition, whole: Rendition) -> list[dict[str, float]]:
+    """At each window seam: silence added and the level step across it (60 ms each side), against
+    ``whole`` at the same sample (both renditions share one timeline: same durations, same region)."""
+    out = []
+    n = round(0.06 * NATIVE_SAMPLE_RATE)
+    for seam in streamed.seams:
+        if seam - n < 0 or seam + n > min(streamed.audio.size, whole.audio.size):
+            continue
+        s_step = level_db(streamed.audio[seam : seam + n]) - level_db(streamed.audio[seam - n : seam])
+        w_step = level_db(whole.audio[seam : seam + n]) - level_db(whole.audio[seam - n : seam])
+        around = slice(seam - n, seam + n)
+        quiet = longest_quiet_ms(streamed.audio[around]) - longest_quiet_ms(whole.audio[around])
+        if level_db(whole.audio[seam - n : seam + n]) > QUIET_DB:  # a seam in silence steps nowhere
+            out.append({"added_silence_ms": quiet, "level_step_db": abs(s_step - w_step)})
+    return out
+
+
+def summary(values: Sequence[float]) -> dict[str, float]:
+    """Median, mean and the value farthest from zero (NaN, where a word had no pitch, left out)."""
+    clean = [float(v) for v in values if v == v]
+    if not clean:
+        return {}
+    worst = max(clean, key=lambda v: abs(v))
+    return {
+        "median": round(statistics.median(clean), 3),
+        "worst": round(worst, 3),
+        "mean": round(statistics.fmean(clean), 3),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--json", type=Path, default=RESULTS)
+    args = parser.parse_args()
+    load_before = os.getloadavg()
+    engine = OnnxEngine.from_cache(threads=args.threads)
+    engine.warm_up()
+    for voice in VOICES:
+        engine.warm_up(voice)  # each voice's vocoder statistics (fitted once, kept in the cache)
+    growth = engine.growth
+    results: dict[str, list[Join]] = {"cut": [], "cut+context": []}
+    seams: list[dict[str, float]] = []
+    lengths: dict[str, list[float]] = {"streamed": [], "cut": [], "cut+context": []}
+    cost: dict[str, list[float]] = {"streamed": [], "cut": [], "cut+context": []}
+    first: dict[str, list[float]] = {"whole": [], "streamed": [], "cut": [], "cut+context": []}
+    for voice in VOICES:
+        for index, sentence in enumerate(SENTENCES):
+            engine.growth = None
+            whole = speak(engine, sentence, voice)
+            whole_raw = speak(engine, sentence, voice, raw=True)
+            engine.growth = growth
+            streamed_raw = speak(engine, sentence, voice, raw=True)
+            streamed = speak(engine, sentence, voice)
+            pieces = pieces_of(sentence)
+            boundaries = list(np.cumsum([len(p.split()) for p in pieces])[:-1] - 1)
+            plain = joined([speak(engine, p, voice) for p in pieces])
+            contexts = []
+            for k, piece in enumerate(pieces):
+                previous = " ".join(pieces[:k]) or None
+                following = " ".join(" ".join(pieces[k + 1 :]).split()[:4]) or None
+                contexts.append(speak(engine, piece, voice, context=Context(previous, following)))
+            context = joined(contexts)
+            results["cut"] += measure_joins(index, voice, plain, whole, boundaries)
+            results["cut+context"] += measure_joins(index, voice, context, whole, boundaries)
+            seams += seam_steps(streamed_raw, whole_raw)
+            for name, rendition in (("streamed", streamed), ("cut", plain), ("cut+context", context)):
+                lengths[name].append(rendition.audio.size / whole.audio.size)
+                cost[name].append(rendition.engine_s / whole.engine_s)
+            for name, rendition in (
+                ("whole", whole),
+                ("streamed", streamed),
+                ("cut", plain),
+                ("cut+context", context),
+            ):
+                first[name].append(rendition.first_audio_s * 1000)
+    report = {
+        "load_average_before": load_before,
+        "load_average_after": os.getloadavg(),
+        "engine": "onnx int8",
+        "threads": args.threads,
+        "window_growth": growth,
+        "sentences": len(SENTENCES),
+        "voices": VOICES,
+        "joins": {
+            name: {
+                "count": len(joins),
+                "added_silence_ms": summary([j.added_silence_ms for j in joins]),
+                "word_before_ratio": summary([j.before_ratio for j in joins]),
+                "word_after_ratio": summary([j.after_ratio for j in joins]),
+                "pitch_step_st": summary([j.pitch_step_st for j in joins]),
+                "level_step_db": summary([j.level_step_db for j in joins]),
+            }
+            for name, joins in results.items()
+        },
+        "window_seams": {
+            "count": len(seams),
+            "added_silence_ms": summary([s["added_silence_ms"] for s in seams]),
+            "level_step_db": summary([s["level_step_db"] for s in seams]),
+        },
+        "audio_length_vs_whole": {name: summary(v) for name, v in lengths.items()},
+        "engine_time_vs_whole": {name: summary(v) for name, v in cost.items()},
+        "first_audio_ms": {name: summary(v) for name, v in first.items()},
+        "cuts": [asdict(j) | {"design": name} for name, joins in results.items() for j in joins],
+    }
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(report, indent=2, default=float) + "\n", encoding="utf-8")
+    print(f"load before {load_before[0]:.2f}, after {report['load_average_after'][0]:.2f}")
+    print(
+        f"{'design':<14}{'silence +ms (median/worst)':>28}{'word before x':>16}"
+        f"{'pitch st':>10}{'level dB':>10}"
+    )
+    keys = ("added_silence_ms", "word_before_ratio", "pitch_step_st", "level_step_db")
+    for name, data in report["joins"].items():
+        s, w, p, lv = (data[k] for k in keys)
+        print(
+            f"{name:<14}{s['median']:>14.0f} / {s['worst']:<11.0f}{w['median']:>16.2f}"
+            f"{p['median']:>10.2f}{lv['median']:>10.2f}   ({data['count']} cuts)"
+        )
+    seam = report["window_seams"]
+    silence, level = seam["added_silence_ms"], seam["level_step_db"]
+    print(
+        f"{'window seams':<14}{silence.get('median', 0):>14.0f} / {silence.get('worst', 0):<11.0f}"
+        f"{'':>26}{level.get('median', 0):>10.2f}   ({seam['count']} seams)"
+    )
+    for name in ("streamed", "cut", "cut+context"):
+        print(
+            f"{name:<14} audio length x{report['audio_length_vs_whole'][name]['median']:.3f}"
+            f" (worst x{report['audio_length_vs_whole'][name]['worst']:.3f}),"
+            f" engine time x{report['engine_time_vs_whole'][name]['median']:.2f},"
+            f" first audio {report['first_audio_ms'][name]['median']:.0f} ms"
+            f" (whole: {report['first_audio_ms']['whole']['median']:.0f} ms)"
+        )
+    print(f"wrote {args.json}")
+
+
+if __name__ == "__main__":
+    main()
