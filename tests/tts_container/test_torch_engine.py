@@ -197,9 +197,9 @@ def count_prosody_calls(engine: TorchEngine, monkeypatch: pytest.MonkeyPatch) ->
     calls: list[str] = []
     prosody = engine.prosody
 
-    def counted(phonemes: str, *, voice: str, speed: float) -> Prosody:
+    def counted(phonemes: str, *, voice: str, speed: float, style_tokens: int | None = None) -> Prosody:
         calls.append(phonemes)
-        return prosody(phonemes, voice=voice, speed=speed)
+        return prosody(phonemes, voice=voice, speed=speed, style_tokens=style_tokens)
 
     monkeypatch.setattr(engine, "prosody", counted)
     return calls

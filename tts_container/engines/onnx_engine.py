@@ -159,12 +159,12 @@ class OnnxEngine:
         for segment in plan:
             yield from render(self, segment, voice=voice, speed=speed, stats_model=model, growth=self.growth)
 
-    def prosody(self, phonemes: str, *, voice: str, speed: float) -> Prosody:
+    def prosody(self, phonemes: str, *, voice: str, speed: float, style_tokens: int | None = None) -> Prosody:
         """Durations, decoder features and pitch of one segment of at most 510 known symbols."""
         tokens = [self._vocab[symbol] for symbol in phonemes if symbol in self._vocab]
         if len(tokens) > MAX_SEGMENT_TOKENS:
             raise ValueError(f"segment of {len(tokens)} tokens exceeds Kokoro's 510-token context")
-        style = self._voice_tables.style(voice, len(tokens))
+        style = self._voice_tables.style(voice, style_tokens or len(tokens))
         inputs = {
             self._tokens_input: np.array([[0, *tokens, 0]], dtype=self._tokens_dtype),
             "style": style,

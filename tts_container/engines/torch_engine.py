@@ -185,7 +185,7 @@ class TorchEngine:
         """Phoneme symbols the model knows (the others are dropped by ``KModel``, as by the onnx engine)."""
         return sum(symbol in self._vocab for symbol in phonemes)
 
-    def prosody(self, phonemes: str, *, voice: str, speed: float) -> Prosody:
+    def prosody(self, phonemes: str, *, voice: str, speed: float, style_tokens: int | None = None) -> Prosody:
         """``KModel`` up to its generator on one segment of at most 510 known symbols."""
         ids = [self._vocab[symbol] for symbol in phonemes if symbol in self._vocab]
         if len(ids) > MAX_SEGMENT_TOKENS:
@@ -193,7 +193,9 @@ class TorchEngine:
                 f"segment of {len(ids)} tokens exceeds Kokoro's {MAX_SEGMENT_TOKENS}-token context"
             )
         # The same style row as the onnx engine picks (row n_tokens - 1, see VoiceTables.style).
-        style = torch.from_numpy(self._voice_tables.style(voice, len(ids))).to(self._model.device)
+        style = torch.from_numpy(self._voice_tables.style(voice, style_tokens or len(ids))).to(
+            self._model.device
+        )
         tokens = torch.LongTensor([[0, *ids, 0]]).to(self._model.device)
         with torch.inference_mode():
             durations, features, pitch = decoder_inputs(self._model, tokens, style, speed)

@@ -92,8 +92,9 @@ class Vocoder(Protocol):
         """Phoneme symbols the model knows (the others are dropped before it, and have no duration)."""
         ...
 
-    def prosody(self, phonemes: str, *, voice: str, speed: float) -> Prosody:
-        """Run everything before the vocoder on a whole segment."""
+    def prosody(self, phonemes: str, *, voice: str, speed: float, style_tokens: int | None = None) -> Prosody:
+        """Run everything before the vocoder on a whole segment (with the voice's style row for an
+        utterance of ``style_tokens`` tokens; default: the segment's own)."""
         ...
 
     def vocode(
@@ -193,7 +194,9 @@ def render(
     Windowed only with the voice's statistics model and a ``growth`` (the engine is slow enough to need
     it); otherwise one call with the segment's own statistics.
     """
-    prosody = vocoder.prosody(segment.phonemes.text, voice=voice, speed=speed)
+    prosody = vocoder.prosody(
+        segment.phonemes.text, voice=voice, speed=speed, style_tokens=segment.style_tokens
+    )
     region = own_region(segment, prosody.durations, vocoder.vocab)
     if region is None or region.end <= region.begin:
         return
