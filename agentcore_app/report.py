@@ -8,8 +8,13 @@ renders on a machine without a display.
 from __future__ import annotations
 
 import base64
+import itertools
 import json
+import math
+import statistics
+import sys
 import wave
+from array import array
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -63,6 +68,47 @@ def stall_ms(record: TurnRecord) -> float:
     return stalled
 
 
+_SENTENCE_END = (".", "!", "?", "…", '"', "”", "'", ")")
+QUIET_DB = -40.0  # below this a 10 ms frame counts as silence
+
+
+def cut_pauses_ms(record: TurnRecord) -> list[float]:
+    """The silence at every join between two requests of one sentence (the pacer cut it there).
+
+    A reader does not pause between two words of a sentence, so whatever silence is at such a join was
+    added by the cut: the run of 10 ms frames below -40 dBFS that reaches the join (from 20 ms either
+    side of it, at most one second each way).
+    """
+    samples = array("h", bytes(record.pcm[: len(record.pcm) // 2 * 2]))  # s16 in the machine's order
+    if sys.byteorder == "big":
+        samples.byteswap()
+    frame = record.sample_rate // 100
+
+    def quiet(start: int) -> bool:
+        if start < 0 or start + frame > len(samples):
+            return False
+        power = sum(v * v for v in samples[start : start + frame]) / frame / 32767**2
+        return 10 * math.log10(power + 1e-18) < QUIET_DB
+
+    pauses, position_ms = [], 0.0
+    completes = [e.event for e in record.of_type("sentence_complete")]
+    for complete, following in itertools.pairwise(completes):
+        position_ms += float(complete.get("audio_ms") or 0.0)
+        if str(complete.get("text", "")).rstrip().endswith(_SENTENCE_END) or not following.get("audio_ms"):
+            continue
+        at = round(position_ms * record.sample_rate / 1000)
+        before = next((k for k in range(2, 100) if not quiet(at - k * frame)), 100) - 2
+        after = next((k for k in range(2, 100) if not quiet(at + (k - 1) * frame)), 100) - 2
+        pauses.append(10.0 * (before + after))
+    return pauses
+
+
+def _fmt_pauses(pauses: Sequence[float]) -> str:
+    if not pauses:
+        return "none"
+    return f"{len(pauses)}: {statistics.median(pauses):,.0f} / {max(pauses):,.0f} ms"
+
+
 def table(records: Sequence[TurnRecord], *, labels: Sequence[str] | None = None) -> str:
     """A plain-text table: one column per record (headed by its mode, or ``labels``), one row per measure."""
     summaries = [r.summary() for r in records]
@@ -73,6 +119,7 @@ def table(records: Sequence[TurnRecord], *, labels: Sequence[str] | None = None)
         ("audio", [f"{s['audio_s']:.2f} s" for s in summaries]),
         ("audio chunks", [str(s["chunks"]) for s in summaries]),
         ("playback stall", [_fmt_ms(stall_ms(r)) for r in records]),
+        ("pauses added by cuts (n: median / max)", [_fmt_pauses(cut_pauses_ms(r)) for r in records]),
         ("speech requests", [_fmt_count(s["requests"]) for s in summaries]),
         ("engine RTF (measured)", [_fmt_rtf(s["rtf"]) for s in summaries]),
     ]
@@ -167,6 +214,7 @@ def results_json(records: Sequence[TurnRecord], extra: dict[str, Any]) -> dict[s
     )
     for record in records:
         by_mode[record.mode]["stall_ms"] = round(stall_ms(record), 1)
+        by_mode[record.mode]["cut_pauses_ms"] = cut_pauses_ms(record)
     return {**extra, "modes": by_mode, "bidi_first_audio_speedup": None if ratio is None else round(ratio, 2)}
 
 

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import base64
+import math
 import wave
+from array import array
 from pathlib import Path
 
 import pytest
 
 from agentcore_app.client import TimedEvent, TurnRecord
-from agentcore_app.report import speedup_line, stall_ms, table, write_timeline, write_wav
+from agentcore_app.report import cut_pauses_ms, speedup_line, stall_ms, table, write_timeline, write_wav
 
 
 def _chunk(at_ms: float, audio_ms: float, seq: int = 0) -> TimedEvent:
@@ -61,3 +63,32 @@ def test_wav_and_timeline_are_written(tmp_path: Path) -> None:
         assert wav.getframerate() == 24000 and wav.getnframes() == 24 * 1800
     png = write_timeline([bidi, batch], tmp_path / "t.png")
     assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_pauses_added_by_cuts_are_the_silences_at_joins_inside_a_sentence() -> None:
+    """Synthetic audio: a tone, 300 ms of silence where the pacer cut a sentence, a tone, a sentence end
+    (its pause is a reader's, not counted), a tone. Only the join inside the sentence is reported."""
+    rate = 24_000
+
+    def tone(ms: float) -> bytes:
+        n = round(ms * rate / 1000)
+        return array("h", (round(8000 * math.sin(2 * math.pi * 220 * i / rate)) for i in range(n))).tobytes()
+
+    silence = bytes(2 * round(0.3 * rate))
+    record = TurnRecord(mode="bidi", sample_rate=rate)
+    parts = [
+        ("The sky appears", tone(800) + silence),
+        ("blue today.", tone(700) + bytes(2 * 6000)),
+        ("Yes.", tone(500)),
+    ]
+    for index, (text, pcm) in enumerate(parts):
+        record.pcm += pcm
+        audio_ms = len(pcm) / 2 / rate * 1000
+        record.add(
+            TimedEvent(
+                0.0, {"type": "sentence_complete", "sentence": index, "text": text, "audio_ms": audio_ms}
+            )
+        )
+    (pause,) = cut_pauses_ms(record)
+    assert 280 <= pause <= 310
+    assert "pauses added by cuts" in table([record])

@@ -438,3 +438,40 @@ def test_real_server_speaks_with_the_torch_engine_without_network(
         process.terminate()
         process.wait(timeout=60)
     assert json.loads(report.read_text(encoding="utf-8")) == []
+
+
+def test_windows_with_the_sentences_own_statistics_come_back_as_the_sentence_on_torch(
+    engine: TorchEngine, phonemizer: Phonemizer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The torch generator on windows (the sine source's phase carried in, every AdaIN norm given the
+    whole sentence's statistics, context on both sides, cross-fades) gives the sentence rendered in one
+    call. kokoro's sine source draws Gaussian noise each call; a test double for it (no noise) makes the
+    two renditions comparable sample by sample."""
+    import torch
+
+    from tts_container.engines.norm_stats import NormStats
+    from tts_container.engines.windows import phase_offset, render
+    from tts_container.utterance import plan_utterance
+
+    monkeypatch.setattr(torch, "randn_like", torch.zeros_like)
+    text = "This sentence is long enough for the generator to render it in several windows of growing size."
+    (segment,) = plan_utterance(phonemizer, text, voice="af_heart", lang="en-us")
+    prosody = engine.prosody(segment.phonemes.text, voice="af_heart", speed=1.0)
+    _, own = engine.vocode(prosody, 0, prosody.steps, phase=phase_offset(prosody.pitch, 0), stats=None)
+    assert own is not None and len(own.means) == 48  # every AdaIN norm of kokoro's generator
+
+    class OracleStatsDouble:
+        def at(self, silence: float, steps: int) -> NormStats:
+            assert own is not None
+            return own
+
+    (whole,) = render(engine, segment, voice="af_heart", speed=1.0, stats_model=None, growth=None)
+    windows = list(
+        render(engine, segment, voice="af_heart", speed=1.0, stats_model=OracleStatsDouble(), growth=1.5)  # type: ignore[arg-type]
+    )
+    assert len(windows) > 2
+    joined = np.concatenate([window.audio for window in windows])
+    assert joined.size == whole.audio.size
+    error = float(np.sum((joined - whole.audio).astype(np.float64) ** 2))
+    snr = 10 * math.log10(float(np.sum(whole.audio.astype(np.float64) ** 2)) / max(error, 1e-20))
+    assert snr > 20.0, snr
