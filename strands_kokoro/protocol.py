@@ -71,6 +71,14 @@ class ErrorCode(StrEnum):
     ENGINE_FAILED = "engine_failed"
     OVERLOADED = "overloaded"
     NOT_READY = "not_ready"
+    # The text has nothing a voice can say (only combining marks, zero-width or format characters,
+    # punctuation, ...): refused before any work, or after the engine made no audio of it.
+    NOTHING_TO_SAY = "nothing_to_say"
+    # Most of the text's letters are in a script the request's language cannot read (Arabic, Hebrew, CJK
+    # ... with an English voice): spoken, it would be minutes of letter names.
+    UNSUPPORTED_SCRIPT = "unsupported_script"
+    # The request's headers or body stopped arriving (HTTP 408); the connection is closed.
+    REQUEST_TIMEOUT = "request_timeout"
 
 
 class ProtocolError(CodedError):

@@ -38,6 +38,7 @@ from strands_kokoro.protocol import (
     sse_event,
 )
 from tts_container.metrics import log_completed
+from tts_container.speakable import admit, nothing_to_say
 from tts_container.synthesis import Synthesizer
 
 logger = logging.getLogger(__name__)
@@ -47,6 +48,8 @@ _STATUS = {
     ErrorCode.NOT_READY: 503,
     ErrorCode.OVERLOADED: 429,
     ErrorCode.ENGINE_FAILED: 500,
+    ErrorCode.NOTHING_TO_SAY: 422,
+    ErrorCode.UNSUPPORTED_SCRIPT: 422,
 }
 _UNKNOWN_SIZE = 0xFFFFFFFF
 
@@ -73,11 +76,10 @@ async def invocations(request: Request, synthesizer: Synthesizer | None) -> Resp
         invocation = parse_invocation(body)
     except ProtocolError as exc:
         return error_response(exc.error_code, exc.message, exc.request_id)
-    synth = invocation.request
-    refusal = synthesizer.refusal(synth)
-    if refusal is not None:
-        return error_response(ErrorCode(refusal.code), refusal.message, synth.request_id)
-    synth = replace(synth, request_id=synth.request_id or uuid.uuid4().hex)
+    admitted = admit(synthesizer, invocation.request)
+    if isinstance(admitted, ServerError):
+        return error_response(ErrorCode(admitted.code), admitted.message, admitted.request_id)
+    synth = replace(admitted, request_id=admitted.request_id or uuid.uuid4().hex)
     started = time.perf_counter()
     words: list[Word] = []
     frames = synthesizer.pcm_frames(synth, words)
@@ -87,6 +89,10 @@ async def invocations(request: Request, synthesizer: Synthesizer | None) -> Resp
         await frames.aclose()
         logger.exception("engine failed before the first audio of a POST of %d characters", len(synth.text))
         return error_response(ErrorCode.ENGINE_FAILED, "synthesis failed on the server", synth.request_id)
+    if not first:  # no audio at all: the G2P had no sound for the text ("$" alone)
+        await frames.aclose()
+        refused = nothing_to_say(synth.request_id)
+        return error_response(ErrorCode.NOTHING_TO_SAY, refused.message, synth.request_id)
     audio = _Audio(synth, frames, first, started, words)
     headers = {"X-Request-Id": header_value(str(synth.request_id)), "X-Sample-Rate": str(synth.sample_rate)}
     if invocation.format == "wav":

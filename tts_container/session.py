@@ -59,6 +59,7 @@ from strands_kokoro.protocol import (
     parse_client_message,
 )
 from tts_container.metrics import log_completed
+from tts_container.speakable import admit, nothing_to_say
 from tts_container.synthesis import Synthesizer
 
 logger = logging.getLogger(__name__)
@@ -212,7 +213,8 @@ class Session:
             self._accept(parsed)
 
     def _accept(self, request: SynthesizeRequest) -> None:
-        refusal = self._synth.refusal(request)
+        admitted = admit(self._synth, request)
+        refusal = admitted if isinstance(admitted, ServerError) else None
         if refusal is None and self._queued >= MAX_QUEUED_REQUESTS:
             message = f"{MAX_QUEUED_REQUESTS} requests are already queued in this session; retry later"
             refusal = ServerError(request.request_id, ErrorCode.OVERLOADED, message)
@@ -220,7 +222,8 @@ class Session:
             self._count_error()
             self._requests.put_nowait(_Refusal(refusal, self._epoch))
             return
-        job = _Job(request, request.request_id or uuid.uuid4().hex, self._epoch)
+        assert isinstance(admitted, SynthesizeRequest)
+        job = _Job(admitted, request.request_id or uuid.uuid4().hex, self._epoch)
         self._open.add(job)
         self._queued += 1
         self._requests.put_nowait(job)
@@ -346,6 +349,8 @@ class Session:
         self._open.discard(job)
         if item.failed:
             return ServerError(job.request_id, ErrorCode.ENGINE_FAILED, "synthesis failed on the server")
+        if job.chunks == 0:  # the G2P had no sound for it ("$" alone): the same answer as refused text
+            return nothing_to_say(job.request_id)
         self._counters.requests_completed += 1
         now = time.perf_counter()
         first = None if job.first_audio_at is None else (job.first_audio_at - job.received_at) * 1000
