@@ -471,7 +471,13 @@ class ServerError(_JsonMessage):
 
 @dataclass(frozen=True, slots=True)
 class Cancelled(_JsonMessage):
-    """The answer to ``cancel``: how many accepted requests were dropped."""
+    """The answer to ``cancel``: how many accepted requests it dropped.
+
+    Every ``cancel`` the server reads gets exactly one ``cancelled``, in the order the cancels were sent
+    (also one that drops nothing, and one sent after ``close``); a burst of cancels is never answered
+    once for all. A cancel goes unanswered only when the session ends first: the client disconnected, or
+    the server closed it for not reading (``error_flood``).
+    """
 
     dropped: int
 

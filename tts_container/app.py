@@ -107,7 +107,7 @@ def create_app(
         )
 
     async def post_invocations(request: Request) -> Response:
-        return await invocations(request, state.synthesizer)
+        return await invocations(request, state.synthesizer, state.counters)
 
     async def bidirectional_stream(websocket: WebSocket) -> None:
         if state.synthesizer is None:
