@@ -100,6 +100,20 @@ async def test_cancel_aborts_the_post_in_flight_and_drops_the_queued_ones(
     assert audio_of(got, "after")
 
 
+async def test_every_cancel_gets_its_own_cancelled_as_on_the_websocket_route(
+    model_server: RunningServer,
+) -> None:
+    async with open_session(model_server.http_url) as session:
+        events = session.events()
+        for i in range(2):
+            await session.send(SynthesizeRequest("It keeps the engine busy. " * 4, request_id=f"q{i}"))
+        for _ in range(3):
+            await session.cancel()
+        got = await read_until(events, lambda c: sum(isinstance(e, Cancelled) for e in c) == 3)
+        await session.close()
+    assert [e.dropped for e in got if isinstance(e, Cancelled)] == [2, 0, 0]
+
+
 async def test_a_host_that_does_not_answer_raises_session_closed() -> None:
     with anyio.fail_after(WAIT_S), pytest.raises(SessionClosedError):
         async with open_session(f"http://127.0.0.1:{free_port()}", timeout=5.0) as session:
