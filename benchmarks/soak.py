@@ -257,10 +257,10 @@ def serve_fake(port: int) -> None:
     import uvicorn
 
     from tests.faults.id_engine import IdEngine
-    from tts_container.__main__ import WS_OPTIONS
+    from tts_container.__main__ import SERVER_OPTIONS
     from tts_container.app import create_app
 
-    uvicorn.run(create_app(IdEngine), host="127.0.0.1", port=port, log_level="warning", **WS_OPTIONS)
+    uvicorn.run(create_app(IdEngine), host="127.0.0.1", port=port, log_level="warning", **SERVER_OPTIONS)
 
 
 # ------------------------------------------------------------------------------------------- report

@@ -34,6 +34,7 @@ from strands_kokoro.protocol import (
     SynthesizeRequest,
     audio_ms,
 )
+from strands_kokoro.serving.deadlines import BODY_TIMEOUT_S, HEADER_TIMEOUT_S, BodyDeadline, Refusal
 from tts_container.engines.base import Engine
 from tts_container.inference import InferencePool
 from tts_container.invocations import invocations
@@ -57,6 +58,16 @@ PROBE_ROUNDS = 3
 WARMUP_TEXTS = (WARMUP_TEXT, *((PROBE_SHORT, PROBE_LONG) * PROBE_ROUNDS))
 # WebSocket code 1013: "try again later".
 TRY_AGAIN_LATER = 1013
+
+
+def timeout_refusal(message: str) -> Refusal:
+    """The model server's 408: its usual coded error frame (``request_timeout``), as JSON."""
+    frame = ServerError(None, ErrorCode.REQUEST_TIMEOUT, message).to_wire().encode("utf-8")
+    return Refusal(408, b"application/json", frame)
+
+
+HEADERS_TIMED_OUT = timeout_refusal(f"the request headers did not arrive within {HEADER_TIMEOUT_S:.0f} s")
+BODY_TIMED_OUT = timeout_refusal(f"the request body did not arrive within {BODY_TIMEOUT_S:.0f} s")
 
 
 @dataclass(slots=True)
@@ -136,7 +147,10 @@ def create_app(
             Route(INVOCATIONS_PATH, post_invocations, methods=["POST"]),
             WebSocketRoute(WS_PATH, bidirectional_stream),
         ],
-        middleware=[Middleware(LocalRequestGuard, allowed_origins=tuple(allowed_origins))],
+        middleware=[
+            Middleware(LocalRequestGuard, allowed_origins=tuple(allowed_origins)),
+            Middleware(BodyDeadline, refusal=BODY_TIMED_OUT),
+        ],
         lifespan=lifespan,
     )
 
