@@ -109,6 +109,8 @@ def create_app(
                 "sessions_opened": counters.opened,
                 "requests_completed": counters.requests_completed,
                 "requests_cancelled": counters.requests_cancelled,
+                "audio_made_ms": round(counters.audio_made_ms, 1),
+                "audio_sent_ms": round(counters.audio_sent_ms, 1),
                 "error_floods": counters.error_floods,
                 "inference_queued": pool.queued,
                 "inference_running": pool.running,

@@ -145,9 +145,13 @@ class _Audio:
     async def __aiter__(self) -> AsyncIterator[bytes]:
         try:
             async with aclosing(self.frames):
-                yield self._count(self.first)
-                async for frame in self.frames:
+                frame: bytes | None = self.first
+                while frame is not None:
+                    made_ms = audio_ms(len(frame), self.request.sample_rate)
+                    self.counters.audio_made_ms += made_ms
                     yield self._count(frame)
+                    self.counters.audio_sent_ms += made_ms  # asked for the next: this one went out
+                    frame = await anext(self.frames, None)
         except (asyncio.CancelledError, GeneratorExit):
             self.counters.requests_cancelled += 1  # the client hung up: the body was cancelled
             raise

@@ -87,6 +87,10 @@ class SessionCounters:
     opened: int = 0
     requests_completed: int = 0
     requests_cancelled: int = 0
+    # Audio the engine made, and the part of it that reached a client (both routes): the difference is
+    # speech made for nobody (cancelled, or its client left), what a hang-up must keep near zero.
+    audio_made_ms: float = 0.0
+    audio_sent_ms: float = 0.0
     error_floods: int = 0
 
 
@@ -333,6 +337,7 @@ class Session:
                 if job.epoch != self._epoch:
                     return  # cancelled: stop at this segment boundary
                 self._buffered += len(pcm)
+                self._counters.audio_made_ms += audio_ms(len(pcm), job.request.sample_rate)
                 self._outbox.put_nowait(_Audio(job, pcm))
         except Exception:
             logger.exception("engine failed on a request of %d characters", len(job.request.text))
@@ -374,6 +379,7 @@ class Session:
         job.audio_bytes += len(item.pcm)
         job.chunks += 1
         await self._send(item.pcm)
+        self._counters.audio_sent_ms += audio_ms(len(item.pcm), job.request.sample_rate)
 
     def _finish(self, item: _Finished) -> ServerError | SynthesisCompleted:
         job = item.job
