@@ -18,6 +18,11 @@ from a quiet machine, load < 1.0, nothing else running). Never a timed assert.
 
     uv run --all-extras python -m benchmarks.soak                    # both runs
     uv run --all-extras python -m benchmarks.soak --run fake         # just the fake engine
+    uv run --all-extras python -m benchmarks.soak --run hangup       # half the sessions hang up
+
+The ``hangup`` variant (:mod:`benchmarks.soak_hangups`, its own JSON) measures what sessions that
+vanish at a random moment cost the server (CPU time and engine calls nobody heard) and checks that the
+sessions beside them lose nothing.
 """
 
 from __future__ import annotations
@@ -298,14 +303,23 @@ async def main_async(args: argparse.Namespace) -> list[RunReport]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.soak", description=__doc__.split("\n")[0])
-    parser.add_argument("--run", action="append", choices=("fake", "real"), help="default: both")
+    runs = ("fake", "real", "hangup")
+    parser.add_argument("--run", action="append", choices=runs, help="default: fake and real")
     parser.add_argument("--sessions", type=int, default=16, help="fake run (the real run: at most 12)")
     parser.add_argument("--sentences", type=int, default=10)
     parser.add_argument("--real-sessions", type=int, default=4)
     parser.add_argument("--real-sentences", type=int, default=3)
     parser.add_argument("--serve-fake", type=int, metavar="PORT", help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, default=RESULTS)
-    args = parser.parse_args(argv)
+    args, rest = parser.parse_known_args(argv)
+    if args.run and "hangup" in args.run and args.run != ["hangup"]:
+        parser.error("--run hangup runs alone (it writes its own JSON)")
+    if args.run == ["hangup"]:
+        from benchmarks import soak_hangups
+
+        return soak_hangups.main(rest)
+    if rest:
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
     if args.serve_fake is not None:
         serve_fake(args.serve_fake)
         return 0
