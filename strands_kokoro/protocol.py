@@ -159,7 +159,8 @@ class SynthesizeRequest(_JsonMessage):
 
 @dataclass(frozen=True, slots=True)
 class Cancel(_JsonMessage):
-    """Barge-in: drop queued requests, stop the one in flight at its next segment."""
+    """Barge-in: drop queued requests, stop the one in flight at its next segment; always answered with
+    one :class:`Cancelled`."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"type": "cancel"}
@@ -167,7 +168,9 @@ class Cancel(_JsonMessage):
 
 @dataclass(frozen=True, slots=True)
 class Close(_JsonMessage):
-    """The only client message that ends a session."""
+    """The only client message that ends a session: the requests already queued are spoken, then the
+    server closes. After it the server acts on one message only, ``cancel`` (answered; the queue is then
+    dropped and the session still ends), and a disconnect stops the queued work at once."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"type": "close"}
