@@ -8,15 +8,20 @@ app exactly as ``python -m agentcore_app`` does (:func:`agentcore_app.app.server
 with :class:`~tests.scripted_model.ScriptedModel` inside, and read what each model did from a JSON-lines
 file (``--record``): one line per model call, written when the call ends or is stopped.
 
-With ``held_first`` the first turn's model writes :data:`LONG_ANSWER` at once (200 tokens/s, so the
-model server has a queue of requests when the caller leaves, as with a fast real LLM) except its last
-token, which waits for an event nobody sets: it is still writing when the caller hangs up. Every other
-turn says :data:`SHORT_ANSWER`.
+What the first turn's model does (``--first``; every later turn says :data:`SHORT_ANSWER`):
+
+- ``held``: writes :data:`LONG_ANSWER` at once (200 tokens/s, so the model server has a queue of
+  requests when the caller leaves, as with a fast real LLM) except its last token, which waits for an
+  event nobody sets: it is still writing when the caller hangs up;
+- ``tool``: says one sentence, then calls :func:`slow_lookup`, a tool that takes two minutes, with the
+  tool filler off: the turn is silent (no event at all) while the tool runs;
+- ``short``: :data:`SHORT_ANSWER` like the others.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import json
 import subprocess
@@ -26,62 +31,94 @@ from collections.abc import AsyncIterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from strands import tool
+
 from cdk.local_stack import free_port, wait_until_ready
-from tests.scripted_model import FOUR_SENTENCES, ScriptedModel
+from tests.scripted_model import FOUR_SENTENCES, ScriptedCall, ScriptedModel, ToolCall
 
 LONG_ANSWER = FOUR_SENTENCES * 4  # 16 sentences: far more speech than is heard before a hang-up
 SHORT_ANSWER = "Otters hold hands. They sleep in kelp."
+BEFORE_TOOL = "Let me look that up for you."
+FIRST_TURNS = ("held", "tool", "short")
+_record: Path | None = None  # the record file of this process (set by serve)
+
+
+def note(line: dict[str, Any]) -> None:
+    """Append one JSON line to the record file."""
+    if _record is not None:
+        with _record.open("a", encoding="utf-8") as out:
+            out.write(json.dumps(line) + "\n")
+
+
+@tool
+async def slow_lookup() -> str:
+    """Look something up; takes two minutes (a slow tool, cancellable like any async tool)."""
+    note({"tool": "started"})
+    try:
+        await asyncio.sleep(120)
+    except asyncio.CancelledError:
+        note({"tool": "cancelled"})
+        raise
+    note({"tool": "finished"})
+    return "found it"
 
 
 class RecordedModel(ScriptedModel):
     """A scripted model that appends what each call did to ``record`` when the call ends."""
 
-    def __init__(self, record: Path, answer: str, **options: Any) -> None:
+    def __init__(self, answer: str | list[ScriptedCall], **options: Any) -> None:
         super().__init__(answer, **options)
-        self.record = record
 
     async def stream(self, *args: Any, **kwargs: Any) -> AsyncIterable[Any]:  # type: ignore[override]
         try:
             async for event in super().stream(*args, **kwargs):
                 yield event
         finally:
-            line = {
-                "answer": self.calls[0].text[:40],
-                "tokens_sent": self.tokens_sent,
-                "tokens": len(self.tokens),
-                "stopped_early": self.stopped_early,
-                "finished": self.finished,
-            }
-            with self.record.open("a", encoding="utf-8") as out:
-                out.write(json.dumps(line) + "\n")
+            note(
+                {
+                    "answer": self.calls[0].text[:40],
+                    "call": self.call_index,
+                    "tokens_sent": self.tokens_sent,
+                    "tokens": len(self.tokens),
+                    "stopped_early": self.stopped_early,
+                    "finished": self.finished,
+                }
+            )
 
 
-def serve(port: int, speech_endpoint: str, record: Path, *, held_first: bool) -> None:
+def serve(port: int, speech_endpoint: str, record: Path, *, first: str) -> None:
+    global _record
     from agentcore_app.app import create_app, server_settings
 
+    _record = record
     made = 0
 
     def new_model() -> ScriptedModel:
         nonlocal made
         made += 1
-        if made == 1 and held_first:
+        if made == 1 and first == "held":
             never = threading.Event()
-            return RecordedModel(
-                record, LONG_ANSWER, tokens_per_s=200, hold_before_last=never, hold_timeout_s=300
-            )
-        return RecordedModel(record, SHORT_ANSWER, tokens_per_s=25)
+            return RecordedModel(LONG_ANSWER, tokens_per_s=200, hold_before_last=never, hold_timeout_s=300)
+        if made == 1 and first == "tool":
+            calls = [ScriptedCall(BEFORE_TOOL, tool=ToolCall("slow_lookup")), ScriptedCall(SHORT_ANSWER)]
+            return RecordedModel(calls, tokens_per_s=50)
+        return RecordedModel(SHORT_ANSWER, tokens_per_s=25)
 
-    app = create_app(speech_endpoint=speech_endpoint, model=new_model)
+    app = create_app(
+        speech_endpoint=speech_endpoint,
+        model=new_model,
+        tools=[slow_lookup],
+        speech_options={"tool_filler": None},  # a silent tool: no event at all while it runs
+    )
     app.run(port=port, host="127.0.0.1", **server_settings())  # as `python -m agentcore_app` does
 
 
 @contextlib.contextmanager
-def agent_app_process(speech_endpoint: str, record: Path, *, held_first: bool = True) -> Iterator[str]:
+def agent_app_process(speech_endpoint: str, record: Path, *, first: str = "held") -> Iterator[str]:
     """Start the app in its own process on a free port; yield its URL; stop it on exit."""
     port = free_port()
     cmd = [sys.executable, "-m", "tests.faults.agent_app_process", str(port), speech_endpoint, str(record)]
-    if held_first:
-        cmd.append("--held-first")
+    cmd += ["--first", first]
     process = subprocess.Popen(cmd)
     try:
         url = f"http://127.0.0.1:{port}"
@@ -96,11 +133,12 @@ def agent_app_process(speech_endpoint: str, record: Path, *, held_first: bool = 
             process.wait()
 
 
-def recorded(record: Path) -> list[dict[str, Any]]:
-    """What each model call did, in the order the calls ended."""
+def recorded(record: Path, kind: str = "answer") -> list[dict[str, Any]]:
+    """What each model call (``answer``) or the slow tool (``tool``) did, in order."""
     if not record.exists():
         return []
-    return [json.loads(line) for line in record.read_text(encoding="utf-8").splitlines() if line]
+    lines = [json.loads(line) for line in record.read_text(encoding="utf-8").splitlines() if line]
+    return [line for line in lines if kind in line]
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -108,9 +146,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("port", type=int)
     parser.add_argument("speech_endpoint")
     parser.add_argument("record", type=Path)
-    parser.add_argument("--held-first", action="store_true")
+    parser.add_argument("--first", choices=FIRST_TURNS, default="held")
     args = parser.parse_args(argv)
-    serve(args.port, args.speech_endpoint, args.record, held_first=args.held_first)
+    serve(args.port, args.speech_endpoint, args.record, first=args.first)
 
 
 if __name__ == "__main__":

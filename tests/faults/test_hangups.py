@@ -100,6 +100,34 @@ async def test_a_hang_up_stops_the_turn_at_the_model_server_and_the_next_turn_is
     assert next_turn.text == SHORT_ANSWER and next_turn.audio_s > 0
 
 
+async def tool_started(record: Path) -> None:
+    """Until the agent app's slow tool has noted that it runs (its process writes the record)."""
+    while True:
+        if recorded(record, "tool"):
+            return
+        await asyncio.sleep(0.05)
+
+
+async def test_a_hang_up_during_a_silent_tool_ends_the_turn_and_cancels_the_tool(
+    model_server: RunningServer, tmp_path: Path
+) -> None:
+    """No event flows while the tool runs (filler off): the SDK alone would notice only when it returns."""
+    record = tmp_path / "models.jsonl"
+    with agent_app_process(model_server.ws_url, record, first="tool") as url:
+        address = address_of(url)
+        body = json.dumps({"prompt": "Look it up.", "mode": "bidi"}).encode()
+        async with RawConnection(address) as connection:
+            await connection.send(post_head("/invocations", address, len(body)) + body)
+            async with asyncio.timeout(300):
+                await connection.read_until(b'"sentence_complete"')  # what was said before the tool
+                await tool_started(record)
+            connection.reset()
+        async with httpx.AsyncClient(timeout=60) as http:
+            assert await agent_status(url, http) == "Healthy"  # well before the tool's two minutes
+    assert [line["tool"] for line in recorded(record, "tool")] == ["started", "cancelled"]
+    assert len(recorded(record)) == 1  # the model was never called again after the tool
+
+
 async def test_a_hang_up_of_a_post_stream_cancels_it_at_the_model_server(model_server: RunningServer) -> None:
     """POST /invocations on the model server itself: leave after the first audio bytes (a reset)."""
     address = address_of(model_server.http_url)

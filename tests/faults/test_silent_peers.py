@@ -122,7 +122,7 @@ async def test_the_agent_app_times_out_stalled_bodies_and_headers_and_the_next_t
     model_server: RunningServer, tmp_path: Path
 ) -> None:
     record = tmp_path / "models.jsonl"
-    with agent_app_process(model_server.ws_url, record, held_first=False) as url:
+    with agent_app_process(model_server.ws_url, record, first="short") as url:
         address = url.removeprefix("http://")
         answers = await every_stall(address)
         for answer in answers:
