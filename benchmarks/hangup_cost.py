@@ -29,6 +29,7 @@ from typing import Any
 
 import httpx
 
+from benchmarks.server_work import ServerWork, idle, server_stats, until_idle
 from cdk.local_stack import ModelServerProcess, start_model_server, stop_model_server
 from tests.faults.agent_app_process import agent_app_process
 from tests.faults.raw_http import RawConnection, post_head
@@ -41,30 +42,9 @@ CASES = [(b'"audio_chunk"', "close"), (b'"audio_chunk"', "reset"), (b'"text_delt
 class Trial:
     after: str
     how: str
-    requests_completed_after: int = 0
-    engine_calls_after: int = 0
-    requests_cancelled: int = 0
-    audio_for_nobody_ms: float = 0.0
+    work: ServerWork | None = None  # from the hang-up until the server was idle
     cancel_seen_s: float | None = None
     idle_after_s: float | None = None
-
-
-async def stats(http: httpx.AsyncClient, server: ModelServerProcess) -> dict[str, Any]:
-    return dict((await http.get(server.http_url + "/stats")).json())
-
-
-def idle(current: dict[str, Any]) -> bool:
-    work = current["inference_running"] + current["inference_queued"]
-    return current["sessions_active"] == 0 and work == 0
-
-
-async def until_idle(http: httpx.AsyncClient, server: ModelServerProcess) -> None:
-    """Nothing left over from the trial before."""
-    async with asyncio.timeout(300):
-        while True:
-            if idle(await stats(http, server)):
-                return
-            await asyncio.sleep(0.1)
 
 
 async def trial(server: ModelServerProcess, speech: str, after: bytes, how: str) -> Trial:
@@ -76,18 +56,18 @@ async def trial(server: ModelServerProcess, speech: str, after: bytes, how: str)
         address = url.removeprefix("http://")
         body = json.dumps({"prompt": "Tell me about otters.", "mode": "bidi"}).encode()
         async with httpx.AsyncClient(timeout=60) as http:
-            await until_idle(http, server)
+            await until_idle(http, server.http_url)  # nothing left over from the trial before
             async with RawConnection(address) as connection:
                 await connection.send(post_head("/invocations", address, len(body)) + body)
                 async with asyncio.timeout(300):
                     await connection.read_until(after)
-                before = await stats(http, server)
+                before = await server_stats(http, server.http_url)
                 if how == "reset":
                     connection.reset()
             left = time.monotonic()
             async with asyncio.timeout(300):
                 while True:
-                    current = await stats(http, server)
+                    current = await server_stats(http, server.http_url)
                     since = round(time.monotonic() - left, 3)
                     if (
                         result.cancel_seen_s is None
@@ -98,12 +78,7 @@ async def trial(server: ModelServerProcess, speech: str, after: bytes, how: str)
                         result.idle_after_s = since
                         break
                     await asyncio.sleep(0.02)
-    result.requests_completed_after = current["requests_completed"] - before["requests_completed"]
-    result.engine_calls_after = current["inference_completed"] - before["inference_completed"]
-    result.requests_cancelled = current["requests_cancelled"] - before["requests_cancelled"]
-    made = current["audio_made_ms"] - before["audio_made_ms"]
-    sent = current["audio_sent_ms"] - before["audio_sent_ms"]
-    result.audio_for_nobody_ms = round(made - sent, 1)
+    result.work = ServerWork.between(before, current)
     return result
 
 
@@ -118,13 +93,14 @@ async def run(trials: int, scheme: str) -> list[Trial]:
 
 def summary(results: list[Trial]) -> dict[str, Any]:
     idles = [r.idle_after_s for r in results if r.idle_after_s is not None]
+    works = [r.work for r in results if r.work is not None]
     return {
         "trials": len(results),
-        "requests_completed_after_max": max(r.requests_completed_after for r in results),
-        "engine_calls_after_max": max(r.engine_calls_after for r in results),
+        "requests_completed_after_max": max(w.requests_completed for w in works),
+        "engine_calls_after_max": max(w.engine_calls for w in works),
         "idle_after_s_median": round(statistics.median(idles), 3) if idles else None,
         "idle_after_s_max": max(idles) if idles else None,
-        "audio_for_nobody_ms_max": max(r.audio_for_nobody_ms for r in results),
+        "audio_for_nobody_ms_max": max(w.audio_for_nobody_ms for w in works),
     }
 
 
@@ -143,9 +119,10 @@ def main(argv: list[str] | None = None) -> int:
     heads = [("done", 5), ("engine", 6), ("cancelled", 9), ("nobody ms", 9), ("cancel s", 8), ("idle s", 7)]
     print(f"{'after':<12} {'how':<6} " + " ".join(f"{name:>{width}}" for name, width in heads))
     for r in results:
+        w = r.work or ServerWork(0, 0, 0, 0.0, 0.0)
         print(
-            f"{r.after:<12} {r.how:<6} {r.requests_completed_after:>5} {r.engine_calls_after:>6} "
-            f"{r.requests_cancelled:>9} {r.audio_for_nobody_ms:>9.0f} {r.cancel_seen_s or 0:>8.3f} "
+            f"{r.after:<12} {r.how:<6} {w.requests_completed:>5} {w.engine_calls:>6} "
+            f"{w.requests_cancelled:>9} {w.audio_for_nobody_ms:>9.0f} {r.cancel_seen_s or 0:>8.3f} "
             f"{r.idle_after_s or 0:>7.3f}"
         )
     overall = summary(results)

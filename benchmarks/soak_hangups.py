@@ -32,11 +32,11 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
 
 import httpx
 from websockets.asyncio.client import connect
 
+from benchmarks.server_work import ServerWork, until_idle
 from cdk.local_stack import ModelServerProcess, start_model_server, stop_model_server
 from strands_kokoro.protocol import WS_PATH, Close, SynthesizeRequest, control_object
 
@@ -112,47 +112,30 @@ async def run_session(
 class RunFigures:
     name: str
     sessions: int
-    cpu_s: float = 0.0
-    engine_calls: int = 0
-    requests_completed: int = 0
-    requests_cancelled: int = 0
-    audio_made_s: float = 0.0
-    audio_sent_s: float = 0.0
-    wall_s: float = 0.0
-    load_avg_before: tuple[float, float, float] = (0.0, 0.0, 0.0)
-
-
-async def server_stats(server: ModelServerProcess) -> dict[str, Any]:
-    async with httpx.AsyncClient() as http:
-        return dict((await http.get(server.http_url + "/stats")).json())
-
-
-async def settled(server: ModelServerProcess) -> dict[str, Any]:
-    """Once no session is open and the engine is idle (a hang-up settles after its last engine call)."""
-    async with asyncio.timeout(300):
-        while True:
-            current = await server_stats(server)
-            work = current["inference_running"] + current["inference_queued"]
-            if current["sessions_active"] == 0 and work == 0:
-                return current
-            await asyncio.sleep(0.05)
+    work: ServerWork
+    cpu_s: float
+    wall_s: float
+    load_avg_before: tuple[float, float, float]
 
 
 async def measured(
     server: ModelServerProcess, name: str, plan: dict[int, float | None], texts: dict[int, list[str]]
 ) -> tuple[RunFigures, list[SessionResult]]:
-    figures = RunFigures(name, len(plan), load_avg_before=os.getloadavg())
+    load = os.getloadavg()
     url = server.ws_url + WS_PATH
-    before, cpu_before, started = await settled(server), cpu_s(server.process.pid), time.perf_counter()
-    results = await asyncio.gather(*(run_session(url, s, texts[s], after) for s, after in plan.items()))
-    after = await settled(server)
-    figures.wall_s = round(time.perf_counter() - started, 2)
-    figures.cpu_s = round(cpu_s(server.process.pid) - cpu_before, 2)
-    figures.engine_calls = after["inference_completed"] - before["inference_completed"]
-    figures.requests_completed = after["requests_completed"] - before["requests_completed"]
-    figures.requests_cancelled = after["requests_cancelled"] - before["requests_cancelled"]
-    figures.audio_made_s = round((after["audio_made_ms"] - before["audio_made_ms"]) / 1000, 2)
-    figures.audio_sent_s = round((after["audio_sent_ms"] - before["audio_sent_ms"]) / 1000, 2)
+    async with httpx.AsyncClient() as http:
+        before = await until_idle(http, server.http_url)
+        cpu_before, started = cpu_s(server.process.pid), time.perf_counter()
+        results = await asyncio.gather(*(run_session(url, s, texts[s], after) for s, after in plan.items()))
+        after = await until_idle(http, server.http_url)
+    figures = RunFigures(
+        name,
+        len(plan),
+        ServerWork.between(before, after),
+        cpu_s=round(cpu_s(server.process.pid) - cpu_before, 2),
+        wall_s=round(time.perf_counter() - started, 2),
+        load_avg_before=load,
+    )
     return figures, list(results)
 
 
@@ -187,13 +170,14 @@ async def hangup_soak(sessions: int, sentences: int, max_hang_up_s: float, seed:
         alone, _ = await measured(server, "listeners", dict(listeners), texts)
         everyone, _ = await measured(server, "everyone", dict.fromkeys(range(sessions)), texts)
         report.runs = [mixed, alone, everyone]
-        report.unheard_audio_s = round(mixed.audio_made_s - mixed.audio_sent_s, 2)
-        cpu_per_audio_s = alone.cpu_s / alone.audio_made_s if alone.audio_made_s else 0.0
+        report.unheard_audio_s = round(mixed.work.audio_for_nobody_ms / 1000, 2)
+        made_s = alone.work.audio_made_ms / 1000
+        cpu_per_audio_s = alone.cpu_s / made_s if made_s else 0.0
         report.unheard_cpu_s = round(report.unheard_audio_s * cpu_per_audio_s, 2)
         report.vanished_half_cpu_s = round(mixed.cpu_s - alone.cpu_s, 2)
-        report.vanished_half_engine_calls = mixed.engine_calls - alone.engine_calls
+        report.vanished_half_engine_calls = mixed.work.engine_calls - alone.work.engine_calls
         report.full_cost_cpu_s = round(everyone.cpu_s - alone.cpu_s, 2)
-        report.full_cost_engine_calls = everyone.engine_calls - alone.engine_calls
+        report.full_cost_engine_calls = everyone.work.engine_calls - alone.work.engine_calls
         # The listening half of the mixed run lost nothing: each sentence as when spoken alone.
         url = server.ws_url + WS_PATH
         for result in mixed_results:
@@ -218,10 +202,11 @@ def print_report(report: HangupReport) -> None:
     columns += [("audio made s", 12), ("sent s", 7), ("wall s", 7)]
     print(f"{'run':<10} " + " ".join(f"{name:>{width}}" for name, width in columns))
     for run in report.runs:
+        work = run.work
         print(
-            f"{run.name:<10} {run.sessions:>8} {run.cpu_s:>7.2f} {run.engine_calls:>12} "
-            f"{run.requests_completed:>9} {run.requests_cancelled:>9} {run.audio_made_s:>12.2f} "
-            f"{run.audio_sent_s:>7.2f} {run.wall_s:>7.1f}"
+            f"{run.name:<10} {run.sessions:>8} {run.cpu_s:>7.2f} {work.engine_calls:>12} "
+            f"{work.requests_completed:>9} {work.requests_cancelled:>9} {work.audio_made_ms / 1000:>12.2f} "
+            f"{work.audio_sent_ms / 1000:>7.2f} {run.wall_s:>7.1f}"
         )
     r = report
     print(
