@@ -82,9 +82,12 @@ class _HeaderDeadline(_Base):
         self.transport.close()
 
 
-def header_deadline_protocol(refusal: Refusal, timeout_s: float = HEADER_TIMEOUT_S) -> type[asyncio.Protocol]:
-    """uvicorn's preferred HTTP protocol class, answering ``refusal`` to headers that stall."""
-    base: type[Any] = HttpToolsProtocol if HttpToolsProtocol is not None else H11Protocol
+def header_deadline_protocol(
+    refusal: Refusal, timeout_s: float = HEADER_TIMEOUT_S, *, base: type[Any] | None = None
+) -> type[asyncio.Protocol]:
+    """uvicorn's preferred HTTP protocol class (or ``base``), answering ``refusal`` to headers that stall."""
+    if base is None:
+        base = HttpToolsProtocol if HttpToolsProtocol is not None else H11Protocol
     attributes = {"refusal": refusal.raw(), "header_timeout_s": timeout_s}
     name = f"HeaderDeadline{base.__name__}"
     protocol: type[asyncio.Protocol] = type(name, (_HeaderDeadline, base), attributes)
