@@ -331,13 +331,13 @@ class Session:
         frames = self._synth.pcm_frames(job.request, job.words)
         try:
             async for pcm in frames:
+                self._counters.audio_made_ms += audio_ms(len(pcm), job.request.sample_rate)
                 while self._buffered >= MAX_BUFFERED_AUDIO_BYTES and job.epoch == self._epoch:
                     self._room.clear()
                     await self._room.wait()
                 if job.epoch != self._epoch:
-                    return  # cancelled: stop at this segment boundary
+                    return  # cancelled: stop at this segment boundary (what it made counts as unsent)
                 self._buffered += len(pcm)
-                self._counters.audio_made_ms += audio_ms(len(pcm), job.request.sample_rate)
                 self._outbox.put_nowait(_Audio(job, pcm))
         except Exception:
             logger.exception("engine failed on a request of %d characters", len(job.request.text))
