@@ -311,15 +311,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--real-sentences", type=int, default=3)
     parser.add_argument("--serve-fake", type=int, metavar="PORT", help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, default=RESULTS)
-    args, rest = parser.parse_known_args(argv)
-    if args.run and "hangup" in args.run and args.run != ["hangup"]:
-        parser.error("--run hangup runs alone (it writes its own JSON)")
-    if args.run == ["hangup"]:
+    given = sys.argv[1:] if argv is None else list(argv)
+    if "hangup" in given:  # its own options (and JSON): everything else is for soak_hangups
         from benchmarks import soak_hangups
 
-        return soak_hangups.main(rest)
-    if rest:
-        parser.error(f"unrecognized arguments: {' '.join(rest)}")
+        if given[:2] != ["--run", "hangup"]:
+            parser.error("--run hangup comes first and runs alone: --run hangup [its options]")
+        return soak_hangups.main(given[2:])
+    args = parser.parse_args(given)
     if args.serve_fake is not None:
         serve_fake(args.serve_fake)
         return 0

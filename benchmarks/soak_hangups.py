@@ -10,12 +10,12 @@ model server (onnx engine), three runs on one server, each session sending all i
 - ``everyone``: all sessions listening to the end (what the vanished half would have cost in full).
 
 CPU time is the server process's own (``utime + stime`` from ``/proc``); the rest comes from its
-``/stats``, which counts the audio the engine made and the part of it a client received. What nobody
-heard is the difference in the ``mixed`` run: speech made after a hang-up (the engine call running at
-that moment, at most) or queued for the client when it left. Its CPU time is that audio at the cost per
-audio second of the ``listeners`` run. Beside it: ``mixed - listeners`` (all the vanished half cost,
-what it heard before leaving included) and ``everyone - listeners`` (what it costs heard in full, as
-every hang-up did before the fix). The listening half must lose nothing: every sentence's PCM equals the
+``/stats``, which counts the audio the engine made and the part of it a client received. The vanished
+half cost ``mixed - listeners``; of that, what its clients did hear before they left is their received
+audio at the CPU cost per audio second of the ``listeners`` run; the rest is the CPU spent on speech
+nobody heard (the engine call running at each hang-up, at most). Beside it: the audio made and never
+sent, and ``everyone - listeners``, what the vanished half costs heard in full (as every hang-up did
+before the fix). The listening half must lose nothing: every sentence's PCM equals the
 same text synthesized alone on the quiet server (Kokoro is deterministic). The load average is
 recorded; never a timed assert.
 """
@@ -147,7 +147,8 @@ class HangupReport:
     hang_ups_s: dict[int, float] = field(default_factory=dict)
     runs: list[RunFigures] = field(default_factory=list)
     unheard_audio_s: float = 0.0  # made in the mixed run and never received
-    unheard_cpu_s: float = 0.0  # that audio at the listeners' CPU per audio second
+    unheard_cpu_s: float = 0.0  # the vanished half's CPU beyond what its received audio costs
+    vanished_half_heard_s: float = 0.0  # audio the vanished half received before it left
     vanished_half_cpu_s: float = 0.0  # mixed - listeners: what they heard before leaving, and the rest
     vanished_half_engine_calls: int = 0
     full_cost_cpu_s: float = 0.0  # everyone - listeners: the vanished half heard in full
@@ -173,8 +174,10 @@ async def hangup_soak(sessions: int, sentences: int, max_hang_up_s: float, seed:
         report.unheard_audio_s = round(mixed.work.audio_for_nobody_ms / 1000, 2)
         made_s = alone.work.audio_made_ms / 1000
         cpu_per_audio_s = alone.cpu_s / made_s if made_s else 0.0
-        report.unheard_cpu_s = round(report.unheard_audio_s * cpu_per_audio_s, 2)
         report.vanished_half_cpu_s = round(mixed.cpu_s - alone.cpu_s, 2)
+        report.vanished_half_heard_s = round((mixed.work.audio_sent_ms - alone.work.audio_sent_ms) / 1000, 2)
+        heard_cpu_s = report.vanished_half_heard_s * cpu_per_audio_s
+        report.unheard_cpu_s = round(report.vanished_half_cpu_s - heard_cpu_s, 2)
         report.vanished_half_engine_calls = mixed.work.engine_calls - alone.work.engine_calls
         report.full_cost_cpu_s = round(everyone.cpu_s - alone.cpu_s, 2)
         report.full_cost_engine_calls = everyone.work.engine_calls - alone.work.engine_calls
@@ -210,9 +213,10 @@ def print_report(report: HangupReport) -> None:
         )
     r = report
     print(
-        f"made for nobody: {r.unheard_audio_s:.2f} s of audio = {r.unheard_cpu_s:.2f} CPU s; the vanished "
-        f"half cost {r.vanished_half_cpu_s:.2f} CPU s in all ({r.vanished_half_engine_calls} engine calls), "
-        f"heard in full {r.full_cost_cpu_s:.2f} CPU s ({r.full_cost_engine_calls} calls); "
+        f"the vanished half cost {r.vanished_half_cpu_s:.2f} CPU s ({r.vanished_half_engine_calls} engine "
+        f"calls), {r.vanished_half_heard_s:.2f} s of audio heard before it left: {r.unheard_cpu_s:.2f} CPU s "
+        f"on speech nobody heard ({r.unheard_audio_s:.2f} s made and never sent); heard in full it costs "
+        f"{r.full_cost_cpu_s:.2f} CPU s ({r.full_cost_engine_calls} calls); "
         f"listeners: {r.listener_sentences_ok}/{r.listener_sentences} sentences intact"
     )
     for problem in report.listener_problems[:10]:
