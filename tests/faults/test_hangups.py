@@ -86,7 +86,9 @@ async def test_a_hang_up_stops_the_turn_at_the_model_server_and_the_next_turn_is
             work = (at_hang_up, settled)
             assert settled["requests_completed"] - at_hang_up["requests_completed"] <= 1, work
             assert settled["inference_completed"] - at_hang_up["inference_completed"] <= 2, work
-            if after == b'"audio_chunk"':
+            if scheme == "ws" and after == b'"audio_chunk"':
+                # The bidirectional session always has the turn's next requests queued by then; over
+                # POST, one request at a time, the hang-up may fall between two (nothing to cancel).
                 assert settled["requests_cancelled"] > before["requests_cancelled"], (before, settled)
             # The LLM stopped writing: its call was cancelled before its last token.
             [hung_up] = recorded(record)

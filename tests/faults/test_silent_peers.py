@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +31,7 @@ from tests.faults.agent_app_process import SHORT_ANSWER, agent_app_process, reco
 from tests.faults.id_engine import IdEngine
 from tests.faults.raw_http import Answer, RawConnection, post_head
 from tests.model_server_process import RunningServer, wait_for_ping
-from tests.tts_container.server_harness import dumps, stats, wait_for_stats
+from tests.tts_container.server_harness import dumps, read_response, stats, wait_for_stats
 from tts_container.__main__ import SERVER_OPTIONS
 from tts_container.app import create_app
 
@@ -159,7 +158,7 @@ async def test_an_idle_session_that_answers_pings_stays_open_and_one_that_stops_
             assert dropped["requests_cancelled"] >= 3, dropped
             # ... while the idle one, which answered every ping meanwhile, is served as before.
             await idle_ws.send(dumps(text="Still here.", request_id="idle"))
-            frames = [await asyncio.wait_for(idle_ws.recv(), 60) for _ in range(3)]
+            response = await read_response(idle_ws, timeout_s=60)
             mute_ws.transport.abort()
-        assert isinstance(frames[1], bytes)
-        assert json.loads(frames[2])["type"] == "synthesis_complete"
+        assert response.end is not None and response.end["type"] == "synthesis_complete", response.end
+        assert response.pcm
