@@ -239,15 +239,13 @@ class Session:
 
     def _accept(self, request: SynthesizeRequest) -> None:
         admitted = admit(self._synth, request)
-        refusal = admitted if isinstance(admitted, ServerError) else None
-        if refusal is None and self._queued >= MAX_QUEUED_REQUESTS:
+        if isinstance(admitted, SynthesizeRequest) and self._queued >= MAX_QUEUED_REQUESTS:
             message = f"{MAX_QUEUED_REQUESTS} requests are already queued in this session; retry later"
-            refusal = ServerError(request.request_id, ErrorCode.OVERLOADED, message)
-        if refusal is not None:
+            admitted = ServerError(request.request_id, ErrorCode.OVERLOADED, message)
+        if isinstance(admitted, ServerError):
             self._count_error()
-            self._requests.put_nowait(_Refusal(refusal, self._epoch))
+            self._requests.put_nowait(_Refusal(admitted, self._epoch))
             return
-        assert isinstance(admitted, SynthesizeRequest)
         job = _Job(admitted, request.request_id or uuid.uuid4().hex, self._epoch)
         self._open.add(job)
         self._queued += 1
