@@ -140,6 +140,8 @@ async def run_session(url: str, session: int, texts: list[str]) -> list[RequestR
                     pcm += payload if isinstance(payload, bytes) else payload.encode()
                     continue
                 kind, frame_id = frame.get("type"), frame.get("request_id")
+                if kind == "session_start":
+                    continue  # the server's engine and speed, once per session: nothing to check
                 if kind == "synthesis_start":
                     current = frame_id
                 elif kind == "synthesis_complete" and frame_id == request_id:

@@ -98,9 +98,9 @@ async def run_session(
                 elif frame.get("type") == "synthesis_complete":
                     result.completed.append(str(frame.get("request_id")))
                     current = None
-                else:
+                elif frame.get("type") == "error":
                     result.errors.append(json.dumps(frame)[:200])
-                    return result
+                    return result  # other control frames (session_start, ...) carry nothing to check
         await ws.send(Close().to_wire())
     finally:
         if not vanished:
