@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     try:
         # The module-level app reads the environment when imported, so its errors are caught here too.
-        from agentcore_app.app import create_app
+        from agentcore_app.app import create_app, server_settings
         from agentcore_app.conversation_settings import ConversationSettings, parse_location
 
         settings = ConversationSettings.from_env()
@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> None:
     except SETTING_ERRORS as exc:
         print(f"error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
-    app.run(port=args.port, host=args.host)
+    app.run(port=args.port, host=args.host, **server_settings())
 
 
 if __name__ == "__main__":

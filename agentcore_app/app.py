@@ -10,10 +10,16 @@ Why it is built the way it is:
 
 - The SDK runs an async-generator entrypoint on its OWN worker event loop thread. So the speech session,
   the agent, its queues and tasks are all created inside the call; nothing async exists at import time.
-- The SDK cancels the entrypoint's generator when the HTTP client goes away. Cancellation reaches
-  ``KokoroSpeech.stream``, whose task group closes the speech session; ``finally`` below ends the turn.
-  While a turn runs, ``/ping`` reports ``HealthyBusy`` (the SDK's task tracking), so an operator and the
-  tests can see a turn end.
+- A client that goes away is a barge-in, noticed at once: the SDK alone would stop the turn only at its
+  next event (and, in practice, only once its bridge generator is garbage-collected), so
+  :class:`~agentcore_app.hangup.HangUpWatcher` watches the ASGI ``http.disconnect`` itself and
+  :func:`~agentcore_app.hangup.until_hung_up` cancels the wait for the turn's next event: the task group
+  of ``KokoroSpeech.stream`` stops the agent (the LLM stops sampling) and the speech session, which says
+  ``cancel`` to the model server; ``finally`` below ends the turn. While a turn runs, ``/ping`` reports
+  ``HealthyBusy`` (the SDK's task tracking), so an operator and the tests can see a turn end.
+- Callers that stall are timed out (:mod:`strands_kokoro.serving`): headers within 10 s, the body within
+  20 s, answered with the ``error`` event ``request_timeout`` (HTTP 408); :func:`server_settings` are the
+  uvicorn settings ``python -m agentcore_app`` and the local launchers run the app with.
 - The SDK answers a non-JSON body with its own ``{"error": ...}`` JSON. Clients of this app read SSE
   events only, so :class:`JsonBodyGuard` answers that case with the same ``error`` event as every other
   bad payload (``bad_json``), before the SDK sees it.
@@ -35,12 +41,14 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from agentcore_app.conversation_settings import ConversationError, ConversationSettings, check_session_id
 from agentcore_app.conversation_turn import remembered_turn
 from agentcore_app.conversations import AGENT_ID, ConversationStore, TurnBuffer
+from agentcore_app.hangup import HangUpWatcher, hangup_of, until_hung_up
 from agentcore_app.local_guard import LocalCallerGuard
 from agentcore_app.models import create_model, model_setting, parse_model_spec
 from agentcore_app.payload import PayloadError, parse_turn
 from agentcore_app.tools import load_tools, speech_setting
 from strands_kokoro import events
-from strands_kokoro.protocol import DEFAULT_VOICE, sse_event
+from strands_kokoro.protocol import DEFAULT_VOICE, ErrorCode, sse_event
+from strands_kokoro.serving.deadlines import BODY_TIMEOUT_S, HEADER_TIMEOUT_S, BodyDeadline, Refusal
 
 if TYPE_CHECKING:
     from strands.agent.conversation_manager import ConversationManager
@@ -61,6 +69,22 @@ SYSTEM_PROMPT = (
     "plain sentences. Do not use lists, headings, code or markdown. Before you use a tool, say in a few "
     "words what you are about to check."
 )
+
+
+def timeout_refusal(message: str) -> Refusal:
+    """The app's 408: one SSE ``error`` event (``request_timeout``), like every other refusal of it."""
+    return Refusal(408, b"text/event-stream", sse_event(events.error(ErrorCode.REQUEST_TIMEOUT, message)))
+
+
+HEADERS_TIMED_OUT = timeout_refusal(f"the request headers did not arrive within {HEADER_TIMEOUT_S:.0f} s")
+BODY_TIMED_OUT = timeout_refusal(f"the request body did not arrive within {BODY_TIMEOUT_S:.0f} s")
+
+
+def server_settings() -> dict[str, Any]:
+    """The uvicorn settings the app is served with: the deadlines for silent callers."""
+    from strands_kokoro.serving.uvicorn_protocol import uvicorn_settings
+
+    return uvicorn_settings(HEADERS_TIMED_OUT)
 
 
 def speech_endpoint_setting(explicit: str | None = None) -> str:
@@ -149,8 +173,16 @@ def create_app(
         def new_model() -> Model:
             return create_model(spec)
 
-    # Outermost first: a locally bound app refuses cross-site callers before reading any body.
-    agentcore = BedrockAgentCoreApp(middleware=[Middleware(LocalCallerGuard), Middleware(JsonBodyGuard)])
+    # Outermost first: a locally bound app refuses cross-site callers before reading any body; the body
+    # then has a deadline, is checked for JSON, and once it is in, a hang-up is watched for.
+    agentcore = BedrockAgentCoreApp(
+        middleware=[
+            Middleware(LocalCallerGuard),
+            Middleware(BodyDeadline, refusal=BODY_TIMED_OUT),
+            Middleware(JsonBodyGuard),
+            Middleware(HangUpWatcher),
+        ]
+    )
 
     @agentcore.entrypoint
     async def invoke(payload: Any, context: RequestContext | None = None) -> AsyncIterator[Mapping[str, Any]]:
@@ -159,6 +191,8 @@ def create_app(
         ``context.session_id`` (AgentCore's runtime session id header) names the conversation the turn
         belongs to; without one the agent answers this prompt alone.
         """
+        request = None if context is None else context.request
+        hangup = None if request is None else hangup_of(request.scope)
         try:
             turn = parse_turn(payload)
             session_id = None if context is None else context.session_id
@@ -205,7 +239,7 @@ def create_app(
             else:
                 spoken = remembered_turn(store, session_id, speech, new_agent, turn.prompt)
             async with aclosing(spoken) as stream:
-                async for event in stream:
+                async for event in until_hung_up(stream, hangup):
                     yield event
         except ConversationError as refused:
             yield events.error(refused.code, refused.message)

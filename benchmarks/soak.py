@@ -18,6 +18,11 @@ from a quiet machine, load < 1.0, nothing else running). Never a timed assert.
 
     uv run --all-extras python -m benchmarks.soak                    # both runs
     uv run --all-extras python -m benchmarks.soak --run fake         # just the fake engine
+    uv run --all-extras python -m benchmarks.soak --run hangup       # half the sessions hang up
+
+The ``hangup`` variant (:mod:`benchmarks.soak_hangups`, its own JSON) measures what sessions that
+vanish at a random moment cost the server (CPU time and engine calls nobody heard) and checks that the
+sessions beside them lose nothing.
 """
 
 from __future__ import annotations
@@ -135,6 +140,8 @@ async def run_session(url: str, session: int, texts: list[str]) -> list[RequestR
                     pcm += payload if isinstance(payload, bytes) else payload.encode()
                     continue
                 kind, frame_id = frame.get("type"), frame.get("request_id")
+                if kind == "session_start":
+                    continue  # the server's engine and speed, once per session: nothing to check
                 if kind == "synthesis_start":
                     current = frame_id
                 elif kind == "synthesis_complete" and frame_id == request_id:
@@ -257,10 +264,10 @@ def serve_fake(port: int) -> None:
     import uvicorn
 
     from tests.faults.id_engine import IdEngine
-    from tts_container.__main__ import WS_OPTIONS
+    from tts_container.__main__ import SERVER_OPTIONS
     from tts_container.app import create_app
 
-    uvicorn.run(create_app(IdEngine), host="127.0.0.1", port=port, log_level="warning", **WS_OPTIONS)
+    uvicorn.run(create_app(IdEngine), host="127.0.0.1", port=port, log_level="warning", **SERVER_OPTIONS)
 
 
 # ------------------------------------------------------------------------------------------- report
@@ -298,14 +305,22 @@ async def main_async(args: argparse.Namespace) -> list[RunReport]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.soak", description=__doc__.split("\n")[0])
-    parser.add_argument("--run", action="append", choices=("fake", "real"), help="default: both")
+    runs = ("fake", "real", "hangup")
+    parser.add_argument("--run", action="append", choices=runs, help="default: fake and real")
     parser.add_argument("--sessions", type=int, default=16, help="fake run (the real run: at most 12)")
     parser.add_argument("--sentences", type=int, default=10)
     parser.add_argument("--real-sessions", type=int, default=4)
     parser.add_argument("--real-sentences", type=int, default=3)
     parser.add_argument("--serve-fake", type=int, metavar="PORT", help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, default=RESULTS)
-    args = parser.parse_args(argv)
+    given = sys.argv[1:] if argv is None else list(argv)
+    if "hangup" in given:  # its own options (and JSON): everything else is for soak_hangups
+        from benchmarks import soak_hangups
+
+        if given[:2] != ["--run", "hangup"]:
+            parser.error("--run hangup comes first and runs alone: --run hangup [its options]")
+        return soak_hangups.main(given[2:])
+    args = parser.parse_args(given)
     if args.serve_fake is not None:
         serve_fake(args.serve_fake)
         return 0

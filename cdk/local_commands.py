@@ -123,7 +123,7 @@ async def _speech_endpoint(args: argparse.Namespace) -> AsyncIterator[str]:
 
 async def serve(args: argparse.Namespace) -> None:
     """Serve until interrupted (Ctrl-C): uvicorn handles the signal, then the model server is stopped."""
-    from agentcore_app.app import create_app
+    from agentcore_app.app import create_app, server_settings
     from agentcore_app.player import page_url, with_page
     from cdk.local_stack import serve_until_stopped, warm_up_model
 
@@ -137,7 +137,9 @@ async def serve(args: argparse.Namespace) -> None:
             print(f"speech {speech_endpoint}, model {args.model}", file=sys.stderr)
             print(f"voice player: {page_url(url)}", flush=True)
 
-        await serve_until_stopped(app, host=args.host, port=args.port, on_started=announce)
+        await serve_until_stopped(
+            app, host=args.host, port=args.port, on_started=announce, **server_settings()
+        )
 
 
 def serve_main(argv: Sequence[str] | None = None) -> int:

@@ -273,11 +273,11 @@ async def agent_app(
     speech_endpoint: str, model: str | Callable[[], Model], speech_options: dict[str, Any] | None = None
 ) -> AsyncIterator[str]:
     """Serve the AgentCore app in this process on a free port; yields its http URL."""
-    from agentcore_app.app import create_app
+    from agentcore_app.app import create_app, server_settings
 
     app = create_app(speech_endpoint=speech_endpoint, model=model, speech_options=speech_options)
     app.logger.setLevel(logging.WARNING)  # the SDK logs every request at INFO: noise in a demo's output
-    async with serve_asgi(app) as url:
+    async with serve_asgi(app, **server_settings()) as url:
         yield url
 
 

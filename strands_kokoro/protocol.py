@@ -71,6 +71,14 @@ class ErrorCode(StrEnum):
     ENGINE_FAILED = "engine_failed"
     OVERLOADED = "overloaded"
     NOT_READY = "not_ready"
+    # The text has nothing a voice can say (only combining marks, zero-width or format characters,
+    # punctuation, ...): refused before any work, or after the engine made no audio of it.
+    NOTHING_TO_SAY = "nothing_to_say"
+    # Most of the text's letters are in a script the request's language cannot read (Arabic, Hebrew, CJK
+    # ... with an English voice): spoken, it would be minutes of letter names.
+    UNSUPPORTED_SCRIPT = "unsupported_script"
+    # The request's headers or body stopped arriving (HTTP 408); the connection is closed.
+    REQUEST_TIMEOUT = "request_timeout"
 
 
 class ProtocolError(CodedError):
@@ -151,7 +159,8 @@ class SynthesizeRequest(_JsonMessage):
 
 @dataclass(frozen=True, slots=True)
 class Cancel(_JsonMessage):
-    """Barge-in: drop queued requests, stop the one in flight at its next segment."""
+    """Barge-in: drop queued requests, stop the one in flight at its next segment; always answered with
+    one :class:`Cancelled`."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"type": "cancel"}
@@ -159,7 +168,9 @@ class Cancel(_JsonMessage):
 
 @dataclass(frozen=True, slots=True)
 class Close(_JsonMessage):
-    """The only client message that ends a session."""
+    """The only client message that ends a session: the requests already queued are spoken, then the
+    server closes. After it the server acts on one message only, ``cancel`` (answered; the queue is then
+    dropped and the session still ends), and a disconnect stops the queued work at once."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"type": "close"}
@@ -463,7 +474,13 @@ class ServerError(_JsonMessage):
 
 @dataclass(frozen=True, slots=True)
 class Cancelled(_JsonMessage):
-    """The answer to ``cancel``: how many accepted requests were dropped."""
+    """The answer to ``cancel``: how many accepted requests it dropped.
+
+    Every ``cancel`` the server reads gets exactly one ``cancelled``, in the order the cancels were sent
+    (also one that drops nothing, and one sent after ``close``); a burst of cancels is never answered
+    once for all. A cancel goes unanswered only when the session ends first: the client disconnected, or
+    the server closed it for not reading (``error_flood``).
+    """
 
     dropped: int
 

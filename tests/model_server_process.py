@@ -21,7 +21,7 @@ from cdk.local_stack import (
     start_model_server,
     stop_model_server,
 )
-from tts_container.__main__ import WS_OPTIONS
+from tts_container.__main__ import SERVER_OPTIONS
 
 __all__ = [
     "RunningServer",
@@ -39,7 +39,7 @@ RunningServer = ModelServerProcess
 @asynccontextmanager
 async def running_app(app: ASGIApp, *, wait_ready: bool = True) -> AsyncIterator[str]:
     """Serve ``app`` on 127.0.0.1 (a free port); yield ``host:port``; stop it on exit."""
-    async with serve_asgi(app, **WS_OPTIONS) as url:
+    async with serve_asgi(app, **SERVER_OPTIONS) as url:
         address = url.removeprefix("http://")
         if wait_ready:
             await wait_for_ping(address)

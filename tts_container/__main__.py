@@ -14,8 +14,9 @@ from typing import Any
 import uvicorn
 
 from strands_kokoro.protocol import MAX_MESSAGE_BYTES
+from strands_kokoro.serving.uvicorn_protocol import uvicorn_settings
 from tts_container import metrics
-from tts_container.app import create_app
+from tts_container.app import HEADERS_TIMED_OUT, create_app
 from tts_container.engines.base import Engine
 
 # Frames above this size are refused by the WebSocket layer itself (close code 1009); frames between
@@ -25,6 +26,10 @@ WS_MAX_FRAME_BYTES = 16 * MAX_MESSAGE_BYTES
 # PCM does not compress, and with it a 100-byte frame inflates to a 1 MiB message; uvicorn parses and
 # queues every frame of one 256 KB read at once, so one flooding client held +107 MiB (issue 11).
 WS_OPTIONS: dict[str, Any] = {"ws_max_size": WS_MAX_FRAME_BYTES, "ws_per_message_deflate": False}
+# Everything uvicorn is told (the tests' in-process servers and the soak use the same): the WebSocket
+# settings above and the deadlines for silent peers (strands_kokoro.serving: headers 10 s, the
+# WebSocket keep-alive of SageMaker's contract).
+SERVER_OPTIONS: dict[str, Any] = {**WS_OPTIONS, **uvicorn_settings(HEADERS_TIMED_OUT)}
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -61,7 +66,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     metrics.configure()
     app = create_app(functools.partial(_load, args.engine, args.threads), allowed_origins=args.allow_origin)
-    uvicorn.run(app, host=args.host, port=args.port, log_level="info", **WS_OPTIONS)
+    uvicorn.run(app, host=args.host, port=args.port, log_level="info", **SERVER_OPTIONS)
 
 
 if __name__ == "__main__":

@@ -34,6 +34,7 @@ from strands_kokoro.protocol import (
     SynthesizeRequest,
     audio_ms,
 )
+from strands_kokoro.serving.deadlines import BODY_TIMEOUT_S, HEADER_TIMEOUT_S, BodyDeadline, Refusal
 from tts_container.engines.base import Engine
 from tts_container.inference import InferencePool
 from tts_container.invocations import invocations
@@ -57,6 +58,16 @@ PROBE_ROUNDS = 3
 WARMUP_TEXTS = (WARMUP_TEXT, *((PROBE_SHORT, PROBE_LONG) * PROBE_ROUNDS))
 # WebSocket code 1013: "try again later".
 TRY_AGAIN_LATER = 1013
+
+
+def timeout_refusal(message: str) -> Refusal:
+    """The model server's 408: its usual coded error frame (``request_timeout``), as JSON."""
+    frame = ServerError(None, ErrorCode.REQUEST_TIMEOUT, message).to_wire().encode("utf-8")
+    return Refusal(408, b"application/json", frame)
+
+
+HEADERS_TIMED_OUT = timeout_refusal(f"the request headers did not arrive within {HEADER_TIMEOUT_S:.0f} s")
+BODY_TIMED_OUT = timeout_refusal(f"the request body did not arrive within {BODY_TIMEOUT_S:.0f} s")
 
 
 @dataclass(slots=True)
@@ -98,6 +109,8 @@ def create_app(
                 "sessions_opened": counters.opened,
                 "requests_completed": counters.requests_completed,
                 "requests_cancelled": counters.requests_cancelled,
+                "audio_made_ms": round(counters.audio_made_ms, 1),
+                "audio_sent_ms": round(counters.audio_sent_ms, 1),
                 "error_floods": counters.error_floods,
                 "inference_queued": pool.queued,
                 "inference_running": pool.running,
@@ -107,7 +120,7 @@ def create_app(
         )
 
     async def post_invocations(request: Request) -> Response:
-        return await invocations(request, state.synthesizer)
+        return await invocations(request, state.synthesizer, state.counters)
 
     async def bidirectional_stream(websocket: WebSocket) -> None:
         if state.synthesizer is None:
@@ -136,7 +149,10 @@ def create_app(
             Route(INVOCATIONS_PATH, post_invocations, methods=["POST"]),
             WebSocketRoute(WS_PATH, bidirectional_stream),
         ],
-        middleware=[Middleware(LocalRequestGuard, allowed_origins=tuple(allowed_origins))],
+        middleware=[
+            Middleware(LocalRequestGuard, allowed_origins=tuple(allowed_origins)),
+            Middleware(BodyDeadline, refusal=BODY_TIMED_OUT),
+        ],
         lifespan=lifespan,
     )
 

@@ -4,10 +4,15 @@ Three response formats (DESIGN §3): ``pcm`` (raw s16le), ``wav`` (a streaming h
 unknown, written 0xFFFFFFFF as streaming WAV writers do, then raw PCM) and ``sse`` (base64 audio in
 ``data: {json}\\n\\n`` events for browser pipelines). Validation errors are answered before any audio
 with the same coded error frame the WebSocket session sends.
+
+A client that hangs up mid-stream is a barge-in: Starlette's ``StreamingResponse`` watches for the
+disconnect and cancels the body, which stops the engine at its next segment (the one running is waited
+out by the inference pool); the request counts as cancelled on ``/stats``, a finished one as completed.
 """
 
 from __future__ import annotations
 
+import asyncio
 import io
 import logging
 import struct
@@ -38,6 +43,8 @@ from strands_kokoro.protocol import (
     sse_event,
 )
 from tts_container.metrics import log_completed
+from tts_container.session import SessionCounters
+from tts_container.speakable import admit, nothing_to_say
 from tts_container.synthesis import Synthesizer
 
 logger = logging.getLogger(__name__)
@@ -47,6 +54,9 @@ _STATUS = {
     ErrorCode.NOT_READY: 503,
     ErrorCode.OVERLOADED: 429,
     ErrorCode.ENGINE_FAILED: 500,
+    ErrorCode.NOTHING_TO_SAY: 422,
+    ErrorCode.UNSUPPORTED_SCRIPT: 422,
+    ErrorCode.REQUEST_TIMEOUT: 408,
 }
 _UNKNOWN_SIZE = 0xFFFFFFFF
 
@@ -55,7 +65,9 @@ def error_response(code: ErrorCode, message: str, request_id: str | None = None)
     return JSONResponse(ServerError(request_id, code, message).to_dict(), status_code=_STATUS.get(code, 400))
 
 
-async def invocations(request: Request, synthesizer: Synthesizer | None) -> Response:
+async def invocations(
+    request: Request, synthesizer: Synthesizer | None, counters: SessionCounters
+) -> Response:
     """Validate the body, synthesize the first audio, then stream the rest in the requested format.
 
     Why the first audio comes before the status line: once a 200 is sent, a failure can no longer say
@@ -73,11 +85,10 @@ async def invocations(request: Request, synthesizer: Synthesizer | None) -> Resp
         invocation = parse_invocation(body)
     except ProtocolError as exc:
         return error_response(exc.error_code, exc.message, exc.request_id)
-    synth = invocation.request
-    refusal = synthesizer.refusal(synth)
-    if refusal is not None:
-        return error_response(ErrorCode(refusal.code), refusal.message, synth.request_id)
-    synth = replace(synth, request_id=synth.request_id or uuid.uuid4().hex)
+    admitted = admit(synthesizer, invocation.request)
+    if isinstance(admitted, ServerError):
+        return error_response(ErrorCode(admitted.code), admitted.message, admitted.request_id)
+    synth = replace(admitted, request_id=admitted.request_id or uuid.uuid4().hex)
     started = time.perf_counter()
     words: list[Word] = []
     frames = synthesizer.pcm_frames(synth, words)
@@ -87,7 +98,11 @@ async def invocations(request: Request, synthesizer: Synthesizer | None) -> Resp
         await frames.aclose()
         logger.exception("engine failed before the first audio of a POST of %d characters", len(synth.text))
         return error_response(ErrorCode.ENGINE_FAILED, "synthesis failed on the server", synth.request_id)
-    audio = _Audio(synth, frames, first, started, words)
+    if not first:  # no audio at all: the G2P had no sound for the text ("$" alone)
+        await frames.aclose()
+        refused = nothing_to_say(synth.request_id)
+        return error_response(ErrorCode.NOTHING_TO_SAY, refused.message, synth.request_id)
+    audio = _Audio(synth, frames, first, started, words, counters)
     headers = {"X-Request-Id": header_value(str(synth.request_id)), "X-Sample-Rate": str(synth.sample_rate)}
     if invocation.format == "wav":
         return StreamingResponse(_wav(audio), media_type="audio/wav", headers=headers)
@@ -122,16 +137,25 @@ class _Audio:
     first: bytes
     started: float
     words: list[Word]
+    counters: SessionCounters
     n_bytes: int = 0
     chunks: int = 0
     first_audio_ms: float | None = None
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        async with aclosing(self.frames):
-            if self.first:
-                yield self._count(self.first)
-            async for frame in self.frames:
-                yield self._count(frame)
+        try:
+            async with aclosing(self.frames):
+                frame: bytes | None = self.first
+                while frame is not None:
+                    made_ms = audio_ms(len(frame), self.request.sample_rate)
+                    self.counters.audio_made_ms += made_ms
+                    yield self._count(frame)
+                    self.counters.audio_sent_ms += made_ms  # asked for the next: this one went out
+                    frame = await anext(self.frames, None)
+        except (asyncio.CancelledError, GeneratorExit):
+            self.counters.requests_cancelled += 1  # the client hung up: the body was cancelled
+            raise
+        self.counters.requests_completed += 1
         log_completed(self.completed(), route="invocations")
 
     def _count(self, frame: bytes) -> bytes:

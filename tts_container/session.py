@@ -10,11 +10,15 @@
 Why the reader never waits on the other two: a ``cancel`` must be read while audio flows. Cancel
 bumps the session's *epoch*: queued requests are dropped, audio frames already queued are discarded
 (the listener barged in; stale speech must stop now), and the request in flight stops at its next
-segment. Frames carry the epoch they were made in; the sender skips stale ones.
+segment. Frames carry the epoch they were made in; the sender skips stale ones. The ``cancelled``
+answer itself is never discarded by a later cancel: every cancel gets its own answer, in order.
 
 A session ends only on ``{"type": "close"}`` (queued requests finish first, then the socket closes)
 or on a disconnect (everything stops; the task group cancels the rest, and the inference pool waits
-out the one engine call already running, so no work leaks).
+out the one engine call already running, so no work leaks). After ``close`` the reader goes on reading,
+for two things only: a ``cancel`` (a client that closes an abandoned turn says ``cancel`` first, or
+right after) and the disconnect, which stops the queued work at once. A disconnect is a barge-in: the
+requests it leaves unfinished count as cancelled on ``/stats``.
 
 Bounded memory, whatever the client does: queued requests (``MAX_QUEUED_REQUESTS``), queued audio
 (``MAX_BUFFERED_AUDIO_BYTES``) and error frames not yet sent (``MAX_UNREAD_ERRORS``) all have a limit.
@@ -59,6 +63,7 @@ from strands_kokoro.protocol import (
     parse_client_message,
 )
 from tts_container.metrics import log_completed
+from tts_container.speakable import admit, nothing_to_say
 from tts_container.synthesis import Synthesizer
 
 logger = logging.getLogger(__name__)
@@ -82,6 +87,10 @@ class SessionCounters:
     opened: int = 0
     requests_completed: int = 0
     requests_cancelled: int = 0
+    # Audio the engine made, and the part of it that reached a client (both routes): the difference is
+    # speech made for nobody (cancelled, or its client left), what a hang-up must keep near zero.
+    audio_made_ms: float = 0.0
+    audio_sent_ms: float = 0.0
     error_floods: int = 0
 
 
@@ -141,6 +150,10 @@ class _ErrorFlood(Exception):
     """The client keeps sending bad messages and does not read the errors: the session is closed."""
 
 
+class _Ended(Exception):
+    """The server closed the session after ``close`` (queued requests done); the reader stops."""
+
+
 class Session:
     """State shared by the reader, synthesizer and sender of one connection."""
 
@@ -152,7 +165,8 @@ class Session:
         self._open: set[_Job] = set()  # accepted and not yet finished on the wire
         self._requests: asyncio.Queue[_Job | _Refusal | object] = asyncio.Queue()
         self._outbox: asyncio.Queue[_Control | _Audio | _Finished | object] = asyncio.Queue()
-        self._unread_errors = 0  # error frames (and refusals) queued but not yet sent
+        self._unread_errors = 0  # error and cancelled frames (and refusals) queued but not yet sent
+        self._closing = False  # the client said ``close``: only a cancel and the disconnect count now
         self._sent = asyncio.Event()  # set whenever a frame went out: the reader may have room again
         self._sending_since: float | None = None  # when the send in progress began
         self._queued = 0  # accepted requests waiting for the synthesizer
@@ -171,14 +185,23 @@ class Session:
                 tasks.create_task(self._synthesize_loop())
                 tasks.create_task(self._send_loop())
                 await self._read_loop()
+        except* _Ended:
+            pass
         except* _ClientGone:
             logger.info("client disconnected")
+            self._drop_open()
         except* _ErrorFlood:
             logger.warning("closing a session whose client sends bad messages without reading the errors")
             self._counters.error_floods += 1
+            self._drop_open()
             await self._close_for_policy("error_flood: bad messages sent while errors went unread")
         finally:
             self._counters.active -= 1
+
+    def _drop_open(self) -> None:
+        """The session ended under its requests: those not finished on the wire count as cancelled."""
+        self._counters.requests_cancelled += len(self._open)
+        self._open.clear()
 
     async def _close_for_policy(self, reason: str) -> None:
         """Close with 1008 once the client takes the frames before it; one that never reads: bounded wait."""
@@ -201,26 +224,29 @@ class Session:
             try:
                 parsed = parse_client_message(payload)
             except ProtocolError as exc:
-                self._error(exc.frame())
+                if not self._closing:
+                    self._error(exc.frame())
                 continue
-            if isinstance(parsed, Close):
-                self._requests.put_nowait(_CLOSE)
-                return
             if isinstance(parsed, Cancel):
                 self._cancel()
-                continue
-            self._accept(parsed)
+            elif self._closing:
+                continue  # after close, only a cancel is acted on
+            elif isinstance(parsed, Close):
+                self._closing = True
+                self._requests.put_nowait(_CLOSE)
+            else:
+                self._accept(parsed)
 
     def _accept(self, request: SynthesizeRequest) -> None:
-        refusal = self._synth.refusal(request)
-        if refusal is None and self._queued >= MAX_QUEUED_REQUESTS:
+        admitted = admit(self._synth, request)
+        if isinstance(admitted, SynthesizeRequest) and self._queued >= MAX_QUEUED_REQUESTS:
             message = f"{MAX_QUEUED_REQUESTS} requests are already queued in this session; retry later"
-            refusal = ServerError(request.request_id, ErrorCode.OVERLOADED, message)
-        if refusal is not None:
+            admitted = ServerError(request.request_id, ErrorCode.OVERLOADED, message)
+        if isinstance(admitted, ServerError):
             self._count_error()
-            self._requests.put_nowait(_Refusal(refusal, self._epoch))
+            self._requests.put_nowait(_Refusal(admitted, self._epoch))
             return
-        job = _Job(request, request.request_id or uuid.uuid4().hex, self._epoch)
+        job = _Job(admitted, request.request_id or uuid.uuid4().hex, self._epoch)
         self._open.add(job)
         self._queued += 1
         self._requests.put_nowait(job)
@@ -248,15 +274,22 @@ class Session:
         self._outbox.put_nowait(_Control(frame, None))
 
     def _cancel(self) -> None:
-        """Drop queued requests and queued audio; the request in flight stops at its next segment."""
+        """Drop queued requests and queued audio; the request in flight stops at its next segment.
+
+        The ``cancelled`` answer is queued as a reply no later cancel discards (epoch ``None``), and is
+        counted with the unsent errors, so a client that floods cancels without reading is throttled.
+        """
         self._epoch += 1
         dropped = len(self._open)
         self._open.clear()
         self._counters.requests_cancelled += dropped
         refusals = []  # answers already given: they still go out, just before ``cancelled``
+        closing = False
         while not self._requests.empty():
             if isinstance(item := self._requests.get_nowait(), _Refusal):
                 refusals.append(_Control(item.frame, None))
+            elif item is _CLOSE:
+                closing = True
         self._queued = 0
         kept = []
         while not self._outbox.empty():
@@ -267,7 +300,10 @@ class Session:
             self._outbox.put_nowait(item)
         self._buffered = 0
         self._room.set()
-        self._control(Cancelled(dropped), epoch=self._epoch)
+        self._count_error()
+        self._control(Cancelled(dropped), epoch=None)
+        if closing:
+            self._requests.put_nowait(_CLOSE)  # a cancel after close: the session still ends
 
     def _control(self, frame: ControlFrame, epoch: int | None = None) -> None:
         self._outbox.put_nowait(_Control(frame, epoch))
@@ -293,11 +329,12 @@ class Session:
         frames = self._synth.pcm_frames(job.request, job.words)
         try:
             async for pcm in frames:
+                self._counters.audio_made_ms += audio_ms(len(pcm), job.request.sample_rate)
                 while self._buffered >= MAX_BUFFERED_AUDIO_BYTES and job.epoch == self._epoch:
                     self._room.clear()
                     await self._room.wait()
                 if job.epoch != self._epoch:
-                    return  # cancelled: stop at this segment boundary
+                    return  # cancelled: stop at this segment boundary (what it made counts as unsent)
                 self._buffered += len(pcm)
                 self._outbox.put_nowait(_Audio(job, pcm))
         except Exception:
@@ -318,7 +355,7 @@ class Session:
                     await self._ws.close(1000)
                 except (WebSocketDisconnect, OSError, RuntimeError) as exc:
                     raise _ClientGone from exc
-                return
+                raise _Ended
             if isinstance(item, _Control):
                 if item.epoch is None:
                     self._unread_errors -= 1
@@ -340,12 +377,15 @@ class Session:
         job.audio_bytes += len(item.pcm)
         job.chunks += 1
         await self._send(item.pcm)
+        self._counters.audio_sent_ms += audio_ms(len(item.pcm), job.request.sample_rate)
 
     def _finish(self, item: _Finished) -> ServerError | SynthesisCompleted:
         job = item.job
         self._open.discard(job)
         if item.failed:
             return ServerError(job.request_id, ErrorCode.ENGINE_FAILED, "synthesis failed on the server")
+        if job.chunks == 0:  # the G2P had no sound for it ("$" alone): the same answer as refused text
+            return nothing_to_say(job.request_id)
         self._counters.requests_completed += 1
         now = time.perf_counter()
         first = None if job.first_audio_at is None else (job.first_audio_at - job.received_at) * 1000

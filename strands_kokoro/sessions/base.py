@@ -185,6 +185,7 @@ class OneRequestAtATimeSession(ABC):
         self._drain_timeout_s = drain_timeout_s
         self._generation = 0  # bumped by every cancel
         self._current: SynthesizeRequest | None = None
+        self._current_generation = 0  # the generation the request in flight was started in
         self._open = False
         self._closing = False
 
@@ -206,22 +207,28 @@ class OneRequestAtATimeSession(ABC):
         self._queue.put_nowait(request)
 
     async def cancel(self) -> None:
-        """Drop every queued request and stop the one in flight; the consumer then sees ``Cancelled``."""
+        """Drop every queued request and stop the one in flight; the consumer then sees ``Cancelled``.
+
+        Every cancel gets its own ``Cancelled``, in order, as on the WebSocket route (an earlier cancel
+        not yet reported keeps its own answer and what it dropped).
+        """
         dropped = 0
-        kept: list[SynthesizeRequest | _CancelMarker | None] = []
+        earlier: list[_CancelMarker] = []
+        closing = False
         while not self._queue.empty():
             match self._queue.get_nowait():
                 case SynthesizeRequest():
                     dropped += 1
-                case _CancelMarker(dropped=earlier):
-                    dropped += earlier  # an earlier cancel not yet reported: report both as one
+                case _CancelMarker() as marker:
+                    earlier.append(marker)
                 case None:
-                    kept.append(None)
-        dropped += self._current is not None
+                    closing = True
+        dropped += self._current is not None and self._current_generation == self._generation
         self._generation += 1
-        self._queue.put_nowait(_CancelMarker(dropped))
-        for item in kept:
-            self._queue.put_nowait(item)
+        for marker in [*earlier, _CancelMarker(dropped)]:
+            self._queue.put_nowait(marker)
+        if closing:
+            self._queue.put_nowait(None)
 
     async def events(self) -> AsyncIterator[SessionEvent]:
         """Yield each request's events in order until :meth:`close`."""
@@ -234,7 +241,7 @@ class OneRequestAtATimeSession(ABC):
                     yield cancelled
                     continue
                 self._current = item
-                generation = self._generation
+                generation = self._current_generation = self._generation
                 try:
                     async for event in self._invoke(item):
                         if self._cancelled_since(generation):

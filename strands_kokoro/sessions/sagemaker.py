@@ -381,6 +381,10 @@ class SageMakerBidiSession:
                 await self._drain.wait_drained(self._drain_timeout_s)
             if stream is not None:
                 with contextlib.suppress(SageMakerError):
+                    if not drain and self._drain.pending:
+                        # The turn ended under its requests (a hang-up, a failure): the server drops
+                        # them instead of synthesizing them for nobody before it closes.
+                        await self._publish(Cancel().to_wire())
                     await self._publish(Close().to_wire())
                 with contextlib.suppress(Exception):
                     await stream.input_stream.close()

@@ -100,7 +100,12 @@ WS_ROWS = [
     Row("2 MB frame", b"{" + b" " * TWO_MB + b"}", TOO_BIG_FOR_THE_SOCKET),
     Row("control characters", synth(text="Bell\u0007 null\u0000 escape\u001b done."), SPOKEN, real=True),
     Row("emoji only", synth(text="😀🎉🐙"), SPOKEN, real=True),
-    Row("punctuation only", synth(text="?!... ;;; --"), SPOKEN, real=True),
+    # Nothing a voice can say (issue 23): coded, never a silent completion; the real G2P and the
+    # fake engine answer alike, because the text is judged before any engine sees it.
+    Row("punctuation only", synth(text="?!... ;;; --", request_id="p"), "nothing_to_say", "p"),
+    Row("combining marks only", synth(text="\u0301\u0308\u0323"), "nothing_to_say"),
+    Row("zero-width spaces only", synth(text="\u200b\u200b"), "nothing_to_say"),
+    Row("Arabic with an English voice", synth(text="مرحبا بكم في هذا المكان"), "unsupported_script"),
     Row("right-to-left and zero-width", synth(text="Hi\u200b\u202e there."), SPOKEN, real=True),
 ]
 
@@ -188,6 +193,8 @@ POST_ROWS = [
     PostRow("speed Infinity", b'{"text": "Hi.", "speed": Infinity}', 400, "bad_speed"),
     PostRow("sample rate list", body(text="Hi.", sample_rate=[1] * 20_000), 400, "bad_sample_rate"),
     PostRow("format mp3", body(text="Hi.", format="mp3"), 400, "bad_format"),
+    PostRow("combining marks only", body(text="\u0301\u0308"), 422, "nothing_to_say"),
+    PostRow("CJK, English voice", body(text="你好世界", format="wav"), 422, "unsupported_script"),
     PostRow("lang de (pcm)", body(text="Hallo.", lang="de"), 400, "unsupported_lang", real=True),
     PostRow(
         "lang de (wav)", body(text="Hallo.", lang="de", format="wav"), 400, "unsupported_lang", real=True

@@ -55,6 +55,22 @@ async def read_until(
     return collected
 
 
+async def three_cancels(session_factory: SessionFactory) -> tuple[list[int], bytes]:
+    """Two requests, three cancels back to back, one more request: what each ``cancelled`` dropped (one
+    answer per cancel, never one for all) and the last request's audio (the session went on)."""
+    async with session_factory() as session:
+        events = session.events()
+        for i in range(2):
+            await session.send(SynthesizeRequest("It keeps the engine busy. " * 4, request_id=f"q{i}"))
+        for _ in range(3):
+            await session.cancel()
+        got = await read_until(events, lambda c: sum(isinstance(e, Cancelled) for e in c) == 3)
+        await session.send(SynthesizeRequest("Back again.", request_id="after"))
+        got += await read_until(events, completed("after"))
+        await session.close()
+    return [e.dropped for e in got if isinstance(e, Cancelled)], audio_of(got, "after")
+
+
 def completed(*request_ids: str) -> Callable[[list[SessionEvent]], bool]:
     """Done once every id has a SynthesisCompleted or a ServerError."""
 
@@ -176,6 +192,11 @@ class SessionContract:
         done = [e.request_id for e in got if isinstance(e, SynthesisCompleted)]
         assert "q2" not in done  # queued behind the one in flight: dropped, never synthesized
         assert done[-1] == "after" and audio_of(got, "after")
+
+    async def test_every_cancel_gets_its_own_answer_in_order(self, session_factory: SessionFactory) -> None:
+        dropped, after = await three_cancels(session_factory)
+        assert len(dropped) == 3 and dropped[0] >= 1 and dropped[1:] == [0, 0], dropped
+        assert after
 
     async def test_close_ends_the_event_stream_without_error(self, session_factory: SessionFactory) -> None:
         async with session_factory() as session:

@@ -30,7 +30,7 @@ from strands_kokoro.protocol import (
 from strands_kokoro.sessions import open_session
 from strands_kokoro.sessions.base import SessionClosedError
 from tests.model_server_process import RunningServer, free_port
-from tests.strands_kokoro.session_contract import WAIT_S, audio_of, completed, read_until
+from tests.strands_kokoro.session_contract import WAIT_S, audio_of, completed, read_until, three_cancels
 
 pytestmark = pytest.mark.anyio
 
@@ -98,6 +98,13 @@ async def test_cancel_aborts_the_post_in_flight_and_drops_the_queued_ones(
     assert {e.request_id for e in got if isinstance(e, SynthesisStarted)} == {"q0", "after"}
     assert [e.request_id for e in got if isinstance(e, SynthesisCompleted)] == ["after"]
     assert audio_of(got, "after")
+
+
+async def test_every_cancel_gets_its_own_cancelled_as_on_the_websocket_route(
+    model_server: RunningServer,
+) -> None:
+    dropped, after = await three_cancels(lambda: open_session(model_server.http_url))
+    assert dropped == [2, 0, 0] and after  # both requests were still queued or in flight
 
 
 async def test_a_host_that_does_not_answer_raises_session_closed() -> None:

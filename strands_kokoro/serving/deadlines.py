@@ -1,0 +1,137 @@
+"""Deadlines for callers that stop sending: the limits, the coded 408, and the request-body deadline.
+
+Why these values: a request line and its headers are a few hundred bytes that a healthy client sends in
+one packet, and a body here is at most 64 KiB (a 56 kbit/s modem sends that in 9 s). So a request whose
+headers are not complete ``HEADER_TIMEOUT_S`` after its first byte (or after the connection opened), or
+whose body is not complete ``BODY_TIMEOUT_S`` after the app first asked for it, is a stalled or hostile
+peer. Both limits are below what the proxies in front of these servers allow (nginx and an ALB: 60 s;
+API Gateway and CloudFront: about 30 s), so the caller gets this server's coded answer, not a gateway's
+bare 504, and well within the 30 s in which a stalled request must be answered or closed.
+
+Idle WebSocket sessions follow SageMaker's bidirectional-streaming contract: its router pings the
+container every 60 s and closes a connection after 5 pings go unanswered; the container answers every
+ping with a pong (uvicorn does, on the event loop, whatever the engine is doing). The servers ping their
+peers at the same 60 s cadence and drop one that leaves a ping unanswered for ``WS_PING_TIMEOUT_S``; a
+session whose peer answers is never closed for being idle (an agent's session waits between turns).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+logger = logging.getLogger(__name__)
+
+HEADER_TIMEOUT_S = 10.0
+BODY_TIMEOUT_S = 20.0
+KEEP_ALIVE_S = 5  # idle time between two requests on one connection (uvicorn's default, kept)
+WS_PING_INTERVAL_S = 60.0  # SageMaker's router pings this often
+WS_PING_TIMEOUT_S = 60.0  # a pong later than this: the peer is gone
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """A server's own coded answer to a stalled request (each server writes it in its own format)."""
+
+    status: int
+    content_type: bytes
+    body: bytes
+
+    def headers(self) -> list[tuple[bytes, bytes]]:
+        return [
+            (b"content-type", self.content_type),
+            (b"content-length", str(len(self.body)).encode()),
+            (b"connection", b"close"),  # the rest of the request may still arrive: never reuse it
+        ]
+
+    def raw(self) -> bytes:
+        """The whole HTTP/1.1 response, for the protocol layer (headers never finished: no app ran)."""
+        lines = [f"HTTP/1.1 {self.status} Request Timeout".encode()]
+        lines += [name + b": " + value for name, value in self.headers()]
+        return b"\r\n".join(lines) + b"\r\n\r\n" + self.body
+
+    async def send(self, send: Send) -> None:
+        await send({"type": "http.response.start", "status": self.status, "headers": self.headers()})
+        await send({"type": "http.response.body", "body": self.body, "more_body": False})
+
+
+class BodyTimedOut(Exception):
+    """Raised out of ``receive`` when the body stalled; the 408 has already been sent."""
+
+
+class BodyDeadline:
+    """ASGI middleware: a request body must be complete ``timeout_s`` after the app first reads it.
+
+    On expiry the caller gets ``refusal`` (408, ``connection: close``) unless the app already started
+    its response, in which case the connection is just closed. The app's ``receive`` raises
+    :class:`BodyTimedOut` (its own answer, should it catch that and reply, is dropped); whatever it asks
+    for afterwards is ``http.disconnect``. Reads after the body is complete (waiting for a disconnect)
+    have no deadline. WebSocket and lifespan scopes pass through.
+    """
+
+    def __init__(self, app: ASGIApp, *, refusal: Refusal, timeout_s: float = BODY_TIMEOUT_S) -> None:
+        self.app = app
+        self.refusal = refusal
+        self.timeout_s = timeout_s
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        body = _BodyClock(receive, send, self.refusal, self.timeout_s)
+        try:
+            await self.app(scope, body.receive, body.send)
+        except BodyTimedOut:
+            logger.info("a request body stalled for %.0f s: answered 408", self.timeout_s)
+
+
+class _BodyClock:
+    """One request's body deadline: its ``receive`` and ``send`` stand in for the server's."""
+
+    def __init__(self, receive: Receive, send: Send, refusal: Refusal, timeout_s: float) -> None:
+        self._receive = receive
+        self._send = send
+        self._refusal = refusal
+        self._timeout_s = timeout_s
+        self._deadline: float | None = None
+        self._complete = False
+        self._started = False
+        self._answered = False
+
+    async def receive(self) -> Message:
+        if self._answered:
+            return {"type": "http.disconnect"}
+        if self._complete:
+            return await self._receive()
+        loop = asyncio.get_running_loop()
+        if self._deadline is None:
+            self._deadline = loop.time() + self._timeout_s
+        try:
+            async with asyncio.timeout_at(self._deadline):
+                message = await self._receive()
+        except TimeoutError:
+            await self._time_out()
+            raise BodyTimedOut from None
+        if message["type"] != "http.request" or not message.get("more_body", False):
+            self._complete = True
+        return message
+
+    async def send(self, message: Message) -> None:
+        if self._answered:
+            return  # our 408 went out; the app's own answer has nobody to go to
+        if message["type"] == "http.response.start":
+            self._started = True
+        await self._send(message)
+
+    async def _time_out(self) -> None:
+        self._answered = True
+        if self._started:
+            return  # the app answered early (it never needed the body); uvicorn closes the rest
+        with contextlib.suppress(OSError):  # the caller is gone too
+            await self._refusal.send(self._send)

@@ -1,0 +1,109 @@
+"""``strands_kokoro.serving``: the header deadline on both of uvicorn's HTTP protocols, the body deadline.
+
+Real uvicorn on a real socket, with short deadlines (the real 10 s / 20 s are exercised against both
+servers in ``tests/faults/test_silent_peers.py``): what only these tests can pin down is the timer's
+life cycle, which a full server test would take minutes to walk through: re-armed for the next request
+on a kept-alive connection, off once a connection became a WebSocket, the same on httptools (the model
+server) and h11 (the agent app's image).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse
+from starlette.routing import Route, WebSocketRoute
+from starlette.websockets import WebSocket
+from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from websockets.asyncio.client import connect
+
+from cdk.local_stack import serve_asgi
+from strands_kokoro.serving.deadlines import BodyDeadline, Refusal
+from strands_kokoro.serving.uvicorn_protocol import header_deadline_protocol
+from tests.faults.raw_http import RawConnection, post_head
+
+pytestmark = pytest.mark.anyio
+
+SHORT_S = 0.5
+WAIT_S = 30.0  # a bound on every wait, far above the deadlines
+REFUSAL = Refusal(408, b"application/json", b'{"type":"error","code":"request_timeout"}')
+BODY_REFUSAL = Refusal(408, b"application/json", b'{"type":"error","code":"body_timeout"}')
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+async def echo(request: Request) -> PlainTextResponse:
+    return PlainTextResponse((await request.body()).decode())
+
+
+async def ws_echo(websocket: WebSocket) -> None:
+    await websocket.accept()
+    await websocket.send_text(await websocket.receive_text())
+    await websocket.close()
+
+
+def app() -> Starlette:
+    return Starlette(
+        routes=[Route("/echo", echo, methods=["POST"]), WebSocketRoute("/ws", ws_echo)],
+        middleware=[Middleware(BodyDeadline, refusal=BODY_REFUSAL, timeout_s=SHORT_S)],
+    )
+
+
+def post(address: str, body: bytes) -> bytes:
+    return post_head("/echo", address, len(body)) + body
+
+
+@pytest.mark.parametrize("base", [HttpToolsProtocol, H11Protocol], ids=["httptools", "h11"])
+async def test_the_header_deadline_is_rearmed_for_the_next_request_and_off_for_a_websocket(
+    base: type[Any],
+) -> None:
+    protocol = header_deadline_protocol(REFUSAL, SHORT_S, base=base)
+    async with serve_asgi(app(), http=protocol, timeout_keep_alive=WAIT_S) as url:
+        address = url.removeprefix("http://")
+        async with RawConnection(address) as connection, asyncio.timeout(WAIT_S):
+            # A first request, on time, is answered as usual.
+            await connection.send(post(address, b"first"))
+            first = await connection.read_until(b"first")
+            assert first.startswith(b"HTTP/1.1 200")
+            # The next request on the same connection stalls in its headers: 408, then closed.
+            await connection.send(b"POST /echo HTTP/1.1\r\nHost: " + address.encode())
+            answer = await connection.answer(WAIT_S)
+        assert answer.closed and answer.status == 408 and b"request_timeout" in answer.body
+        # A WebSocket outlives the deadline: the timer went off with the upgrade.
+        async with connect(f"ws://{address}/ws") as ws:
+            await asyncio.sleep(3 * SHORT_S)
+            await ws.send("still here")
+            assert await asyncio.wait_for(ws.recv(), WAIT_S) == "still here"
+
+
+async def test_a_silent_connection_gets_the_408_without_a_request() -> None:
+    protocol = header_deadline_protocol(REFUSAL, SHORT_S)
+    async with (
+        serve_asgi(app(), http=protocol) as url,
+        RawConnection(url.removeprefix("http://")) as connection,
+    ):
+        answer = await connection.answer(WAIT_S)
+    assert answer.closed and answer.status == 408
+
+
+async def test_the_body_deadline_answers_a_stalled_body_and_lets_a_whole_one_through() -> None:
+    async with serve_asgi(app()) as url:
+        address = url.removeprefix("http://")
+        async with RawConnection(address) as connection:
+            await connection.send(post_head("/echo", address, 100) + b"only part")
+            stalled = await connection.answer(WAIT_S)
+        async with RawConnection(address) as connection:
+            await connection.send(post(address, b"whole"))
+            async with asyncio.timeout(WAIT_S):
+                whole = await connection.read_until(b"whole")
+    assert stalled.closed and stalled.status == 408 and b"body_timeout" in stalled.body
+    assert whole.startswith(b"HTTP/1.1 200")

@@ -1,0 +1,100 @@
+"""Is there anything a voice can say in this text? Checked when a request is accepted, before any work.
+
+Why: the engine speaks whatever its G2P makes of the text, and two kinds of text make nothing useful.
+
+- **Nothing to say.** Text of only combining marks, zero-width spaces, format or private-use characters,
+  or punctuation has no letter, digit or symbol: the engine made 0 bytes of audio and the server answered
+  a silent ``synthesis_complete`` (WebSocket) or an empty 200 (POST). It is refused with
+  ``nothing_to_say`` instead. Text that passes this check and still makes no audio (``$`` or ``#`` alone:
+  the G2P has no sound for them) gets the same code from the routes, so every such input is answered alike.
+- **A script the language cannot read.** misaki and eSpeak spell what they cannot read letter by letter
+  ("Arabic letter mim, Arabic letter ra...", "Chinese letter" per character): 30 characters of Arabic,
+  Hebrew or CJK with an English voice were 13-18 s of letter names, first audio after 8-11 s. When most
+  of the sayable characters are in a script the request's language does not read, the request is
+  refused with ``unsupported_script``; when they are a minority (a name or a word in an English
+  sentence), those runs are left out and the rest is spoken.
+
+"Sayable" is a letter, a number or a symbol (Unicode ``L``, ``N``, ``S``); its script decides whether
+the language reads it (``Common`` and ``Inherited`` characters, such as digits, math letters and
+combining accents, belong to every language). The scripts come from Unicode's Script property via the
+``regex`` package.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+import regex
+
+from strands_kokoro.protocol import ErrorCode, ServerError, SynthesizeRequest
+from tts_container.g2p import dialect_for
+
+if TYPE_CHECKING:
+    from tts_container.synthesis import Synthesizer
+
+# The scripts each G2P dialect reads (tts_container.g2p); every other script is foreign to it.
+LATIN = ("Latin",)
+READABLE_SCRIPTS: dict[str, tuple[str, ...]] = {
+    "en-us": LATIN,
+    "en-gb": LATIN,
+    "es": LATIN,
+    "fr-fr": LATIN,
+    "it": LATIN,
+    "pt-br": LATIN,
+    "hi": ("Devanagari", *LATIN),
+}
+# Refused when more than this share of the sayable characters is foreign.
+MAX_FOREIGN_SHARE = 0.5
+
+_SAYABLE = regex.compile(r"[\p{L}\p{N}\p{S}]")
+_NEUTRAL = r"\p{Script=Common}\p{Script=Inherited}"
+
+
+def _foreign_pattern(scripts: tuple[str, ...]) -> regex.Pattern[str]:
+    """A run of sayable characters in none of ``scripts`` (nor Common/Inherited), with its marks."""
+    known = "".join(rf"\p{{Script={name}}}" for name in scripts)
+    return regex.compile(rf"(?:(?=[\p{{L}}\p{{N}}\p{{S}}])[^{_NEUTRAL}{known}]\p{{M}}*)+")
+
+
+def _left_out(foreign: regex.Pattern[str], text: str) -> str:
+    """``text`` without its foreign runs; the spaces around each run become one."""
+    return regex.sub(rf"\s*(?:{foreign.pattern})\s*", " ", text).strip()
+
+
+_FOREIGN = {dialect: _foreign_pattern(scripts) for dialect, scripts in READABLE_SCRIPTS.items()}
+
+
+def screen(request: SynthesizeRequest, dialect: str) -> SynthesizeRequest | ServerError:
+    """The request to speak (foreign runs left out when they are a minority), or why there is nothing."""
+    sayable = len(_SAYABLE.findall(request.text))
+    if sayable == 0:
+        return nothing_to_say(request.request_id)
+    foreign = _FOREIGN.get(dialect)
+    if foreign is None:
+        return request
+    runs = foreign.findall(request.text)
+    if not runs:
+        return request
+    foreign_chars = sum(len(_SAYABLE.findall(run)) for run in runs)
+    if foreign_chars > MAX_FOREIGN_SHARE * sayable:
+        message = (
+            f"most of the text is in a script the language {dialect!r} cannot read "
+            f"({foreign_chars} of {sayable} letters, digits or symbols); use a voice and lang that read it"
+        )
+        return ServerError(request.request_id, ErrorCode.UNSUPPORTED_SCRIPT, message)
+    return replace(request, text=_left_out(foreign, request.text))
+
+
+def nothing_to_say(request_id: str | None) -> ServerError:
+    """The one answer to a text the voice has nothing to say for (refused early, or no audio made)."""
+    message = "the text has nothing to say: no letter, digit or symbol the voice can speak"
+    return ServerError(request_id, ErrorCode.NOTHING_TO_SAY, message)
+
+
+def admit(synthesizer: Synthesizer, request: SynthesizeRequest) -> SynthesizeRequest | ServerError:
+    """Everything checked before a request is queued: voice and language, then :func:`screen`."""
+    refusal = synthesizer.refusal(request)
+    if refusal is not None:
+        return refusal
+    return screen(request, dialect_for(request.lang, request.voice))
