@@ -1,7 +1,8 @@
 """The AgentCore entrypoint: a Strands agent that speaks while it writes, streamed back as SSE.
 
 ``app`` is what the AgentCore runtime (and ``python -m agentcore_app``) serves: POST ``/invocations`` with
-``{prompt, mode: "bidi"|"batch", voice?, speed?}`` answers ``text/event-stream`` of DESIGN §4 events. The
+``{prompt, mode: "bidi"|"batch", voice?, speed?}`` answers ``text/event-stream`` of the turn's events
+(architecture §4). The
 agent has tools (:mod:`agentcore_app.tools`); a request with AgentCore's runtime session id header
 continues that conversation (:mod:`agentcore_app.conversations`, :mod:`agentcore_app.conversation_turn`),
 one without it is a turn of its own.
@@ -186,7 +187,7 @@ def create_app(
 
     @agentcore.entrypoint
     async def invoke(payload: Any, context: RequestContext | None = None) -> AsyncIterator[Mapping[str, Any]]:
-        """One agent turn, spoken in ``mode``; yields JSON-serialisable DESIGN §4 events.
+        """One agent turn, spoken in ``mode``; yields JSON-serialisable architecture §4 events.
 
         ``context.session_id`` (AgentCore's runtime session id header) names the conversation the turn
         belongs to; without one the agent answers this prompt alone.

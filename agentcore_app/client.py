@@ -35,7 +35,7 @@ def new_session_id(label: str = "demo") -> str:
 
 @dataclass(frozen=True, slots=True)
 class TimedEvent:
-    """One DESIGN §4 event and when it reached the client, in ms since the request was sent."""
+    """One architecture §4 event and when it reached the client, in ms since the request was sent."""
 
     at_ms: float
     event: dict[str, Any]

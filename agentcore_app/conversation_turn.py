@@ -41,7 +41,7 @@ AgentFactory = Callable[["TurnBuffer | None", "ConversationManager | None"], "Ag
 async def remembered_turn(
     store: ConversationStore, session_id: str, speech: KokoroSpeech, new_agent: AgentFactory, prompt: str
 ) -> AsyncGenerator[Event, None]:
-    """Speak one turn of conversation ``session_id``; yields DESIGN §4 events.
+    """Speak one turn of conversation ``session_id``; yields architecture §4 events.
 
     Raises :class:`ConversationError` before the first event when the conversation cannot be used.
     """

@@ -89,7 +89,7 @@ def llm_nice() -> int:
 
     Why: on one machine the LLM writes ~10x faster than Kokoro speaks, so speech is what must not wait.
     At nice 10 the model server wins the cores whenever it synthesizes, and the LLM, far ahead anyway,
-    runs on what is left (DESIGN §5: an 8-word phrase took 2.16 s alone, 3.46 s beside the LLM at nice
+    runs on what is left (architecture §5: an 8-word phrase took 2.16 s alone, 3.46 s beside the LLM at nice
     0, 2.14 s at nice 10, while the LLM lost ~8% of its tokens). 0 turns it off.
     """
     raw = os.environ.get(LLM_NICE_ENV, "")

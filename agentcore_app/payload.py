@@ -1,7 +1,7 @@
 """Validate an invocation payload before any model or speech session is touched.
 
 Why a separate step: the AgentCore SDK hands the entrypoint whatever JSON the caller sent. A bad field
-must become ONE coded ``error`` event (DESIGN §4) that a client can switch on, never a stack trace or a
+must become ONE coded ``error`` event (architecture §4) that a client can switch on, never a stack trace or a
 half-started turn that already opened a speech session.
 """
 
@@ -26,7 +26,7 @@ class PayloadError(CodedError, ValueError):
     """A payload the entrypoint refuses, with a stable ``code`` for clients."""
 
     def event(self) -> ErrorEvent:
-        """The DESIGN §4 ``error`` event for this refusal."""
+        """The architecture §4 ``error`` event for this refusal."""
         return error(self.code, self.message)
 
 

@@ -53,7 +53,7 @@ def chunk_timeline(record: TurnRecord) -> list[tuple[float, float]]:
 
 
 def stall_ms(record: TurnRecord) -> float:
-    """Silence a real-time player would have after starting at the first audio byte (DESIGN §7).
+    """Silence a real-time player would have after starting at the first audio byte (architecture §7).
 
     The player starts with the first chunk; a chunk that arrives after the audio queued before it has
     finished playing leaves a gap, and the gaps add up.

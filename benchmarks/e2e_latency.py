@@ -3,7 +3,7 @@
 Everything runs for real on this machine: the embedded LLM (or ``--model``), the agent app over HTTP,
 the Kokoro model server over its WebSocket. For each of 5 fixed prompts (3-5 sentence answers), N trials
 per variant, alternating the order (batch, bidi; ``--variants`` adds ``smooth``), the client measures
-(DESIGN §7):
+(architecture §7):
 
 - TTFA: request sent -> first audio byte at the client; ratio TTFA(batch) / TTFA(bidi);
 - stall: a real-time player starts at the first audio byte; every moment it has nothing to play before
@@ -14,7 +14,7 @@ per variant, alternating the order (batch, bidi; ``--variants`` adds ``smooth``)
 - the pacer at work: each request's size (characters, words), the engine's real-time factor as the
   pacer measured it, and per request the buffer the pacer predicted against the one the listener had;
 - intelligibility: after all timed runs, Whisper-base transcribes each bidi answer's joined audio and
-  the word error rate against the spoken text is recorded (DESIGN §7: judge speech as a listener would).
+  the word error rate against the spoken text is recorded (architecture §7: judge speech as a listener would).
 
 The model server gets every core and the embedded LLM runs at nice +10 (the local stack's setting);
 ``--tts-threads`` and ``--llm-nice`` measure other splits. Every turn waits until the 1-minute load is
@@ -103,7 +103,7 @@ def _load() -> float:
     return round(os.getloadavg()[0], 2)
 
 
-QUIET_LOAD = 1.0  # DESIGN §7: on a 2-core machine, a turn started above this is not a measurement
+QUIET_LOAD = 1.0  # architecture §7: on a 2-core machine, a turn started above this is not a measurement
 QUIET_WAIT_S = 180  # seconds
 
 

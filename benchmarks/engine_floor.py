@@ -1,4 +1,4 @@
-"""The engine's part of the bidi floor (DESIGN §7), measured one way for every benchmark that reports it.
+"""The engine's part of the bidi floor (architecture §7), measured one way for every benchmark using it.
 
 floor = (LLM time to the first chunk's last character) + (engine time to first audio for that chunk
 alone). The second term is measured here: on ONE open session, warmed by one request first (so the

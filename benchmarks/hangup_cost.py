@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     load = os.getloadavg()
     if load[0] > 1.0:
-        print(f"warning: load average {load[0]:.2f} > 1.0: these figures are not a measurement (DESIGN §7)")
+        print(f"warning: load average {load[0]:.2f} > 1.0: not a measurement (architecture §7)")
     results = asyncio.run(run(args.trials, args.speech))
     heads = [("done", 5), ("engine", 6), ("cancelled", 9), ("nobody ms", 9), ("cancel s", 8), ("idle s", 7)]
     print(f"{'after':<12} {'how':<6} " + " ".join(f"{name:>{width}}" for name, width in heads))

@@ -20,7 +20,7 @@ to the first audio of the sentence.
 
     uv run --all-extras python -m benchmarks.joins            # prints a table, writes JSON
 
-Run it alone on a quiet machine (DESIGN §7); the load average is recorded.
+Run it alone on a quiet machine (architecture §7); the load average is recorded.
 """
 
 from __future__ import annotations

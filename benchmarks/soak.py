@@ -13,7 +13,7 @@ Two runs, each against its own server subprocess (so its RSS is the server's alo
 
 Each session sends its sentences one after another (the next when the previous completed). Reported:
 first-audio latency per request (send to first audio byte, p50/p99), errors, content mismatches, the
-server's RSS before/after/peak, wall time; the load average is recorded (DESIGN §7: a figure counts only
+server's RSS before/after/peak, wall time; the load average is recorded (architecture §7: a figure counts only
 from a quiet machine, load < 1.0, nothing else running). Never a timed assert.
 
     uv run --all-extras python -m benchmarks.soak                    # both runs
@@ -327,7 +327,7 @@ def main(argv: list[str] | None = None) -> int:
     args.run = args.run or ["fake", "real"]
     load = os.getloadavg()
     if load[0] > 1.0:
-        print(f"warning: load average {load[0]:.2f} > 1.0: these figures are not a measurement (DESIGN §7)")
+        print(f"warning: load average {load[0]:.2f} > 1.0: not a measurement (architecture §7)")
     reports = asyncio.run(main_async(args))
     print_table(reports)
     document: dict[str, Any] = {

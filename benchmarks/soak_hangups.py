@@ -234,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     load = os.getloadavg()
     if load[0] > 1.0:
-        print(f"warning: load average {load[0]:.2f} > 1.0: these figures are not a measurement (DESIGN §7)")
+        print(f"warning: load average {load[0]:.2f} > 1.0: not a measurement (architecture §7)")
     report = asyncio.run(hangup_soak(args.sessions, args.sentences, args.max_hang_up_s, args.seed))
     print_report(report)
     document = {

@@ -6,7 +6,7 @@ it over the REAL model server in ``bidi`` mode (sentence by sentence while the m
 ``batch`` mode (one synthesis after the whole answer). Turns alternate bidi/batch so drift on a shared
 machine hits both alike; the table reports medians and the batch/bidi ratio of time to first audio.
 
-Also reported (DESIGN §7): the bidi floor = time for the model to write the first chunk + the engine's
+Also reported (architecture §7): the bidi floor = time for the model to write the first chunk + the engine's
 time to first audio for that chunk alone (measured on a warm session in the same run).
 
     uv run --all-extras python benchmarks/speech_bidi_vs_batch.py                # starts its own server

@@ -1,6 +1,6 @@
 """Isolated TTS latency and throughput of the model server, over its real WebSocket.
 
-Reproduces the seed's measurement (DESIGN §1): time to first audio byte for a 267-character,
+Reproduces the seed's measurement (architecture §1): time to first audio byte for a 267-character,
 4-sentence text sent whole vs its first sentence alone, 5 trials each, medians and their ratio. The
 seed's container synthesized the whole text before sending (329.3 ms vs 156.7 ms on a GPU, 2.1x);
 ours streams per segment, so the goal is the whole text within 10% of the first sentence.

@@ -1,4 +1,4 @@
-"""The audio events of an agent turn (DESIGN §4): plain, JSON-serialisable dicts with a ``type``.
+"""The audio events of an agent turn (architecture §4): plain, JSON-serialisable dicts with a ``type``.
 
 These are what ``KokoroSpeech`` yields and what the AgentCore entrypoint puts on its SSE stream. They
 are built here, in one place, so the field names (which follow Strands' own bidi audio events) cannot

@@ -1,6 +1,6 @@
 """Where the agent's text is cut into speech requests: whole sentences, a cut only when the listener waits.
 
-Why whole sentences (DESIGN §5): Kokoro speaks each request as a complete utterance, so a piece of a
+Why whole sentences (architecture §5): Kokoro speaks each request as a complete utterance, so a piece of a
 sentence spoken as a request of its own ends like a sentence: a pause and a stretched last word at every
 cut (measured: +227 ms of silence, the word before the cut 2.15x as long). The model server streams a
 sentence's audio window by window (``tts_container.engines.windows``): its first audio comes after the

@@ -1,4 +1,4 @@
-"""The wire protocol between the Kokoro model server and its clients (DESIGN §3), in both directions.
+"""The wire protocol between the Kokoro model server and its clients (architecture §3), in both directions.
 
 One module, imported by both ends (``tts_container`` and ``strands_kokoro.sessions``): every message is
 a typed dataclass here, built with ``to_wire()`` (or ``to_dict()`` where it travels inside SSE or an
@@ -526,7 +526,7 @@ def sse_event(obj: Mapping[str, Any]) -> bytes:
 
 
 def control_object(payload: bytes | str) -> dict[str, Any] | None:
-    """The JSON object if the WHOLE payload is one (DESIGN §3), else None: the payload is audio.
+    """The JSON object if the WHOLE payload is one (architecture §3), else None: the payload is audio.
 
     A text (str) frame is JSON or nothing; a binary frame is control only if it passes the whole-object
     rule, because SageMaker's router re-wraps every server frame as bytes.

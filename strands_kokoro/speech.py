@@ -4,7 +4,7 @@
     agent = Agent(model=..., hooks=[speech], callback_handler=None)
     turn = speech.stream(agent, "Tell me about otters.")
     async for event in turn:
-        ...  # DESIGN §4 dicts: text_delta, audio_chunk, sentence_complete, agent_end, ...
+        ...  # architecture §4 dicts: text_delta, audio_chunk, sentence_complete, agent_end, ...
     turn.result  # the agent's AgentResult
 
 Strands 1.62 has no per-token hook event, so the text is tapped with an ``InvokeModelStage`` middleware
@@ -168,7 +168,7 @@ class KokoroSpeech(HookProvider):
     def events(self, agent_stream: AsyncIterator[Any]) -> SpokenTurn:
         """Speak a turn whose ``agent.stream_async(...)`` the caller created (the agent needs our hooks).
 
-        The agent's own stream events are consumed here; what comes out are DESIGN §4 dicts, ending with
+        The agent's own stream events are consumed here; what comes out are architecture §4 dicts, ending with
         ``agent_end``, and the agent's final ``AgentResult`` is the returned turn's ``result``.
         """
         turn = SpeechTurn(

@@ -1,6 +1,6 @@
 """One spoken agent turn: the agent, the speaker and the session receiver in ONE task group.
 
-Why this shape (DESIGN §5): the model's text must reach the listener as audio while the model is still
+Why this shape (architecture §5): the model's text must reach the listener as audio while the model is still
 writing, and the consumer must see text and audio interleaved in true arrival order. So three tasks
 share the turn's state (:mod:`strands_kokoro.turn_state`) and one ordered event queue
 (:mod:`strands_kokoro.turn_output`):

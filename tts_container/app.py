@@ -1,4 +1,4 @@
-"""The model server's Starlette app: the SageMaker container contract (DESIGN §3).
+"""The model server's Starlette app: the SageMaker container contract (architecture §3).
 
 Why the engine is loaded in the background: SageMaker probes ``/ping`` from the moment the container
 starts and the server must answer at once; ``/ping`` says 200 only after the model is loaded AND one

@@ -1,6 +1,6 @@
 """POST /invocations: one whole text in, audio streamed back as the engine produces it.
 
-Three response formats (DESIGN §3): ``pcm`` (raw s16le), ``wav`` (a streaming header whose sizes are
+Three response formats (architecture §3): ``pcm`` (raw s16le), ``wav`` (a streaming header whose sizes are
 unknown, written 0xFFFFFFFF as streaming WAV writers do, then raw PCM) and ``sse`` (base64 audio in
 ``data: {json}\\n\\n`` events for browser pipelines). Validation errors are answered before any audio
 with the same coded error frame the WebSocket session sends.

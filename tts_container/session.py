@@ -1,4 +1,4 @@
-"""One bidirectional WebSocket session (DESIGN §3): three tasks in one task group.
+"""One bidirectional WebSocket session (architecture §3): three tasks in one task group.
 
 - the reader parses every frame (text or binary: SageMaker sends binary), answers bad ones with a
   coded error at once and queues valid ``synthesize`` requests;
@@ -29,7 +29,7 @@ is judged not to read only when one send to it has been stuck for ``STALLED_SEND
 is closed with code 1008 and the reason ``error_flood``; a client that reads gets every error and goes on.
 
 Order: a refused request (unknown voice, unsupported language, queue full) is answered in its place in
-the request order, after the audio of the requests before it (DESIGN §3); only errors about messages
+the request order, after the audio of the requests before it (architecture §3); only errors about messages
 that are not requests at all are answered at once.
 """
 

@@ -1,7 +1,7 @@
 // strands-kokoro voice player: one ES module, no build step, no framework.
 //
 // Data path: POST {prompt, mode, voice} to <agent>/invocations -> SSE body read with fetch() and a stream
-// reader -> whole events only (bytes are buffered until the blank line) -> DESIGN §4 events -> base64
+// reader -> whole events only (bytes are buffered until the blank line) -> architecture §4 events -> base64
 // PCM s16le decoded -> Web Audio buffers scheduled back to back.
 //
 // Conversations: every request carries AgentCore's runtime session id header; the agent app keeps the
@@ -378,7 +378,7 @@ export class VoicePage {
     this.render();
   }
 
-  /** DESIGN §4 events; unknown types are ignored so the server can add new ones. */
+  /** architecture §4 events; unknown types are ignored so the server can add new ones. */
   handle(turn, event) {
     if (turn !== this.current || turn.state === "stopped") return;
     switch (event.type) {

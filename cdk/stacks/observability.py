@@ -9,7 +9,7 @@ ModelLatency for pre-recorded InvokeEndpoint requests only and relies on Concurr
 for streams). An alarm on it could fire on every long session, or never. So:
 
 * first audio is measured where it is defined for every request on every path: the model server's
-  own ``synthesis_complete.first_audio_ms`` (DESIGN §3). The server logs one JSON line per completed
+  own ``synthesis_complete.first_audio_ms`` (architecture §3). The server logs one JSON line per completed
   request (:data:`FIRST_AUDIO_LOG_FIELDS`); a metric filter on the endpoint's log group turns it into
   :data:`FIRST_AUDIO_METRIC`. ``ModelLatency`` stays on the dashboard, for reference only;
 * errors: ``Invocation5XXErrors`` (any, three minutes running) and the share of

@@ -81,7 +81,7 @@ class FrameDecoder:
         self.current_request_id: str | None = None
 
     def decode(self, payload: bytes | str) -> SessionEvent | None:
-        """A frame classified by content (DESIGN §3): a whole JSON object is control, anything else audio."""
+        """A frame classified by content (architecture §3): a whole JSON object is control, else audio."""
         obj = control_object(payload)
         if obj is None:
             return None if isinstance(payload, str) else self.audio(payload)

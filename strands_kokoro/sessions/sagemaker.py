@@ -13,7 +13,7 @@ and SageMaker passes fragments through as-is, never joining them for us):
 - a ``UTF8`` frame is a control frame (JSON text); a ``BINARY`` frame is audio, even when its bytes
   happen to parse as a JSON object (PCM can spell ``{"type":"error"}``);
 - only a frame without ``DataType`` (an older router, a test double) falls back to the whole-JSON-object
-  content rule of DESIGN §3.
+  content rule of architecture §3.
 
 Things the HTTP/2 SDK (``aws-sdk-sagemaker-runtime-http2``) needs that are easy to get wrong:
 

@@ -1,7 +1,8 @@
 """``agentcore_app`` is the deployable app and its client: it depends on ``strands_kokoro`` and nothing above.
 
 Its Docker image carries only ``strands_kokoro`` and ``agentcore_app``; launchers and the CDK app depend on
-it, never the reverse (DESIGN §2). Read from the source, so an import hidden inside a function counts too.
+it, never the reverse (architecture §2). Read from the source, so an import hidden inside a function
+counts too.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The demo's numbers: stall accounting (DESIGN §7), the table, the ratio line, WAV and PNG output."""
+"""The demo's numbers: stall accounting (architecture §7), the table, the ratio line, WAV and PNG output."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 - ``cdk/app.py``, ``cdk/stacks/``, ``cdk/config.py``, ``cdk/tooling.py`` (what synthesizes and deploys)
   import none of ``agentcore_app``, ``tts_container``, ``strands_kokoro``: the wings are Docker build
-  contexts to them (DESIGN §2).
+  contexts to them (architecture §2).
 - Nothing in ``cdk/`` imports ``tts_container``: the launchers run its command lines
   (``python -m tts_container``, ``python -m tts_container.weights_cli``) as subprocesses.
 - The launchers (``cli.py``, ``local_commands.py``, ``local_stack.py``) import ``agentcore_app`` and

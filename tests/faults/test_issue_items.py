@@ -148,7 +148,7 @@ async def test_item8_unknown_type_keeps_the_request_id(model_server: RunningServ
 
 
 async def test_item8_refusals_of_later_requests_never_overtake_earlier_audio() -> None:
-    """unknown_voice / unsupported_lang / overloaded answers come in request order (DESIGN §3)."""
+    """unknown_voice / unsupported_lang / overloaded answers come in request order (architecture §3)."""
     engine = IdEngine(delay_s=0.02)
     async with running_app(create_app(lambda: engine)) as address, open_ws(f"ws://{address}{WS_PATH}") as ws:
         await ws.send(dumps(text="One. Two. Three.", request_id="a"))

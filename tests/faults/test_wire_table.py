@@ -1,6 +1,6 @@
 """Hostile and broken input, one row each, over real sockets: every bad WebSocket message and every bad
 POST body gets its coded answer, and a valid request right after it (same session, same server) still
-gets its audio. Covers every code of DESIGN §3's error list that a client can provoke,
+gets its audio. Covers every code of architecture §3's error list that a client can provoke,
 non-UTF-8, non-objects, huge and deeply nested JSON, NaN/Infinity, big integers, control characters,
 emoji-only and punctuation-only text, and frames of 100 KB and 2 MB.
 

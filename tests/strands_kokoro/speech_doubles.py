@@ -142,7 +142,7 @@ async def run_turn(stream: AsyncIterator[Event], on_event: Callable[[Event], Non
     turn = Turn()
     async with asyncio.timeout(240):
         async for event in stream:
-            json.dumps(event)  # DESIGN §4: every event is JSON-serialisable
+            json.dumps(event)  # architecture §4: every event is JSON-serialisable
             turn.events.append(event)
             turn.times.append(time.perf_counter())
             if on_event is not None:

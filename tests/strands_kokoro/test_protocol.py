@@ -1,4 +1,4 @@
-"""The wire protocol module shared by server and client (DESIGN §3): every message built and parsed here."""
+"""The wire protocol module both ends share (architecture §3): every message built and parsed here."""
 
 from __future__ import annotations
 

@@ -64,7 +64,7 @@ class Response:
 
 
 async def read_frame(ws: ClientConnection, timeout_s: float = 120.0) -> dict[str, Any] | bytes:
-    """The next frame: a control dict, or audio bytes (DESIGN §3 classification rule)."""
+    """The next frame: a control dict, or audio bytes (architecture §3 classification rule)."""
     payload = await asyncio.wait_for(ws.recv(), timeout_s)
     control = control_object(payload)
     if control is not None:
