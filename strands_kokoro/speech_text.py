@@ -74,7 +74,9 @@ _ORDERED = re.compile(r"[ \t]*\d{1,9}[.)][ \t]+")
 _QUOTE = re.compile(r"[ \t]*(?:>[ \t]?)+")
 _TABLE_SEPARATOR = re.compile(r"[ \t]*\|?(?:[ \t]*:?-+:?[ \t]*\|)+(?:[ \t]*:?-+:?[ \t]*)?")
 _UNDECIDED_PREFIX = re.compile(
-    r"[ \t]*(?:`{1,2}|~{1,2}|#{1,6}|[-*+•_=][-*_= \t]*|\d{1,9}(?:[.)][ \t]*)?|\|.*|>[> \t]*)?"
+    # Line starts whose kind the rest of the line decides (a heading's "#"s, a list marker, a table row,
+    # a line of only table-separator characters such as ":-- |"): they wait for it.
+    r"[ \t]*(?:`{1,2}|~{1,2}|#{1,6}|[-*+•_=][-*_= \t]*|[-:|][-:| \t]*|\d{1,9}(?:[.)][ \t]*)?|\|.*|>[> \t]*)?"
 )
 _TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>\n]{0,200})?/?>|<(?:https?://|mailto:)[^<>\s]{1,500}>")
 _RUNS = re.compile(r"[ \t]+|[^ \t]+")  # output cut into runs of spaces and runs of the rest
@@ -137,7 +139,7 @@ class SpeechTextFilter:
             if self._held and not (self._cut and run[0] in _AFTER_GAP):
                 out.append(self._held)
             self._held, self._cut = "", False
-            self._line_text = self._line_text or run[0] not in "\r\n"
+            self._line_text = self._line_text or bool(run.strip("\r\n"))  # "\r-x": text after a \r
             out.append(run)
 
     def _removed(self) -> None:
@@ -203,7 +205,7 @@ class SpeechTextFilter:
         if _RULE.fullmatch(line) or _TABLE_SEPARATOR.fullmatch(line):
             self._drop_line = True
             return i
-        if line.lstrip().startswith("|"):
+        if line.lstrip(" \t").startswith("|"):  # the same leading blanks as every other line prefix
             if not complete:
                 self._line_start = True
                 self._gap = gap
