@@ -8,6 +8,7 @@ a dead endpoint (speech fails, the text goes on) where it is only about the stor
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 import time
@@ -283,13 +284,20 @@ async def _turn_cut_short(
     stop_after: Callable[[list[dict[str, Any]]], bool] | None = None,
     stop_when: threading.Event | None = None,
     after_leaving: Callable[[], None] = lambda: None,
+    seen_by_then: str | None = None,
 ) -> str:
     """Start a turn and leave mid-turn (the listener barged in); return the text seen; wait for the turn end.
 
     The client leaves once ``stop_after(events so far)`` is true, or once ``stop_when`` is set (for a
-    moment when no event arrives, such as a tool running); then ``after_leaving()`` runs.
+    moment when no event arrives, such as a tool running) and, with ``seen_by_then``, that text has
+    reached it (events emitted just before the moment may still be on their way; at most 10 s more);
+    then ``after_leaving()`` runs.
     """
     seen: list[dict[str, Any]] = []
+    arrived = asyncio.Event()  # ``seen_by_then`` has reached the client
+
+    def text() -> str:
+        return "".join(e["text"] for e in seen if e["type"] == "text_delta")
 
     async def read(http: httpx.AsyncClient) -> None:
         headers = {SESSION_HEADER: session_id}
@@ -298,13 +306,22 @@ async def _turn_cut_short(
         ) as src:
             async for sse in src.aiter_sse():
                 seen.append(sse.json())
+                if text() == seen_by_then:
+                    arrived.set()
                 if stop_after is not None and stop_after(seen):
                     return  # leaving the block closes the connection mid-turn
+
+    async def moment() -> None:
+        assert stop_when is not None
+        await asyncio.to_thread(stop_when.wait, 30)
+        if seen_by_then is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(arrived.wait(), 10)
 
     async with httpx.AsyncClient(timeout=60) as http:
         waits = [asyncio.create_task(read(http))]
         if stop_when is not None:
-            waits.append(asyncio.create_task(asyncio.to_thread(stop_when.wait, 30)))
+            waits.append(asyncio.create_task(moment()))
         await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
         for task in waits:
             task.cancel()  # a reader cancelled mid-stream closes its connection
@@ -314,7 +331,7 @@ async def _turn_cut_short(
         while (await http.get(url + "/ping")).json()["status"] != "Healthy":
             assert time.monotonic() < deadline, "the turn kept running after the client went away"
             await asyncio.sleep(0.05)
-    return "".join(e["text"] for e in seen if e["type"] == "text_delta")
+    return text()
 
 
 def barged_in_then_asked_again(
@@ -324,6 +341,7 @@ def barged_in_then_asked_again(
     stop_after: Callable[[list[dict[str, Any]]], bool] | None = None,
     *,
     stop_when: threading.Event | None = None,
+    seen_by_then: str | None = None,
     tokens_per_s: float = 40.0,
     tools: Sequence[Any] = (),
 ) -> tuple[str, list[Any], list[Any]]:
@@ -342,7 +360,9 @@ def barged_in_then_asked_again(
         async with serving(speech_endpoint, model, store, tools=tools) as url:
             # The AgentCore SDK notices a gone client only when the turn yields its next event, so a
             # tool that keeps the turn silent must end first: the test lets it go once the client left.
-            seen = await _turn_cut_short(url, session_id, stop_after, stop_when, probe_tools.RELEASE.set)
+            seen = await _turn_cut_short(
+                url, session_id, stop_after, stop_when, probe_tools.RELEASE.set, seen_by_then
+            )
             model.tokens_per_s = 200.0
             [again] = await ask(url, [SECOND], session_id)
             assert again.text == "Yes.", again.summary()["errors"]
@@ -384,6 +404,9 @@ def test_barge_in_during_a_tool_keeps_only_the_text_written(tmp_path: Path) -> N
         tmp_path,
         first_turn,
         stop_when=probe_tools.STARTED,
+        # The text before the tool reaches the client while the tool runs (it is held until the client
+        # left): the client waits for it once the tool started, as a listener would hear it.
+        seen_by_then=before,
         tools=[probe_tools.wait_for_listener],
         tokens_per_s=4.0,
     )
