@@ -19,11 +19,11 @@ A refusal is one SSE ``error`` event, like every other refusal of this app (:cla
 
 :func:`agentcore_app.player.with_page` puts a second guard (with the ``--cors-origin`` origins) outside
 the app; the first guard to check a request marks the scope so the inner one does not judge it again.
+The judgment of a loopback POST is shared with the model server (:mod:`strands_kokoro.serving.local_callers`).
 """
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from collections.abc import Iterable
 
@@ -31,44 +31,15 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from strands_kokoro import events
 from strands_kokoro.protocol import sse_event
+from strands_kokoro.serving.local_callers import STATUS, header, local_post_refusal
+
+__all__ = ["CHECKED", "INVOCATIONS_PATH", "LOCAL_ORIGIN_REGEX", "LocalCallerGuard"]
 
 # A page served by another local port (another dev server, the tests' page server) may call the agent app.
 LOCAL_ORIGIN_REGEX = r"https?://(127\.0\.0\.1|localhost|\[::1\])(:\d+)?"
 INVOCATIONS_PATH = "/invocations"
 CHECKED = "strands_kokoro.local_guard"  # scope key: an outer guard already judged this request
-
-ORIGIN_NOT_ALLOWED = "origin_not_allowed"
-BAD_CONTENT_TYPE = "bad_content_type"
-HOST_NOT_ALLOWED = "host_not_allowed"
-_STATUS = {ORIGIN_NOT_ALLOWED: 403, BAD_CONTENT_TYPE: 415, HOST_NOT_ALLOWED: 421}
 _LOCAL_ORIGIN = re.compile(LOCAL_ORIGIN_REGEX)
-
-
-def _header(scope: Scope, name: bytes) -> str | None:
-    for key, value in scope.get("headers", ()):
-        if key == name:
-            return bytes(value).decode("latin-1")
-    return None
-
-
-def is_loopback_host(host: str) -> bool:
-    """127.0.0.0/8, ::1 or ``localhost`` (an address or a ``Host`` header's name part)."""
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return host.lower().rstrip(".") == "localhost"
-
-
-def _host_name(host_header: str) -> str:
-    """``[::1]:8080`` → ``::1``, ``localhost:8080`` → ``localhost``."""
-    if host_header.startswith("["):
-        return host_header[1:].partition("]")[0]
-    return host_header.rpartition(":")[0] if host_header.count(":") == 1 else host_header
-
-
-def _on_loopback(scope: Scope) -> bool:
-    server = scope.get("server")
-    return server is not None and isinstance(server[0], str) and is_loopback_host(server[0])
 
 
 class LocalCallerGuard:
@@ -78,27 +49,19 @@ class LocalCallerGuard:
         self.app = app
         self.extra_origins = frozenset(o.strip().rstrip("/").lower() for o in extra_origins)
 
-    def _origin_allowed(self, origin: str, scope: Scope, host: str) -> bool:
-        origin = origin.strip().rstrip("/").lower()
-        same = f"{scope.get('scheme', 'http')}://{host}".lower()
-        return origin == same or origin in self.extra_origins or _LOCAL_ORIGIN.fullmatch(origin) is not None
-
     def refusal(self, scope: Scope) -> tuple[str, str] | None:
         """``(code, message)`` when this request must be refused, else None."""
-        if scope["type"] != "http" or scope.get("path") != INVOCATIONS_PATH or scope.get("method") != "POST":
+        if scope["type"] != "http" or scope.get("path") != INVOCATIONS_PATH:
             return None
-        if not _on_loopback(scope):
-            return None
-        host = _header(scope, b"host")
-        if host is None or not is_loopback_host(_host_name(host)):
-            return HOST_NOT_ALLOWED, "a local agent app answers only requests addressed to a loopback host"
-        origin = _header(scope, b"origin")
-        if origin is not None and not self._origin_allowed(origin, scope, host):
-            return ORIGIN_NOT_ALLOWED, "pages from this origin may not call the local agent app"
-        content_type = (_header(scope, b"content-type") or "").partition(";")[0].strip().lower()
-        if content_type != "application/json":
-            return BAD_CONTENT_TYPE, "the body must be sent as Content-Type: application/json"
-        return None
+        host = header(scope, b"host") or ""
+        same = f"{scope.get('scheme', 'http')}://{host}".lower()
+
+        def allowed(origin: str) -> bool:
+            return (
+                origin == same or origin in self.extra_origins or _LOCAL_ORIGIN.fullmatch(origin) is not None
+            )
+
+        return local_post_refusal(scope, origin_allowed=allowed, server="agent app")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope.get(CHECKED):
@@ -112,5 +75,5 @@ class LocalCallerGuard:
         code, message = refused
         body = sse_event(events.error(code, message))
         headers = [(b"content-type", b"text/event-stream"), (b"content-length", str(len(body)).encode())]
-        await send({"type": "http.response.start", "status": _STATUS[code], "headers": headers})
+        await send({"type": "http.response.start", "status": STATUS[code], "headers": headers})
         await send({"type": "http.response.body", "body": body})

@@ -1,0 +1,93 @@
+"""What both local servers refuse from a loopback caller: a pure judgment of one request's headers.
+
+Why shared: the model server and the agent app both listen on 127.0.0.1 on a laptop, which every web
+page the user opens can reach, and both close the same doors to a ``POST`` on a loopback connection: a
+``Host`` that is not a loopback name (DNS rebinding), a foreign ``Origin``, and a body that is not
+``application/json`` (a cross-site ``fetch(..., {mode: "no-cors"})`` can send only ``text/plain`` or a
+form without a CORS preflight). Which origins are foreign is each server's policy, and how a refusal is
+answered is each server's format (a wire ``error`` frame, an SSE ``error`` event); the judgment is here.
+
+"Loopback connection" is read from ``scope["server"]`` (the address the client reached): in a container
+the server binds 0.0.0.0 and its callers (SageMaker, AgentCore) arrive on the network address, so these
+checks never apply there.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Callable, Mapping
+from typing import Any
+
+__all__ = [
+    "BAD_CONTENT_TYPE",
+    "HOST_NOT_ALLOWED",
+    "ORIGIN_NOT_ALLOWED",
+    "STATUS",
+    "header",
+    "is_loopback_host",
+    "local_post_refusal",
+    "normalize_origin",
+    "on_loopback",
+]
+
+ORIGIN_NOT_ALLOWED = "origin_not_allowed"
+BAD_CONTENT_TYPE = "bad_content_type"
+HOST_NOT_ALLOWED = "host_not_allowed"
+STATUS = {ORIGIN_NOT_ALLOWED: 403, BAD_CONTENT_TYPE: 415, HOST_NOT_ALLOWED: 421}
+
+Scope = Mapping[str, Any]
+
+
+def header(scope: Scope, name: bytes) -> str | None:
+    """The first value of header ``name`` (lower-case bytes), decoded as Latin-1, or None."""
+    for key, value in scope.get("headers", ()):
+        if key == name:
+            return bytes(value).decode("latin-1")
+    return None
+
+
+def is_loopback_host(host: str) -> bool:
+    """127.0.0.0/8, ::1 or ``localhost`` (an address, or a ``Host`` header's name part)."""
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return host.lower().rstrip(".") == "localhost"
+
+
+def host_name(host_header: str) -> str:
+    """``[::1]:8080`` → ``::1``, ``localhost:8080`` → ``localhost``."""
+    if host_header.startswith("["):
+        return host_header[1:].partition("]")[0]
+    return host_header.rpartition(":")[0] if host_header.count(":") == 1 else host_header
+
+
+def on_loopback(scope: Scope) -> bool:
+    """Whether this connection arrived on a loopback address of the server."""
+    server = scope.get("server")
+    return server is not None and isinstance(server[0], str) and is_loopback_host(server[0])
+
+
+def normalize_origin(origin: str) -> str:
+    return origin.strip().rstrip("/").lower()
+
+
+def local_post_refusal(
+    scope: Scope, *, origin_allowed: Callable[[str], bool], server: str
+) -> tuple[str, str] | None:
+    """``(code, message)`` when a POST from a loopback caller must be refused, else None.
+
+    ``origin_allowed(normalized origin)`` is the server's policy for a request that carries an
+    ``Origin``; ``server`` names it in the messages ("model server", "agent app").
+    """
+    if scope.get("type") != "http" or scope.get("method") != "POST" or not on_loopback(scope):
+        return None
+    host = header(scope, b"host")
+    if host is None or not is_loopback_host(host_name(host)):
+        return HOST_NOT_ALLOWED, f"a local {server} answers only requests addressed to a loopback host"
+    origin = header(scope, b"origin")
+    if origin is not None and not origin_allowed(normalize_origin(origin)):
+        return ORIGIN_NOT_ALLOWED, f"pages from this origin may not call the local {server}"
+    media_type = (header(scope, b"content-type") or "").partition(";")[0].strip().lower()
+    if media_type != "application/json":
+        return BAD_CONTENT_TYPE, "the body must be sent as Content-Type: application/json"
+    return None
