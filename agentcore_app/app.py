@@ -46,6 +46,7 @@ from agentcore_app.hangup import HangUpWatcher, hangup_of, until_hung_up
 from agentcore_app.local_guard import LocalCallerGuard
 from agentcore_app.models import create_model, model_setting, parse_model_spec
 from agentcore_app.payload import PayloadError, parse_turn
+from agentcore_app.time_context import time_context
 from agentcore_app.tools import load_tools, speech_setting
 from strands_kokoro import events
 from strands_kokoro.protocol import DEFAULT_VOICE, ErrorCode, sse_event
@@ -227,6 +228,7 @@ def create_app(
                     model=new_model(),
                     system_prompt=SYSTEM_PROMPT,
                     tools=agent_tools,
+                    plugins=[time_context()],
                     hooks=[speech],
                     callback_handler=None,
                     agent_id=AGENT_ID,

@@ -1,9 +1,10 @@
 """The app's tools: a small default set for a voice assistant, plus more named in a setting.
 
 The mission's usage line is ``Agent(tools=[...], hooks=[KokoroSpeech(endpoint=...)])``; this module fills
-``tools``. Defaults (from ``strands-agents-tools``, both work offline, neither touches files or the
-network): ``current_time`` (what a listener asks a voice assistant most) and ``calculator`` (SymPy
-arithmetic behind an AST allowlist: models get sums wrong, and a wrong number read aloud sounds right).
+``tools``. The default works offline and touches neither files nor the network: ``calculate``
+(:mod:`agentcore_app.arithmetic`, arithmetic behind an AST allowlist: models get sums wrong, and a wrong
+number read aloud sounds right). The date and time reach the model as context with each question
+(:mod:`agentcore_app.time_context`), not as a tool.
 
 ``STRANDS_KOKORO_TOOLS="package.module:attr,other.module:attr"`` adds tools. Every entry is imported and
 checked when the app is built, so a typo stops ``python -m agentcore_app`` with one clear line instead of
@@ -13,10 +14,6 @@ While a slow tool runs, ``KokoroSpeech`` says a short filler once the audio befo
 out (``tool_filler`` after ``tool_filler_after_s``): ``STRANDS_KOKORO_TOOL_FILLER`` sets the words
 (``off``: stay silent) and ``STRANDS_KOKORO_TOOL_FILLER_AFTER_S`` the wait; :func:`speech_setting` reads
 both, checked at start like the tools.
-
-Both defaults are marked deprecated in strands-agents-tools 0.8.10 (each call logs a warning; the
-project suggests injecting the time as context, and a shell tool for arithmetic, which a voice app
-exposed to anyone who can talk to it should not have). They still work; swapping them is one line here.
 """
 
 from __future__ import annotations
@@ -30,10 +27,7 @@ TOOLS_ENV = "STRANDS_KOKORO_TOOLS"
 FILLER_ENV = "STRANDS_KOKORO_TOOL_FILLER"
 FILLER_AFTER_ENV = "STRANDS_KOKORO_TOOL_FILLER_AFTER_S"
 MAX_FILLER_CHARS = 80
-DEFAULT_TOOLS: tuple[str, ...] = (
-    "strands_tools.current_time:current_time",
-    "strands_tools.calculator:calculator",
-)
+DEFAULT_TOOLS: tuple[str, ...] = ("agentcore_app.arithmetic:calculate",)
 
 
 class ToolSettingError(ValueError):

@@ -20,11 +20,17 @@ Script = str | ScriptedCall
 
 
 def texts(messages: Sequence[Any]) -> list[tuple[str, str]]:
-    """``(role, text)`` per message; tool blocks shown as ``<toolUse name>`` / ``<toolResult text>``."""
+    """``(role, text)`` per message; tool blocks shown as ``<toolUse name>`` / ``<toolResult text>``.
+
+    The app's time line (:mod:`agentcore_app.time_context`, folded into the latest question for one call)
+    is left out, so histories compare as the conversation was said; :func:`now_lines` finds it.
+    """
     out = []
     for message in messages:
         parts = []
         for block in message["content"]:
+            if "text" in block and block["text"].lstrip().startswith("<now>"):
+                continue
             if "text" in block:
                 parts.append(block["text"])
             elif "toolUse" in block:
@@ -34,6 +40,16 @@ def texts(messages: Sequence[Any]) -> list[tuple[str, str]]:
                 parts.append(f"<toolResult {shown}>")
         out.append((message["role"], "".join(parts)))
     return out
+
+
+def now_lines(messages: Sequence[Any]) -> list[str]:
+    """The injected time lines in ``messages`` (at most one: only the call's latest question gets it)."""
+    return [
+        block["text"].strip()
+        for message in messages
+        for block in message["content"]
+        if "text" in block and block["text"].lstrip().startswith("<now>")
+    ]
 
 
 def user_prompts(messages: Sequence[Any]) -> list[str]:

@@ -215,13 +215,13 @@ def test_a_malformed_session_id_is_refused_with_a_code(tmp_path: Path) -> None:
 
 def test_only_the_last_turns_are_kept_and_the_history_stays_valid(tmp_path: Path) -> None:
     """max_turns=2 with a tool-calling first turn: turn 4 is given turns 2 and 3 only, whole."""
-    from strands_tools.calculator import calculator
+    from agentcore_app.arithmetic import calculate
 
     def script(messages: list[Any]) -> str | ScriptedCall:
         if texts(messages)[-1][1].startswith("<toolResult"):
             return "It is forty two."
         if len(user_prompts(messages)) == 1:
-            return ScriptedCall("Let me work it out.", tool=ToolCall("calculator", {"expression": "6*7"}))
+            return ScriptedCall("Let me work it out.", tool=ToolCall("calculate", {"expression": "6*7"}))
         return f"Answer {len(user_prompts(messages))}."
 
     model = HistoryScriptedModel(script)
@@ -230,11 +230,11 @@ def test_only_the_last_turns_are_kept_and_the_history_stays_valid(tmp_path: Path
     prompts = ["q1", "q2", "q3", "q4"]
 
     async def scenario() -> list[TurnRecord]:
-        async with serving(dead_endpoint(), model, store, tools=[calculator]) as url:
+        async with serving(dead_endpoint(), model, store, tools=[calculate]) as url:
             return await ask(url, prompts, session_id)
 
     records = asyncio.run(scenario())
-    assert "<toolResult Result: 42>" in [text for _, text in texts(model.received[1])]
+    assert "<toolResult 42>" in [text for _, text in texts(model.received[1])]
     asked = [m for m in model.received if not texts(m)[-1][1].startswith("<toolResult")]
     seen_by_turn = [user_prompts(m) for m in asked]
     assert seen_by_turn == [["q1"], ["q1", "q2"], ["q1", "q2", "q3"], ["q2", "q3", "q4"]]
@@ -492,7 +492,7 @@ def test_text_before_a_tool_is_heard_before_the_tool_answers_and_everything_once
     events = asyncio.run(scenario())
     kinds_seen = [e["type"] for e in events]
     assert "error" not in kinds_seen and "speech_error" not in kinds_seen
-    assert "wait_for_listener" in model.tool_names[0] and "calculator" in model.tool_names[0]
+    assert "wait_for_listener" in model.tool_names[0] and "calculate" in model.tool_names[0]
     assert texts(model.received[1])[-1] == ("user", "<toolResult released>")  # released by the listener
     assert spoken(events) == f"{before} {filler} {after}"  # all of it, once, in order
     first_after = next(

@@ -1,0 +1,41 @@
+"""The date and time, given to the model with each question instead of a ``current_time`` tool.
+
+"What time is it?" is what a listener asks a voice assistant most, and a tool round trip for it costs a
+second model call before the first word is spoken. Strands' ``ContextInjector`` folds a line into the
+latest user message for that one model call (never into the stored conversation), so the model answers
+at once. This is the migration path strands-agents-tools 0.8.10 gives for its deprecated
+``current_time`` tool.
+
+The time is the serving machine's clock in its own zone (UTC on AgentCore and in containers); a
+deployment in another zone sets ``TZ``.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from strands.vended_plugins.context_injector import ContextInjector, InjectionContext
+
+PLUGIN_NAME = "strands-kokoro:time"
+
+
+def now_line(now: datetime | None = None) -> str:
+    """The injected text, e.g.
+
+    ``<now>Tuesday 1 December 2026, 14:05 UTC (ISO 2026-12-01T14:05:09+00:00)</now>``
+    """
+    moment = datetime.now().astimezone() if now is None else now if now.tzinfo else now.astimezone()
+    zone = moment.tzname() or f"{moment:%z}"
+    spoken = f"{moment:%A} {moment.day} {moment:%B %Y, %H:%M} {zone}"
+    return f"<now>{spoken} (ISO {moment.isoformat(timespec='seconds')})</now>"
+
+
+def render_now(context: InjectionContext) -> str:
+    """``ContextInjector``'s callback: the line for this model call (the messages are not needed)."""
+    del context
+    return now_line()
+
+
+def time_context() -> ContextInjector:
+    """A fresh plugin for one agent (plugins bind to the agent they are given to)."""
+    return ContextInjector(render_now, name=PLUGIN_NAME)
