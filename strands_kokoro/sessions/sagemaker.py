@@ -24,8 +24,7 @@ Things the HTTP/2 SDK (``aws-sdk-sagemaker-runtime-http2``) needs that are easy 
 - Ending the input stream makes SageMaker hang up on the container: audio still in flight is lost.
   :meth:`SageMakerBidiSession.close` therefore waits until every sent request has completed (as seen by
   the :meth:`~SageMakerBidiSession.events` consumer) before it sends ``close`` and ends the input.
-- The client owns an HTTP/2 connection bound to the event loop that opened it: one client per session,
-  never shared across threads or loops.
+- The client's HTTP/2 connection is bound to the loop that opened it: one client per session, unshared.
 
 Error mapping (all :class:`~strands_kokoro.sessions.aws_credentials.SageMakerError`, a
 :class:`~strands_kokoro.sessions.base.SessionClosedError`, so the caller reopens and re-sends):
@@ -382,8 +381,7 @@ class SageMakerBidiSession:
             if stream is not None:
                 with contextlib.suppress(SageMakerError):
                     if not drain and self._drain.pending:
-                        # The turn ended under its requests (a hang-up, a failure): the server drops
-                        # them instead of synthesizing them for nobody before it closes.
+                        # The turn ended under its requests: the server drops them, not synthesizes them.
                         await self._publish(Cancel().to_wire())
                     await self._publish(Close().to_wire())
                 with contextlib.suppress(Exception):

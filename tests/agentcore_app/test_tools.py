@@ -37,6 +37,23 @@ from tests.scripted_model import ScriptedCall, ToolCall
 PROBE = "tests.agentcore_app.probe_tools:wait_for_listener"
 
 
+def ask_the_app(model: HistoryScriptedModel, prompt: str) -> Any:
+    """One bidi turn through the real app (default tools) over real HTTP; the speech server is absent."""
+
+    async def scenario() -> Any:
+        app = create_app(
+            speech_endpoint=f"ws://127.0.0.1:{free_port()}",
+            model=lambda: model,
+            conversations=ConversationSettings(None),
+            speech_options={"reconnect_attempts": 0},
+        )
+        app.logger.setLevel(logging.WARNING)
+        async with serve_asgi(app) as url, httpx.AsyncClient(timeout=60) as http:
+            return await run_turn(url, prompt, "bidi", http_client=http)
+
+    return asyncio.run(scenario())
+
+
 def test_the_default_tool_and_the_time_reach_the_model_offline() -> None:
     """Through the real app over real HTTP: the question carries the time, calculate answers 17*23."""
 
@@ -54,18 +71,7 @@ def test_the_default_tool_and_the_time_reach_the_model_offline() -> None:
 
     model = HistoryScriptedModel(script, tokens_per_s=200)
 
-    async def scenario() -> Any:
-        app = create_app(
-            speech_endpoint=f"ws://127.0.0.1:{free_port()}",
-            model=lambda: model,
-            conversations=ConversationSettings(None),
-            speech_options={"reconnect_attempts": 0},
-        )
-        app.logger.setLevel(logging.WARNING)
-        async with serve_asgi(app) as url, httpx.AsyncClient(timeout=60) as http:
-            return await run_turn(url, "What is 17 times 23?", "bidi", http_client=http)
-
-    record = asyncio.run(scenario())
+    record = ask_the_app(model, "What is 17 times 23?")
     assert record.text == "Let me work it out.It is 391."
     assert len(model.received) == 2  # the tool result was checked inside the model
     assert model.tool_names[0] == ["calculate"]
@@ -91,18 +97,7 @@ def test_a_bad_tool_argument_is_an_error_result_and_the_turn_goes_on() -> None:
 
     model = HistoryScriptedModel(script, tokens_per_s=200)
 
-    async def scenario() -> Any:
-        app = create_app(
-            speech_endpoint=f"ws://127.0.0.1:{free_port()}",
-            model=lambda: model,
-            conversations=ConversationSettings(None),
-            speech_options={"reconnect_attempts": 0},
-        )
-        app.logger.setLevel(logging.WARNING)
-        async with serve_asgi(app) as url, httpx.AsyncClient(timeout=60) as http:
-            return await run_turn(url, "What is nine to the nine to the nine?", "bidi", http_client=http)
-
-    record = asyncio.run(scenario())
+    record = ask_the_app(model, "What is nine to the nine to the nine?")
     assert record.text == "Let me see.That number is too large to say."
     assert len(model.received) == 2
 
