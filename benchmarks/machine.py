@@ -1,0 +1,49 @@
+"""The machine a benchmark ran on: its load average, and a wait for it to be quiet.
+
+A figure taken while the machine is busy (the test suite, another benchmark, a build) measures the
+neighbours, not the code (architecture §7). Every benchmark records :func:`load_average` before and
+after it runs; ``python -m benchmarks.machine`` blocks until the 1-minute load is below a threshold,
+so a series of benchmarks can be run one after another, each on a quiet machine::
+
+    for b in joins e2e_latency tts_latency; do
+        uv run --all-extras python -m benchmarks.machine && uv run --all-extras python -m benchmarks.$b
+    done
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+QUIET_LOAD = 1.0
+
+
+def load_average() -> list[float]:
+    """The 1, 5 and 15-minute load averages, rounded (what a result file records)."""
+    return [round(value, 2) for value in os.getloadavg()]
+
+
+def wait_until_quiet(max_load: float = QUIET_LOAD, timeout_s: float = 900.0, poll_s: float = 5.0) -> bool:
+    """Wait until the 1-minute load is under ``max_load``; False if it still is not after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while os.getloadavg()[0] >= max_load:
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(poll_s)
+    return True
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Wait until the machine is quiet enough to benchmark.")
+    parser.add_argument("--max-load", type=float, default=QUIET_LOAD, help="1-minute load to wait for")
+    parser.add_argument("--timeout-s", type=float, default=900.0, help="give up after this many seconds")
+    args = parser.parse_args(argv)
+    quiet = wait_until_quiet(args.max_load, args.timeout_s)
+    print(f"load average {load_average()} ({'quiet' if quiet else 'still busy: the figures will not count'})")
+    return 0 if quiet else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
