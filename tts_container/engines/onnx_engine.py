@@ -38,10 +38,9 @@ from tts_container.engines.onnx_graphs import (
     split_export,
 )
 from tts_container.engines.voices import DEFAULT_VOICE, UnknownVoice, VoiceTables
-from tts_container.engines.windows import STEP_SAMPLES, Pitch, Prosody, choose_growth, render
+from tts_container.engines.windows import STEP_SAMPLES, Pitch, Prosody, choose_growth, speak
 from tts_container.g2p import MAX_SEGMENT_TOKENS, Phonemizer
 from tts_container.provisioning import ensure_weights
-from tts_container.utterance import SpokenSegment, plan_utterance
 from tts_container.weights import CachedWeights
 
 logger = logging.getLogger(__name__)
@@ -144,20 +143,17 @@ class OnnxEngine:
         """Phonemize and plan now (so a bad request fails at the call), render lazily piece by piece."""
         if voice not in self._voice_tables.names:
             raise UnknownVoice(f"unknown voice {voice!r}")
-        plan = plan_utterance(
+        return speak(
+            self,
             self._phonemizer,
+            self._stats,
             text,
             voice=voice,
+            speed=speed,
             lang=lang,
-            previous_text=context.previous_text,
-            next_text=context.next_text,
+            context=context,
+            growth=self.growth,
         )
-        return self._render(plan, voice, speed)
-
-    def _render(self, plan: list[SpokenSegment], voice: str, speed: float) -> Iterator[Segment]:
-        model = self._stats.get(voice) if self.growth is not None else None
-        for segment in plan:
-            yield from render(self, segment, voice=voice, speed=speed, stats_model=model, growth=self.growth)
 
     def prosody(self, phonemes: str, *, voice: str, speed: float, style_tokens: int | None = None) -> Prosody:
         """Durations, decoder features and pitch of one segment of at most 510 known symbols."""

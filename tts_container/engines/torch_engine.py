@@ -34,10 +34,9 @@ from tts_container.engines.base import NO_CONTEXT, Audio, Context, Segment
 from tts_container.engines.norm_stats import NormStats, VoiceNormStats
 from tts_container.engines.torch_vocoder import WindowedGenerator, decoder_inputs
 from tts_container.engines.voices import DEFAULT_VOICE, UnknownVoice, VoiceTables
-from tts_container.engines.windows import Pitch, Prosody, choose_growth, render
+from tts_container.engines.windows import Pitch, Prosody, choose_growth, speak
 from tts_container.g2p import MAX_SEGMENT_TOKENS, Phonemizer
 from tts_container.provisioning import ensure_weights
-from tts_container.utterance import SpokenSegment, plan_utterance
 from tts_container.weights import CachedWeights
 
 # KModel uses the repo id only to name hub files; passing it explicitly silences its stdout warning.
@@ -166,20 +165,17 @@ class TorchEngine:
         its pool); the returned iterator renders lazily, piece by piece, so a ``cancel`` lands between."""
         if voice not in self._voice_tables.names:
             raise UnknownVoice(f"unknown voice {voice!r}")
-        plan = plan_utterance(
+        return speak(
+            self,
             self._phonemizer,
+            self._stats,
             text,
             voice=voice,
+            speed=speed,
             lang=lang,
-            previous_text=context.previous_text,
-            next_text=context.next_text,
+            context=context,
+            growth=self.growth,
         )
-        return self._render(plan, voice, speed)
-
-    def _render(self, plan: list[SpokenSegment], voice: str, speed: float) -> Iterator[Segment]:
-        model = self._stats.get(voice) if self.growth is not None else None
-        for segment in plan:
-            yield from render(self, segment, voice=voice, speed=speed, stats_model=model, growth=self.growth)
 
     def count_tokens(self, phonemes: str) -> int:
         """Phoneme symbols the model knows (the others are dropped by ``KModel``, as by the onnx engine)."""

@@ -41,7 +41,7 @@ import numpy as np
 import numpy.typing as npt
 
 from strands_kokoro.protocol import Word
-from tts_container.engines.base import NATIVE_SAMPLE_RATE, Audio, Segment
+from tts_container.engines.base import NATIVE_SAMPLE_RATE, Audio, Context, Segment
 from tts_container.engines.norm_stats import NormStats, NormStatsModel, Sample, VoiceNormStats
 from tts_container.g2p import FRAME_SAMPLES, ONSET_LEAD_MS, Phonemizer
 from tts_container.utterance import SpokenSegment, plan_utterance
@@ -178,6 +178,37 @@ def own_region(segment: SpokenSegment, durations: Sequence[int], known: Containe
         for w in segment.phonemes.word_timings(durations, known)
     )
     return Region(begin, end, words)
+
+
+def speak(
+    vocoder: Vocoder,
+    phonemizer: Phonemizer,
+    stats: VoiceNormStats,
+    text: str,
+    *,
+    voice: str,
+    speed: float,
+    lang: str,
+    context: Context,
+    growth: float | None,
+) -> Iterator[Segment]:
+    """An engine's ``segments``: plan ``text`` now (a bad request fails at the call, which the server
+    makes from its pool), and return an iterator that renders it lazily, piece by piece (so a
+    ``cancel`` lands between pieces)."""
+    plan = plan_utterance(
+        phonemizer,
+        text,
+        voice=voice,
+        lang=lang,
+        previous_text=context.previous_text,
+        next_text=context.next_text,
+    )
+    model = stats.get(voice) if growth is not None else None
+    return (
+        piece
+        for segment in plan
+        for piece in render(vocoder, segment, voice=voice, speed=speed, stats_model=model, growth=growth)
+    )
 
 
 def render(
