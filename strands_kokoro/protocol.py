@@ -20,7 +20,7 @@ import binascii
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -49,8 +49,18 @@ MAX_QUEUED_REQUESTS = 32
 MAX_REQUEST_ID_CHARS = 128
 _SHOWN_CHARS = 64  # at most this much of a client's value appears in an error message
 
-InvocationFormat = Literal["pcm", "wav", "sse"]
-INVOCATION_FORMATS: tuple[str, ...] = ("pcm", "wav", "sse")
+# The audio a client asks for (``format`` of a turn, a ``synthesize`` or a POST; Strands' AudioFormat names):
+# raw PCM, Ogg Opus or MP3 (:mod:`strands_kokoro.audio_encoding`). PCM is the default everywhere: a client
+# that names no format gets the bytes every client before it got.
+AudioFormatName = Literal["pcm", "opus", "mp3"]
+AUDIO_FORMATS: tuple[AudioFormatName, ...] = ("pcm", "opus", "mp3")
+# What audio frames and events say the bytes are (``format`` of ``synthesis_start`` and ``audio_chunk``):
+# PCM keeps the name it always had; "opus" is an Ogg Opus stream (RFC 7845), "mp3" MPEG audio frames.
+WIRE_AUDIO_FORMATS: dict[AudioFormatName, str] = {"pcm": AUDIO_FORMAT, "opus": "opus", "mp3": "mp3"}
+
+# POST /invocations bodies: raw PCM, streaming WAV, SSE (base64 PCM), or a raw Ogg Opus / MP3 stream.
+InvocationFormat = Literal["pcm", "wav", "sse", "opus", "mp3"]
+INVOCATION_FORMATS: tuple[str, ...] = ("pcm", "wav", "sse", "opus", "mp3")
 
 
 class ErrorCode(StrEnum):
@@ -67,6 +77,8 @@ class ErrorCode(StrEnum):
     BAD_SPEED = "bad_speed"
     BAD_SAMPLE_RATE = "bad_sample_rate"
     BAD_FORMAT = "bad_format"
+    # A compressed format this server cannot encode (no PyAV installed): ask again for "pcm".
+    FORMAT_UNAVAILABLE = "format_unavailable"
     UNKNOWN_TYPE = "unknown_type"
     ENGINE_FAILED = "engine_failed"
     OVERLOADED = "overloaded"
@@ -129,6 +141,10 @@ class SynthesizeRequest(_JsonMessage):
     the server renders ``text`` as part of that sentence, so a sentence cut into several requests sounds
     as if spoken whole: no pause, lengthened word or falling pitch at the cut. Fields added after the
     first release: older servers ignore them, older clients never send them.
+
+    ``format``: the audio the request's binary frames carry (``pcm``, ``opus``: one Ogg Opus stream per
+    request, ``mp3``). Sent only when not ``pcm``; an older server ignores it and sends PCM, which its
+    ``synthesis_start`` says (``format: "pcm_s16le"``), so a client reads the format from there.
     """
 
     text: str
@@ -139,6 +155,7 @@ class SynthesizeRequest(_JsonMessage):
     lang: str = DEFAULT_LANG
     previous_text: str | None = None
     next_text: str | None = None
+    format: AudioFormatName = "pcm"
 
     def to_dict(self) -> dict[str, Any]:
         body: dict[str, Any] = {"type": "synthesize", "text": self.text}
@@ -154,6 +171,8 @@ class SynthesizeRequest(_JsonMessage):
             body["previous_text"] = self.previous_text
         if self.next_text:
             body["next_text"] = self.next_text
+        if self.format != "pcm":
+            body["format"] = self.format
         return body
 
 
@@ -187,7 +206,9 @@ class Invocation:
     format: InvocationFormat = "pcm"
 
     def to_body(self) -> bytes:
-        return _dumps(self.request.to_dict() | {"format": self.format}).encode("utf-8")
+        body = self.request.to_dict()
+        body.pop("format", None)  # the body's own format names the audio (a POST has one)
+        return _dumps(body | {"format": self.format}).encode("utf-8")
 
 
 def decode_text(payload: bytes | str) -> str:
@@ -283,6 +304,18 @@ def _sample_rate(value: object, request_id: str | None) -> int:
     return value
 
 
+def parse_audio_format(value: object, request_id: str | None = None) -> AudioFormatName:
+    """A requested audio format (None: ``pcm``), or ``bad_format``. Shared by every place that takes one."""
+    if value is None:
+        return "pcm"
+    if not isinstance(value, str) or value not in AUDIO_FORMATS:
+        names = ", ".join(AUDIO_FORMATS)
+        raise ProtocolError(
+            ErrorCode.BAD_FORMAT, f"'format' must be one of {names}, got {shown(value)}", request_id
+        )
+    return value
+
+
 def _text(obj: dict[str, Any], request_id: str | None) -> str:
     if "text" not in obj or obj["text"] is None:
         raise ProtocolError(ErrorCode.MISSING_TEXT, "'text' is required", request_id)
@@ -337,6 +370,7 @@ def _synthesize(obj: dict[str, Any]) -> SynthesizeRequest:
         lang=_optional_str(obj, "lang", request_id) or DEFAULT_LANG,
         previous_text=_context(obj, "previous_text", request_id),
         next_text=_context(obj, "next_text", request_id),
+        format=parse_audio_format(obj.get("format"), request_id),
     )
 
 
@@ -368,14 +402,19 @@ def parse_client_message(payload: bytes | str) -> ClientMessage:
 
 
 def parse_invocation(body: bytes) -> Invocation:
-    """Parse and validate a POST /invocations body (same fields and codes as ``synthesize``)."""
+    """Parse and validate a POST /invocations body (same fields and codes as ``synthesize``).
+
+    ``format`` names the body: ``opus`` and ``mp3`` are the compressed stream itself, the others PCM.
+    """
     obj = _load_object(body)
     fmt = obj.get("format")
     if fmt is None:
         fmt = "pcm"
     if not isinstance(fmt, str) or fmt not in INVOCATION_FORMATS:
-        raise ProtocolError(ErrorCode.BAD_FORMAT, f"'format' must be one of pcm, wav, sse, got {shown(fmt)}")
-    return Invocation(_synthesize(obj), fmt)  # type: ignore[arg-type]
+        names = ", ".join(INVOCATION_FORMATS)
+        raise ProtocolError(ErrorCode.BAD_FORMAT, f"'format' must be one of {names}, got {shown(fmt)}")
+    audio: AudioFormatName = fmt if fmt in ("opus", "mp3") else "pcm"  # type: ignore[assignment]
+    return Invocation(replace(_synthesize(obj | {"format": None}), format=audio), fmt)  # type: ignore[arg-type]
 
 
 # ---------------------------------------------------------------------------------------------- server
@@ -404,17 +443,22 @@ class SessionStarted(_JsonMessage):
 
 @dataclass(frozen=True, slots=True)
 class SynthesisStarted(_JsonMessage):
-    """The audio frames that follow belong to ``request_id`` (until its ``synthesis_complete``)."""
+    """The audio frames that follow belong to ``request_id`` (until its ``synthesis_complete``).
+
+    ``format``: what those frames are (``pcm_s16le``, ``opus``, ``mp3``: :data:`WIRE_AUDIO_FORMATS`);
+    ``sample_rate`` is the PCM's rate, encoded or not.
+    """
 
     request_id: str
     sample_rate: int = DEFAULT_SAMPLE_RATE
     channels: int = CHANNELS
+    format: str = AUDIO_FORMAT
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "type": "synthesis_start",
             "request_id": self.request_id,
-            "format": AUDIO_FORMAT,
+            "format": self.format,
             "sample_rate": self.sample_rate,
             "channels": self.channels,
         }
@@ -574,8 +618,12 @@ def parse_control(obj: Mapping[str, Any]) -> ControlFrame | None:
     raw_id = obj.get("request_id")
     request_id = raw_id if isinstance(raw_id, str) else None
     if kind == "synthesis_start" and request_id is not None:
+        fmt = obj.get("format")
         return SynthesisStarted(
-            request_id, _int(obj.get("sample_rate"), DEFAULT_SAMPLE_RATE), _int(obj.get("channels"), CHANNELS)
+            request_id,
+            _int(obj.get("sample_rate"), DEFAULT_SAMPLE_RATE),
+            _int(obj.get("channels"), CHANNELS),
+            fmt if isinstance(fmt, str) else AUDIO_FORMAT,
         )
     if kind == "synthesis_complete" and request_id is not None:
         first = obj.get("first_audio_ms")

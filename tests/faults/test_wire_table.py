@@ -192,7 +192,7 @@ POST_ROWS = [
     PostRow("speed NaN", b'{"text": "Hi.", "speed": NaN}', 400, "bad_speed"),
     PostRow("speed Infinity", b'{"text": "Hi.", "speed": Infinity}', 400, "bad_speed"),
     PostRow("sample rate list", body(text="Hi.", sample_rate=[1] * 20_000), 400, "bad_sample_rate"),
-    PostRow("format mp3", body(text="Hi.", format="mp3"), 400, "bad_format"),
+    PostRow("format flac", body(text="Hi.", format="flac"), 400, "bad_format"),
     PostRow("combining marks only", body(text="\u0301\u0308"), 422, "nothing_to_say"),
     PostRow("CJK, English voice", body(text="你好世界", format="wav"), 422, "unsupported_script"),
     PostRow("lang de (pcm)", body(text="Hallo.", lang="de"), 400, "unsupported_lang", real=True),

@@ -66,8 +66,30 @@ def test_an_invocation_body_round_trips_with_its_format() -> None:
     assert parsed.format == "wav" and parsed.request.text == "Hi."
     assert protocol.parse_invocation(b'{"text": "Hi."}').format == "pcm"
     with pytest.raises(ProtocolError) as info:
-        protocol.parse_invocation(b'{"text": "Hi.", "format": "mp3"}')
+        protocol.parse_invocation(b'{"text": "Hi.", "format": "flac"}')
     assert info.value.code == ErrorCode.BAD_FORMAT
+
+
+@pytest.mark.parametrize("fmt", ["opus", "mp3"])
+def test_a_compressed_invocation_names_its_audio_on_the_request(fmt: str) -> None:
+    parsed = protocol.parse_invocation(json.dumps({"text": "Hi.", "format": fmt}).encode())
+    assert parsed.format == fmt and parsed.request.format == fmt
+    assert protocol.parse_invocation(parsed.to_body()) == parsed
+    assert protocol.parse_invocation(b'{"text": "Hi.", "format": "sse"}').request.format == "pcm"
+
+
+def test_a_synthesize_request_carries_its_audio_format_only_when_compressed() -> None:
+    """Older servers ignore ``format`` (and answer PCM, which their ``synthesis_start`` says)."""
+    assert "format" not in json.loads(SynthesizeRequest("Hi.").to_wire())
+    opus = SynthesizeRequest("Hi.", request_id="r1", format="opus")
+    assert json.loads(opus.to_wire())["format"] == "opus"
+    assert protocol.parse_client_message(opus.to_wire()) == opus
+    with pytest.raises(ProtocolError) as info:
+        protocol.parse_client_message('{"text": "Hi.", "format": "ogg", "request_id": "r9"}')
+    assert info.value.code == ErrorCode.BAD_FORMAT and info.value.request_id == "r9"
+    started = SynthesisStarted("r1", 24_000, format="opus")
+    assert protocol.parse_control(json.loads(started.to_wire())) == started
+    assert protocol.parse_control({"type": "synthesis_start", "request_id": "r1"}) == SynthesisStarted("r1")
 
 
 @pytest.mark.parametrize(
