@@ -111,14 +111,21 @@ def text_delta(seq: int, text: str) -> TextDelta:
     return {"type": "text_delta", "seq": seq, "text": text}
 
 
-def audio_chunk(seq: int, sentence: int, pcm: bytes, sample_rate: int) -> AudioChunk:
-    """One piece of a request's audio; base64 so the dict stays JSON (the +33% is the price of SSE)."""
+def audio_chunk(
+    seq: int, sentence: int, audio: bytes, sample_rate: int, audio_format: str = AUDIO_FORMAT
+) -> AudioChunk:
+    """One piece of a request's audio; base64 so the dict stays JSON (the +33% is the price of SSE).
+
+    ``audio_format`` says what the bytes are: ``pcm_s16le``, or the next bytes of the turn's one
+    compressed stream (``opus``: Ogg Opus, ``mp3``), so the ``audio`` of a turn's chunks, decoded from
+    base64 and joined in ``seq`` order, is one playable file. ``sample_rate`` is the PCM's rate either way.
+    """
     return {
         "type": "audio_chunk",
         "seq": seq,
         "sentence": sentence,
-        "audio": base64.b64encode(pcm).decode("ascii"),
-        "format": AUDIO_FORMAT,
+        "audio": base64.b64encode(audio).decode("ascii"),
+        "format": audio_format,
         "sample_rate": sample_rate,
         "channels": CHANNELS,
     }

@@ -34,9 +34,16 @@ from strands.hooks import (
 )
 from strands.middleware import InvokeModelContext, InvokeModelStage, MiddlewareNext, TypedEvent
 
+from strands_kokoro.audio_encoding import FormatUnavailable, encoder_available
 from strands_kokoro.events import Event
 from strands_kokoro.pacer import PACING_POLICIES, PacingPolicy
-from strands_kokoro.protocol import DEFAULT_LANG, DEFAULT_SAMPLE_RATE, DEFAULT_VOICE
+from strands_kokoro.protocol import (
+    AUDIO_FORMATS,
+    DEFAULT_LANG,
+    DEFAULT_SAMPLE_RATE,
+    DEFAULT_VOICE,
+    AudioFormatName,
+)
 from strands_kokoro.sessions import open_session
 from strands_kokoro.sessions.base import SpeechSession
 from strands_kokoro.speech_options import SessionFactory, SpeechMode, SpeechOptions
@@ -65,6 +72,11 @@ class KokoroSpeech(HookProvider):
     so a slow tool does not leave the listener wondering. ``reconnect_attempts`` bounds how often a dropped
     session is reopened within a turn. ``session_factory`` replaces ``open_session(endpoint)`` (tests,
     custom transports).
+
+    ``audio_format``: what ``audio_chunk`` events carry: ``"pcm"`` (s16le, the default), ``"opus"`` (one
+    Ogg Opus stream per turn, 24 kbit/s) or ``"mp3"`` (32 kbit/s); the compressed ones need PyAV
+    (:mod:`strands_kokoro.audio_encoding`). The model server is always asked for PCM: the turn times and
+    paces by it, and encodes once, for the listener.
     """
 
     def __init__(
@@ -82,6 +94,7 @@ class KokoroSpeech(HookProvider):
         tool_filler_after_s: float = 1.0,
         reconnect_attempts: int = 2,
         reconnect_backoff_s: float = 0.25,
+        audio_format: AudioFormatName = "pcm",
         session_factory: SessionFactory | None = None,
         **session_options: Any,
     ) -> None:
@@ -89,6 +102,10 @@ class KokoroSpeech(HookProvider):
             raise ValueError(f"mode must be 'bidi' or 'batch', got {mode!r}")
         if pacing not in PACING_POLICIES:
             raise ValueError(f"pacing must be 'latency' or 'smooth', got {pacing!r}")
+        if audio_format not in AUDIO_FORMATS:
+            raise ValueError(f"audio_format must be one of {', '.join(AUDIO_FORMATS)}, got {audio_format!r}")
+        if not encoder_available(audio_format):
+            raise FormatUnavailable(audio_format)
         self.endpoint = endpoint
         self.options = SpeechOptions(
             mode=mode,
@@ -102,6 +119,7 @@ class KokoroSpeech(HookProvider):
             tool_filler_after_s=max(0.0, tool_filler_after_s),
             reconnect_attempts=max(0, reconnect_attempts),
             reconnect_backoff_s=reconnect_backoff_s,
+            audio_format=audio_format,
         )
         self._session_factory = session_factory
         self._session_options = session_options

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from strands_kokoro.pacer import PacingPolicy
-from strands_kokoro.protocol import DEFAULT_LANG, DEFAULT_SAMPLE_RATE, DEFAULT_VOICE
+from strands_kokoro.protocol import DEFAULT_LANG, DEFAULT_SAMPLE_RATE, DEFAULT_VOICE, AudioFormatName
 from strands_kokoro.sessions.base import SpeechSession
 
 __all__ = ["SessionFactory", "SpeechMode", "SpeechOptions"]
@@ -31,3 +31,4 @@ class SpeechOptions:
     tool_filler_after_s: float = 1.0
     reconnect_attempts: int = 2
     reconnect_backoff_s: float = 0.25
+    audio_format: AudioFormatName = "pcm"

@@ -26,6 +26,7 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
+from strands_kokoro.audio_encoding import new_encoder
 from strands_kokoro.events import Event, agent_end, agent_start, error, speech_interrupted
 from strands_kokoro.pacer import SpeechPacer
 from strands_kokoro.speech_options import SessionFactory, SpeechOptions
@@ -61,6 +62,7 @@ class SpeechTurn:
             lambda: (time.perf_counter() - started) * 1000.0,
             pacer,
             hold_start=options.pacing == "smooth",
+            encoder=new_encoder(options.audio_format, options.sample_rate),
         )
         self._state = TurnState(request_id, options, pacer, output, started=started)
         self._session = TurnSession(self._state, open_session)
@@ -140,6 +142,7 @@ class SpeechTurn:
         finally:
             self._tasks = self._session.tasks = None
             output.start_playback()  # smooth pacing: nothing held back is lost
+            output.end_audio(self.options.sample_rate)
             output.emit(
                 agent_end(
                     self.request_id,

@@ -7,6 +7,12 @@ pacing nothing may play until the predicted schedule has no gap. So events are k
 until they can go out, and each is built exactly once, when it is released: numbered then, timed then,
 and told to the pacer's listener clock then (a listener hears audio when it is released, not when it
 arrived). Text deltas and turn-level events go out at once.
+
+Audio is encoded here too, as it is released, into the turn's ONE stream in the listener's format
+(:mod:`strands_kokoro.audio_encoding`: PCM, Ogg Opus or MP3): one stream per turn, not per request, so
+sentences join without a codec's start-up and end padding between them. The pacer, ``audio_ms`` and the
+word timings count the PCM; a codec may hold less than a frame (Opus: 20 ms) until the next chunk, and
+:meth:`TurnOutput.end_audio` hands out the end of the stream before ``agent_end``.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from strands_kokoro.audio_encoding import AudioEncoder, PcmEncoder
 from strands_kokoro.events import Event, audio_chunk, sentence_complete, speech_error, text_delta
 from strands_kokoro.pacer import SpeechPacer
 from strands_kokoro.protocol import Word, audio_ms
@@ -53,8 +60,11 @@ class TurnOutput:
         pacer: SpeechPacer,
         *,
         hold_start: bool,
+        encoder: AudioEncoder | None = None,
     ) -> None:
         self._outbox = outbox
+        self._encoder: AudioEncoder = encoder or PcmEncoder()
+        self._last_sentence = 0
         self._clock = clock
         self._pacer = pacer
         self.playing = not hold_start
@@ -164,10 +174,8 @@ class TurnOutput:
             self.audio_ms += ms
             if request.first_audio_ms is None:
                 request.first_audio_ms, request.buffer_ms = now, buffered
-            if self.first_audio_ms is None:
-                self.first_audio_ms = now
-            self.emit(audio_chunk(self.audio_seq, request.index, item.pcm, request.sample_rate))
-            self.audio_seq += 1
+            self._last_sentence = request.index
+            self._emit_audio(self._encoder.encode(item.pcm), request.index, request.sample_rate, now)
             return
         self.emit(
             sentence_complete(
@@ -180,3 +188,15 @@ class TurnOutput:
                 words=item.words,
             )
         )
+
+    def _emit_audio(self, payload: bytes, sentence: int, sample_rate: int, now: float) -> None:
+        if not payload:  # a codec holding less than a frame: it goes out with the next chunk
+            return
+        if self.first_audio_ms is None:
+            self.first_audio_ms = now
+        self.emit(audio_chunk(self.audio_seq, sentence, payload, sample_rate, self._encoder.wire_format))
+        self.audio_seq += 1
+
+    def end_audio(self, sample_rate: int) -> None:
+        """The turn is over: the end of its compressed stream (what the codec held, Ogg's EOS page)."""
+        self._emit_audio(self._encoder.finish(), self._last_sentence, sample_rate, self._clock())

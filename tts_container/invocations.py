@@ -1,9 +1,11 @@
 """POST /invocations: one whole text in, audio streamed back as the engine produces it.
 
-Three response formats (architecture §3): ``pcm`` (raw s16le), ``wav`` (a streaming header whose sizes are
-unknown, written 0xFFFFFFFF as streaming WAV writers do, then raw PCM) and ``sse`` (base64 audio in
-``data: {json}\\n\\n`` events for browser pipelines). Validation errors are answered before any audio
-with the same coded error frame the WebSocket session sends.
+Five response formats (architecture §3): ``pcm`` (raw s16le), ``wav`` (a streaming header whose sizes
+are unknown, written 0xFFFFFFFF as streaming WAV writers do, then raw PCM), ``sse`` (base64 audio in
+``data: {json}\\n\\n`` events for browser pipelines), and the compressed streams ``opus`` (Ogg Opus,
+``audio/ogg``) and ``mp3`` (``audio/mpeg``), encoded segment by segment as the PCM comes
+(:mod:`strands_kokoro.audio_encoding`). Validation errors are answered before any audio with the same
+coded error frame the WebSocket session sends.
 
 A client that hangs up mid-stream is a barge-in: Starlette's ``StreamingResponse`` watches for the
 disconnect and cancels the body, which stops the engine at its next segment (the one running is waited
@@ -26,10 +28,12 @@ from dataclasses import dataclass, replace
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
+from strands_kokoro.audio_encoding import FormatUnavailable, encoder_available, new_encoder
 from strands_kokoro.protocol import (
     CHANNELS,
     MAX_MESSAGE_BYTES,
     SAMPLE_WIDTH_BYTES,
+    WIRE_AUDIO_FORMATS,
     AudioData,
     ErrorCode,
     ProtocolError,
@@ -57,7 +61,9 @@ _STATUS = {
     ErrorCode.NOTHING_TO_SAY: 422,
     ErrorCode.UNSUPPORTED_SCRIPT: 422,
     ErrorCode.REQUEST_TIMEOUT: 408,
+    ErrorCode.FORMAT_UNAVAILABLE: 501,
 }
+_MEDIA_TYPES = {"opus": "audio/ogg; codecs=opus", "mp3": "audio/mpeg"}
 _UNKNOWN_SIZE = 0xFFFFFFFF
 
 
@@ -85,6 +91,10 @@ async def invocations(
         invocation = parse_invocation(body)
     except ProtocolError as exc:
         return error_response(exc.error_code, exc.message, exc.request_id)
+    synth_request = invocation.request
+    if not encoder_available(synth_request.format):
+        unavailable = FormatUnavailable(synth_request.format)
+        return error_response(ErrorCode.FORMAT_UNAVAILABLE, unavailable.message, synth_request.request_id)
     admitted = admit(synthesizer, invocation.request)
     if isinstance(admitted, ServerError):
         return error_response(ErrorCode(admitted.code), admitted.message, admitted.request_id)
@@ -109,6 +119,10 @@ async def invocations(
     if invocation.format == "sse":
         headers["Cache-Control"] = "no-cache"
         return StreamingResponse(_sse(audio), media_type="text/event-stream", headers=headers)
+    if invocation.format in _MEDIA_TYPES:
+        headers["X-Audio-Format"] = WIRE_AUDIO_FORMATS[synth.format]
+        media_type = _MEDIA_TYPES[invocation.format]
+        return StreamingResponse(_encoded(audio), media_type=media_type, headers=headers)
     headers["X-Audio-Format"] = "pcm_s16le"
     return StreamingResponse(_pcm(audio), media_type="application/octet-stream", headers=headers)
 
@@ -206,6 +220,15 @@ async def _pcm(audio: _Audio) -> AsyncIterator[bytes]:
             yield frame
     except Exception as exc:
         raise EngineFailedMidStream("synthesis failed after the first audio; the body ends early") from exc
+
+
+async def _encoded(audio: _Audio) -> AsyncIterator[bytes]:
+    """The request's compressed stream: each segment's bytes as soon as the codec has a frame of it."""
+    encoder = new_encoder(audio.request.format, audio.request.sample_rate)
+    async for frame in _pcm(audio):
+        if payload := encoder.encode(frame):
+            yield payload
+    yield encoder.finish()
 
 
 async def _wav(audio: _Audio) -> AsyncIterator[bytes]:

@@ -45,8 +45,10 @@ from typing import Final
 
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from strands_kokoro.audio_encoding import AudioEncoder, FormatUnavailable, encoder_available, new_encoder
 from strands_kokoro.protocol import (
     MAX_QUEUED_REQUESTS,
+    WIRE_AUDIO_FORMATS,
     Cancel,
     Cancelled,
     Close,
@@ -106,6 +108,13 @@ class _Job:
     chunks: int = 0
     first_audio_at: float | None = None
     words: list[Word] = field(default_factory=list)
+    encoder: AudioEncoder | None = None  # the request's own stream (Ogg Opus, MP3), made at its first send
+
+    def encoded(self, pcm: bytes) -> bytes:
+        """What the sender writes for ``pcm``: the PCM itself, or the next bytes of the request's stream."""
+        if self.encoder is None:
+            self.encoder = new_encoder(self.request.format, self.request.sample_rate)
+        return self.encoder.encode(pcm)
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,6 +248,9 @@ class Session:
 
     def _accept(self, request: SynthesizeRequest) -> None:
         admitted = admit(self._synth, request)
+        if isinstance(admitted, SynthesizeRequest) and not encoder_available(request.format):
+            unavailable = FormatUnavailable(request.format)
+            admitted = ServerError(request.request_id, ErrorCode.FORMAT_UNAVAILABLE, unavailable.message)
         if isinstance(admitted, SynthesizeRequest) and self._queued >= MAX_QUEUED_REQUESTS:
             message = f"{MAX_QUEUED_REQUESTS} requests are already queued in this session; retry later"
             admitted = ServerError(request.request_id, ErrorCode.OVERLOADED, message)
@@ -325,7 +337,8 @@ class Session:
                 await self._synthesize(job)
 
     async def _synthesize(self, job: _Job) -> None:
-        self._control(SynthesisStarted(job.request_id, job.request.sample_rate), epoch=job.epoch)
+        rate, fmt = job.request.sample_rate, WIRE_AUDIO_FORMATS[job.request.format]
+        self._control(SynthesisStarted(job.request_id, rate, format=fmt), epoch=job.epoch)
         frames = self._synth.pcm_frames(job.request, job.words)
         try:
             async for pcm in frames:
@@ -364,6 +377,9 @@ class Session:
             elif isinstance(item, _Audio):
                 await self._send_audio(item)
             elif isinstance(item, _Finished) and item.job.epoch == self._epoch:
+                if not item.failed and item.job.encoder is not None and (tail := item.job.encoder.finish()):
+                    item.job.chunks += 1
+                    await self._send(tail)  # the end of the request's stream (Ogg's EOS page)
                 await self._send(self._finish(item).to_wire())
 
     async def _send_audio(self, item: _Audio) -> None:
@@ -375,8 +391,10 @@ class Session:
         if job.first_audio_at is None:
             job.first_audio_at = time.perf_counter()
         job.audio_bytes += len(item.pcm)
-        job.chunks += 1
-        await self._send(item.pcm)
+        payload = job.encoded(item.pcm)
+        if payload:  # a compressed stream may hold less than a frame until the next segment
+            job.chunks += 1
+            await self._send(payload)
         self._counters.audio_sent_ms += audio_ms(len(item.pcm), job.request.sample_rate)
 
     def _finish(self, item: _Finished) -> ServerError | SynthesisCompleted:

@@ -82,7 +82,7 @@ async def test_sse_events_carry_base64_audio_with_fake_engine() -> None:
         (b'{"text": "Hi.", "voice": "zz_nobody"}', 400, "unknown_voice"),
         (b'{"text": "Hi.", "speed": 100}', 400, "bad_speed"),
         (b'{"text": "Hi.", "sample_rate": 12345}', 400, "bad_sample_rate"),
-        (b'{"text": "Hi.", "format": "mp3"}', 400, "bad_format"),
+        (b'{"text": "Hi.", "format": "flac"}', 400, "bad_format"),
         (b" " * (MAX_MESSAGE_BYTES + 10), 413, "message_too_large"),
     ],
 )
