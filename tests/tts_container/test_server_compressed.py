@@ -85,7 +85,8 @@ async def test_real_model_speaks_each_request_as_its_own_ogg_opus_stream(model_s
     url = f"{model_server.ws_url}{WS_PATH}"  # type: ignore[attr-defined]
     async with open_ws(url) as ws:
         for request_id in ("a", "b"):
-            await ws.send(dumps(text="Otters hold hands while they sleep.", request_id=request_id, format="opus"))
+            text = "Otters hold hands while they sleep."
+            await ws.send(dumps(text=text, request_id=request_id, format="opus"))
         responses = [await read_response(ws), await read_response(ws)]
         await ws.send(Close().to_wire())
     for response in responses:
