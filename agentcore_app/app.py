@@ -1,8 +1,10 @@
 """The AgentCore entrypoint: a Strands agent that speaks while it writes, streamed back as SSE.
 
 ``app`` is what the AgentCore runtime (and ``python -m agentcore_app``) serves: POST ``/invocations`` with
-``{prompt, mode: "bidi"|"batch", voice?, speed?}`` answers ``text/event-stream`` of the turn's events
-(architecture §4). The
+``{prompt, mode: "bidi"|"batch", voice?, speed?, format?: "pcm"|"opus"|"mp3"}`` answers ``text/event-stream``
+of the turn's events (architecture §4), and the WebSocket ``/ws`` takes the same requests and answers the
+same events as JSON frames with the audio in binary frames (:mod:`agentcore_app.ws_turns`,
+:mod:`strands_kokoro.event_frames`). The
 agent has tools (:mod:`agentcore_app.tools`); a request with AgentCore's runtime session id header
 continues that conversation (:mod:`agentcore_app.conversations`, :mod:`agentcore_app.conversation_turn`),
 one without it is a turn of its own.
@@ -45,9 +47,10 @@ from agentcore_app.conversations import AGENT_ID, ConversationStore, TurnBuffer
 from agentcore_app.hangup import HangUpWatcher, hangup_of, until_hung_up
 from agentcore_app.local_guard import LocalCallerGuard
 from agentcore_app.models import create_model, model_setting, parse_model_spec
-from agentcore_app.payload import PayloadError, parse_turn
+from agentcore_app.payload import PayloadError, Turn, parse_turn
 from agentcore_app.time_context import time_context
 from agentcore_app.tools import load_tools, speech_setting
+from agentcore_app.ws_turns import turn_socket_handler
 from strands_kokoro import events
 from strands_kokoro.protocol import DEFAULT_VOICE, ErrorCode, sse_event
 from strands_kokoro.serving.deadlines import BODY_TIMEOUT_S, HEADER_TIMEOUT_S, BodyDeadline, Refusal
@@ -186,23 +189,15 @@ def create_app(
         ]
     )
 
-    @agentcore.entrypoint
-    async def invoke(payload: Any, context: RequestContext | None = None) -> AsyncIterator[Mapping[str, Any]]:
-        """One agent turn, spoken in ``mode``; yields JSON-serialisable architecture §4 events.
+    async def spoken(turn: Turn, session_id: str | None) -> AsyncGenerator[Mapping[str, Any]]:
+        """One validated turn, spoken in ``turn.mode``: architecture §4 events, for SSE and ``/ws``.
 
-        ``context.session_id`` (AgentCore's runtime session id header) names the conversation the turn
-        belongs to; without one the agent answers this prompt alone.
+        ``session_id`` (AgentCore's runtime session id) names the conversation the turn belongs to;
+        without one the agent answers this prompt alone.
         """
-        request = None if context is None else context.request
-        hangup = None if request is None else hangup_of(request.scope)
         try:
-            turn = parse_turn(payload)
-            session_id = None if context is None else context.session_id
             if session_id is not None:
                 check_session_id(session_id)
-        except PayloadError as refused:
-            yield refused.event()
-            return
         except ConversationError as refused:
             yield events.error(refused.code, refused.message)
             return
@@ -217,6 +212,7 @@ def create_app(
                 mode=turn.mode,
                 voice=turn.voice or DEFAULT_VOICE,
                 speed=turn.speed or 1.0,
+                audio_format=turn.format,
                 **spoken_options,
             )
 
@@ -236,13 +232,13 @@ def create_app(
                     conversation_manager=conversation_manager,
                 )
 
-            spoken: SpokenTurn | AsyncGenerator[Event, None]
+            said: SpokenTurn | AsyncGenerator[Event, None]
             if session_id is None or store is None:
-                spoken = speech.stream(new_agent(), turn.prompt)
+                said = speech.stream(new_agent(), turn.prompt)
             else:
-                spoken = remembered_turn(store, session_id, speech, new_agent, turn.prompt)
-            async with aclosing(spoken) as stream:
-                async for event in until_hung_up(stream, hangup):
+                said = remembered_turn(store, session_id, speech, new_agent, turn.prompt)
+            async with aclosing(said) as stream:
+                async for event in stream:
                     yield event
         except ConversationError as refused:
             yield events.error(refused.code, refused.message)
@@ -252,6 +248,27 @@ def create_app(
             yield events.error("agent_failed", "the agent failed to answer")
         finally:
             agentcore.complete_async_task(task_id)
+
+    @agentcore.entrypoint
+    async def invoke(payload: Any, context: RequestContext | None = None) -> AsyncIterator[Mapping[str, Any]]:
+        """POST /invocations: one agent turn, its events as SSE (``context.session_id``: the conversation).
+
+        A hang-up cancels the wait for the turn's next event (:func:`~agentcore_app.hangup.until_hung_up`).
+        """
+        request = None if context is None else context.request
+        hangup = None if request is None else hangup_of(request.scope)
+        try:
+            turn = parse_turn(payload)
+        except PayloadError as refused:
+            yield refused.event()
+            return
+        session_id = None if context is None else context.session_id
+        async with aclosing(spoken(turn, session_id)) as stream:
+            async for event in until_hung_up(stream, hangup):
+                yield event
+
+    # The WebSocket: its own reader sees a hang-up (websocket.disconnect) and cancels the turn's task.
+    agentcore.websocket(turn_socket_handler(agentcore, spoken))
 
     return agentcore
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import json
 import time
 import uuid
@@ -22,6 +23,8 @@ from typing import Any
 
 import httpx
 from httpx_sse import EventSource, aconnect_sse
+
+from strands_kokoro.protocol import AUDIO_FORMAT, AudioFormatName
 
 INVOKE_TIMEOUT_S = 300.0
 SESSION_HEADER = "X-Amzn-Bedrock-AgentCore-Runtime-Session-Id"
@@ -43,18 +46,41 @@ class TimedEvent:
 
 @dataclass(slots=True)
 class TurnRecord:
-    """Everything a client saw of one turn: the timed events and the audio they carried."""
+    """Everything a client saw of one turn: the timed events and the audio they carried.
+
+    ``encoded`` is the turn's audio as it came (PCM, or its one Ogg Opus / MP3 stream); ``pcm`` is what
+    a listener hears, decoded by :meth:`finish` for a compressed stream. ``wire_bytes``: what the
+    transport delivered (SSE body or WebSocket frames), for the transport benchmark.
+    """
 
     mode: str
     events: list[TimedEvent] = field(default_factory=list)
     pcm: bytearray = field(default_factory=bytearray)
     sample_rate: int = 24_000
+    audio_format: str = AUDIO_FORMAT
+    encoded: bytearray = field(default_factory=bytearray)
+    wire_bytes: int = 0
 
-    def add(self, timed: TimedEvent) -> None:
+    def add(self, timed: TimedEvent, audio: bytes | None = None) -> None:
+        """One event; ``audio``: its bytes when the transport carried them apart (a binary frame)."""
         self.events.append(timed)
         if timed.event.get("type") == "audio_chunk":
-            self.pcm += base64.b64decode(timed.event["audio"])
+            raw = base64.b64decode(timed.event["audio"]) if audio is None else audio
+            self.audio_format = str(timed.event.get("format", AUDIO_FORMAT))
             self.sample_rate = int(timed.event.get("sample_rate", self.sample_rate))
+            if self.audio_format == AUDIO_FORMAT:
+                self.pcm += raw
+            else:
+                self.encoded += raw
+
+    def finish(self) -> TurnRecord:
+        """The stream ended: a compressed one is decoded into ``pcm`` (what the listener heard)."""
+        if self.encoded and self.audio_format != AUDIO_FORMAT:
+            from strands_kokoro.audio_encoding import decode_audio
+
+            fmt: AudioFormatName = "opus" if self.audio_format == "opus" else "mp3"
+            self.pcm = bytearray(decode_audio(bytes(self.encoded), fmt, self.sample_rate))
+        return self
 
     def first(self, kind: str) -> TimedEvent | None:
         return next((e for e in self.events if e.event.get("type") == kind), None)
@@ -92,9 +118,15 @@ class TurnRecord:
 
 
 def payload_for(
-    prompt: str, mode: str, voice: str | None = None, speed: float | None = None
+    prompt: str,
+    mode: str,
+    voice: str | None = None,
+    speed: float | None = None,
+    audio_format: str | None = None,
 ) -> dict[str, Any]:
     payload: dict[str, Any] = {"prompt": prompt, "mode": mode}
+    if audio_format is not None:
+        payload["format"] = audio_format
     if voice is not None:
         payload["voice"] = voice
     if speed is not None:
@@ -102,8 +134,20 @@ def payload_for(
     return payload
 
 
+@dataclass(slots=True)
+class Wire:
+    """Bytes a transport delivered for one turn (the response body, or every WebSocket frame)."""
+
+    bytes: int = 0
+
+
 async def invoke_http(
-    client: httpx.AsyncClient, base_url: str, payload: dict[str, Any], *, session_id: str | None = None
+    client: httpx.AsyncClient,
+    base_url: str,
+    payload: dict[str, Any],
+    *,
+    session_id: str | None = None,
+    wire: Wire | None = None,
 ) -> AsyncIterator[TimedEvent]:
     """POST /invocations on an agent app and yield its events as they complete.
 
@@ -116,8 +160,12 @@ async def invoke_http(
         client, "POST", url, json=payload, headers=headers, timeout=INVOKE_TIMEOUT_S
     ) as source:
         async for sse in source.aiter_sse():
+            if wire is not None:
+                wire.bytes = source.response.num_bytes_downloaded
             if sse.data:
                 yield TimedEvent((time.perf_counter() - started) * 1000.0, json.loads(sse.data))
+        if wire is not None:
+            wire.bytes = source.response.num_bytes_downloaded
 
 
 class _BotoBodyStream(httpx.AsyncByteStream):
@@ -176,13 +224,22 @@ async def run_turn(
     agentcore_client: Any = None,
     voice: str | None = None,
     session_id: str | None = None,
+    transport: str = "sse",
+    audio_format: str | None = None,
 ) -> TurnRecord:
     """Run one turn against ``endpoint_url`` (http(s) URL or AgentCore runtime ARN) and record it.
 
-    ``session_id``: the conversation this turn continues (None: a turn of its own).
+    ``session_id``: the conversation this turn continues (None: a turn of its own). ``transport``:
+    ``sse`` (POST /invocations) or ``ws`` (the app's ``/ws``: binary audio; a runtime ARN is signed with
+    SigV4, :mod:`agentcore_app.ws_client`). ``audio_format``: ``pcm`` (default), ``opus`` or ``mp3``.
     """
     record = TurnRecord(mode=mode)
-    payload = payload_for(prompt, mode, voice)
+    payload = payload_for(prompt, mode, voice, audio_format=audio_format)
+    if transport == "ws":
+        from agentcore_app.ws_client import run_ws_turn
+
+        return (await run_ws_turn(endpoint_url, payload, record, session_id=session_id)).finish()
+    wire = Wire()
     if endpoint_url.startswith("arn:"):
         if agentcore_client is None:
             import boto3
@@ -191,12 +248,12 @@ async def run_turn(
             agentcore_client = boto3.client("bedrock-agentcore", region_name=region)
         async for timed in invoke_runtime(agentcore_client, endpoint_url, payload, session_id=session_id):
             record.add(timed)
-        return record
-    if http_client is None:
-        async with httpx.AsyncClient(timeout=INVOKE_TIMEOUT_S) as client:
-            async for timed in invoke_http(client, endpoint_url, payload, session_id=session_id):
-                record.add(timed)
-        return record
-    async for timed in invoke_http(http_client, endpoint_url, payload, session_id=session_id):
-        record.add(timed)
-    return record
+        return record.finish()
+    async with contextlib.AsyncExitStack() as stack:
+        client = http_client
+        if client is None:
+            client = await stack.enter_async_context(httpx.AsyncClient(timeout=INVOKE_TIMEOUT_S))
+        async for timed in invoke_http(client, endpoint_url, payload, session_id=session_id, wire=wire):
+            record.add(timed)
+    record.wire_bytes = wire.bytes
+    return record.finish()

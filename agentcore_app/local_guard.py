@@ -14,6 +14,10 @@ reached), ``POST /invocations`` must
   app), a local origin (``LOCAL_ORIGIN_REGEX``, as for CORS) or an origin named with ``--cors-origin``
   (403, ``origin_not_allowed``).
 
+The WebSocket ``/ws`` (:mod:`agentcore_app.ws_turns`) gets the same ``Host`` and ``Origin`` checks (a page may
+open a WebSocket to any address, and no CORS preflight protects it): a refused handshake is answered with
+the HTTP status and the ``error`` event as its JSON body (the ASGI denial response).
+
 AgentCore's own callers reach the app on the container's network address, so nothing changes for them.
 A refusal is one SSE ``error`` event, like every other refusal of this app (:class:`JsonBodyGuard`).
 
@@ -24,6 +28,7 @@ The judgment of a loopback POST is shared with the model server (:mod:`strands_k
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable
 
@@ -31,13 +36,14 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from strands_kokoro import events
 from strands_kokoro.protocol import sse_event
-from strands_kokoro.serving.local_callers import STATUS, header, local_post_refusal
+from strands_kokoro.serving.local_callers import STATUS, header, local_post_refusal, local_socket_refusal
 
 __all__ = ["CHECKED", "INVOCATIONS_PATH", "LOCAL_ORIGIN_REGEX", "LocalCallerGuard"]
 
 # A page served by another local port (another dev server, the tests' page server) may call the agent app.
 LOCAL_ORIGIN_REGEX = r"https?://(127\.0\.0\.1|localhost|\[::1\])(:\d+)?"
 INVOCATIONS_PATH = "/invocations"
+WS_PATH = "/ws"
 CHECKED = "strands_kokoro.local_guard"  # scope key: an outer guard already judged this request
 _LOCAL_ORIGIN = re.compile(LOCAL_ORIGIN_REGEX)
 
@@ -51,20 +57,22 @@ class LocalCallerGuard:
 
     def refusal(self, scope: Scope) -> tuple[str, str] | None:
         """``(code, message)`` when this request must be refused, else None."""
-        if scope["type"] != "http" or scope.get("path") != INVOCATIONS_PATH:
+        if scope.get("path") != (INVOCATIONS_PATH if scope["type"] == "http" else WS_PATH):
             return None
         host = header(scope, b"host") or ""
-        same = f"{scope.get('scheme', 'http')}://{host}".lower()
+        scheme = {"ws": "http", "wss": "https"}.get(scope.get("scheme", "http"), scope.get("scheme", "http"))
+        same = f"{scheme}://{host}".lower()
 
         def allowed(origin: str) -> bool:
             return (
                 origin == same or origin in self.extra_origins or _LOCAL_ORIGIN.fullmatch(origin) is not None
             )
 
-        return local_post_refusal(scope, origin_allowed=allowed, server="agent app")
+        judge = local_socket_refusal if scope["type"] == "websocket" else local_post_refusal
+        return judge(scope, origin_allowed=allowed, server="agent app")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope.get(CHECKED):
+        if scope["type"] not in ("http", "websocket") or scope.get(CHECKED):
             await self.app(scope, receive, send)
             return
         scope[CHECKED] = True
@@ -73,7 +81,22 @@ class LocalCallerGuard:
             await self.app(scope, receive, send)
             return
         code, message = refused
+        if scope["type"] == "websocket":
+            await _refuse_handshake(scope, send, code, message)
+            return
         body = sse_event(events.error(code, message))
         headers = [(b"content-type", b"text/event-stream"), (b"content-length", str(len(body)).encode())]
         await send({"type": "http.response.start", "status": STATUS[code], "headers": headers})
         await send({"type": "http.response.body", "body": body})
+
+
+async def _refuse_handshake(scope: Scope, send: Send, code: str, message: str) -> None:
+    """Answer a WebSocket handshake with the status and the ``error`` event (the ASGI denial response);
+    a server without that extension can only close it (the client sees a 403)."""
+    if "websocket.http.response" not in scope.get("extensions", {}):
+        await send({"type": "websocket.close", "code": 1008})
+        return
+    body = json.dumps(events.error(code, message)).encode("utf-8")
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "websocket.http.response.start", "status": STATUS[code], "headers": headers})
+    await send({"type": "websocket.http.response.body", "body": body})

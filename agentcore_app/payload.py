@@ -11,9 +11,10 @@ import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from strands_kokoro.audio_encoding import encoder_available
 from strands_kokoro.errors import CodedError
 from strands_kokoro.events import ErrorEvent, error
-from strands_kokoro.protocol import MAX_SPEED, MIN_SPEED
+from strands_kokoro.protocol import MAX_SPEED, MIN_SPEED, AudioFormatName, ProtocolError, parse_audio_format
 
 MAX_PROMPT_CHARS = 4_000
 MAX_VOICE_CHARS = 64
@@ -38,10 +39,15 @@ class Turn:
     mode: Mode = "bidi"
     voice: str | None = None
     speed: float | None = None
+    format: AudioFormatName = "pcm"
 
 
 def parse_turn(payload: Any) -> Turn:
-    """``{prompt, mode?, voice?, speed?}`` -> :class:`Turn`, or raise :class:`PayloadError`."""
+    """``{prompt, mode?, voice?, speed?, format?}`` -> :class:`Turn`, or raise :class:`PayloadError`.
+
+    ``format``: the audio of the turn's ``audio_chunk`` events, ``pcm`` (the default: what every client
+    before it got), ``opus`` or ``mp3``; ``format_unavailable`` where this app cannot encode it.
+    """
     if not isinstance(payload, dict):
         raise PayloadError("bad_payload", f"payload must be a JSON object, got {type(payload).__name__}")
     prompt = payload.get("prompt")
@@ -73,4 +79,10 @@ def parse_turn(payload: Any) -> Turn:
                 "bad_speed", f"'speed' must be between {MIN_SPEED} and {MAX_SPEED}, got {speed}"
             )
         speed = float(speed)
-    return Turn(prompt=prompt, mode=mode, voice=voice, speed=speed)  # type: ignore[arg-type]
+    try:
+        audio_format = parse_audio_format(payload.get("format"))
+    except ProtocolError as refused:
+        raise PayloadError(refused.code, refused.message) from None
+    if not encoder_available(audio_format):
+        raise PayloadError("format_unavailable", f"this app cannot encode {audio_format!r} (PyAV is missing)")
+    return Turn(prompt=prompt, mode=mode, voice=voice, speed=speed, format=audio_format)  # type: ignore[arg-type]

@@ -26,6 +26,7 @@ __all__ = [
     "header",
     "is_loopback_host",
     "local_post_refusal",
+    "local_socket_refusal",
     "normalize_origin",
     "on_loopback",
 ]
@@ -81,13 +82,35 @@ def local_post_refusal(
     """
     if scope.get("type") != "http" or scope.get("method") != "POST" or not on_loopback(scope):
         return None
+    refused = _host_or_origin_refusal(scope, origin_allowed, server)
+    if refused is not None:
+        return refused
+    media_type = (header(scope, b"content-type") or "").partition(";")[0].strip().lower()
+    if media_type != "application/json":
+        return BAD_CONTENT_TYPE, "the body must be sent as Content-Type: application/json"
+    return None
+
+
+def local_socket_refusal(
+    scope: Scope, *, origin_allowed: Callable[[str], bool], server: str
+) -> tuple[str, str] | None:
+    """``(code, message)`` when a WebSocket handshake from a loopback caller must be refused, else None.
+
+    A page may open a WebSocket to any address without a CORS preflight, so the handshake faces the same
+    ``Host`` and ``Origin`` doors as a POST (a handshake has no body, so no content type).
+    """
+    if scope.get("type") != "websocket" or not on_loopback(scope):
+        return None
+    return _host_or_origin_refusal(scope, origin_allowed, server)
+
+
+def _host_or_origin_refusal(
+    scope: Scope, origin_allowed: Callable[[str], bool], server: str
+) -> tuple[str, str] | None:
     host = header(scope, b"host")
     if host is None or not is_loopback_host(host_name(host)):
         return HOST_NOT_ALLOWED, f"a local {server} answers only requests addressed to a loopback host"
     origin = header(scope, b"origin")
     if origin is not None and not origin_allowed(normalize_origin(origin)):
         return ORIGIN_NOT_ALLOWED, f"pages from this origin may not call the local {server}"
-    media_type = (header(scope, b"content-type") or "").partition(";")[0].strip().lower()
-    if media_type != "application/json":
-        return BAD_CONTENT_TYPE, "the body must be sent as Content-Type: application/json"
     return None

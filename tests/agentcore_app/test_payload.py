@@ -25,6 +25,8 @@ from agentcore_app.payload import MAX_PROMPT_CHARS, PayloadError, Turn, parse_tu
         ({"prompt": "hi", "speed": True}, "bad_speed"),
         ({"prompt": "hi", "speed": 9.0}, "bad_speed"),
         ({"prompt": "hi", "speed": float("nan")}, "bad_speed"),
+        ({"prompt": "hi", "format": "flac"}, "bad_format"),
+        ({"prompt": "hi", "format": ["opus"]}, "bad_format"),
         ([1, 2], "bad_payload"),
         ("just text", "bad_payload"),
         (None, "bad_payload"),
@@ -45,6 +47,7 @@ def test_good_payload_defaults_to_bidi() -> None:
 
 
 def test_good_payload_keeps_every_field() -> None:
-    turn = parse_turn({"prompt": "hi", "mode": "batch", "voice": "am_michael", "speed": 1})
-    assert turn == Turn(prompt="hi", mode="batch", voice="am_michael", speed=1.0)
+    turn = parse_turn({"prompt": "hi", "mode": "batch", "voice": "am_michael", "speed": 1, "format": "opus"})
+    assert turn == Turn(prompt="hi", mode="batch", voice="am_michael", speed=1.0, format="opus")
     assert isinstance(turn.speed, float)
+    assert parse_turn({"prompt": "hi"}).format == "pcm"  # old clients get the PCM they always got

@@ -1,0 +1,289 @@
+"""The agent app's WebSocket (``/ws``, AgentCore's bidirectional contract): turns in, events and audio out.
+
+Frames are :mod:`strands_kokoro.event_frames`' (turn requests and ``cancel`` in; JSON events, binary audio
+and one ``turn_end`` per request out). One connection is one conversation: AgentCore passes its runtime
+session id as the ``X-Amzn-Bedrock-AgentCore-Runtime-Session-Id`` header of the upgrade (a presigned URL
+carries it as a query parameter of the same name, which is also how a browser, which cannot set headers
+on a WebSocket, names it locally). Several turns per connection, one at a time, the next ones queued.
+
+Why it is built the way it is:
+
+- **Turns run on the SDK's worker loop**, the one the SSE entrypoint's turns run on, not on uvicorn's loop
+  that serves this socket: a turn's blocking moments (the local LLM, tools) must not stall ``/ping`` or
+  other connections, and both transports then share the conversation store's per-conversation locks
+  (asyncio locks belong to one loop). Events cross back through a bounded queue: a client that stops
+  reading holds the turn at its next event (back-pressure), it does not pile up audio here.
+- **A cancel or a hang-up cancels the turn's task** on that loop; the turn's task group stops the agent
+  and the speech session (which says ``cancel`` to the model server) and the conversation is stored as
+  for any barge-in (:mod:`agentcore_app.conversation_turn`). The task is awaited: none outlives its
+  connection.
+- Every bad message is answered with a coded ``error`` frame and the connection goes on; an internal
+  failure is ``agent_failed`` (never ``str(exc)``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import uuid
+from collections import deque
+from collections.abc import AsyncGenerator, Callable, Mapping
+from contextlib import aclosing
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from agentcore_app.client import SESSION_HEADER
+from agentcore_app.conversation_settings import ConversationError, check_session_id
+from agentcore_app.payload import PayloadError, Turn, parse_turn
+from strands_kokoro import event_frames
+from strands_kokoro.event_frames import TurnStatus, WsFrame
+from strands_kokoro.protocol import MAX_REQUEST_ID_CHARS, ProtocolError, decode_text
+
+logger = logging.getLogger(__name__)
+
+MAX_QUEUED_TURNS = 4  # turn requests waiting behind the running one
+OUTBOX_FRAMES = 64  # frames on their way to the client; a turn waits when they are not read
+POLICY_VIOLATION = 1008
+
+TurnRunner = Callable[[Turn, "str | None"], AsyncGenerator[Mapping[str, Any]]]
+"""The app's turn: a validated request and its conversation -> DESIGN §4 events (as the SSE path gets)."""
+
+
+@dataclass(slots=True)
+class _Request:
+    request_id: str
+    turn: Turn
+
+
+class _Gone(Exception):
+    """The client disconnected: the connection's tasks stop."""
+
+
+def session_of(websocket: WebSocket, header_value: str | None) -> str | None:
+    """The conversation: AgentCore's session header, else the query parameter of the same name."""
+    return header_value or websocket.query_params.get(SESSION_HEADER) or None
+
+
+class TurnSocket:
+    """One connection: a reader, a sender and the turn runner in one task group."""
+
+    def __init__(
+        self,
+        websocket: WebSocket,
+        run_turn: TurnRunner,
+        *,
+        session_id: str | None,
+        worker_loop: asyncio.AbstractEventLoop | None,
+    ) -> None:
+        self._ws = websocket
+        self._run_turn = run_turn
+        self._session_id = session_id
+        self._worker = worker_loop
+        self._loop = asyncio.get_running_loop()
+        self._outbox: asyncio.Queue[WsFrame] = asyncio.Queue(OUTBOX_FRAMES)
+        self._queued: deque[_Request] = deque()
+        self._wake = asyncio.Event()
+        self._running: _Request | None = None
+        self._worker_task: asyncio.Task[Any] | None = None  # set and cleared on the worker loop
+        self._stopping = False  # the client cancelled the running turn
+        self._dropped = 0  # queued turns that cancel dropped with it
+
+    async def serve(self) -> None:
+        await self._ws.accept()
+        if self._session_id is not None:
+            try:
+                check_session_id(self._session_id)
+            except ConversationError as refused:
+                await self._ws.send_text(event_frames.refusal(None, refused.code, refused.message))
+                await self._ws.close(POLICY_VIOLATION)
+                return
+        try:
+            async with asyncio.TaskGroup() as tasks:
+                tasks.create_task(self._send_loop(), name="ws-sender")
+                tasks.create_task(self._turn_loop(), name="ws-turns")
+                await self._read_loop()
+        except* _Gone:
+            logger.info("turn socket closed by the client")
+
+    # ----------------------------------------------------------------------------------- reader
+
+    async def _read_loop(self) -> None:
+        while True:
+            message = await self._ws.receive()
+            if message["type"] == "websocket.disconnect":
+                raise _Gone
+            payload = message.get("bytes")
+            await self._on_message(message.get("text", "") if payload is None else payload)
+
+    async def _on_message(self, payload: bytes | str) -> None:
+        try:
+            obj = json.loads(decode_text(payload))
+        except ProtocolError as exc:
+            await self._outbox.put(event_frames.refusal(None, exc.code, exc.message))
+            return
+        except (ValueError, RecursionError):
+            await self._outbox.put(event_frames.refusal(None, "bad_json", "message is not valid JSON"))
+            return
+        if not isinstance(obj, dict):
+            await self._outbox.put(event_frames.refusal(None, "bad_payload", "message must be a JSON object"))
+            return
+        kind = obj.get("type", "turn" if "prompt" in obj else None)
+        if kind == "cancel":
+            await self._cancel()
+        elif kind == "turn":
+            await self._accept(obj)
+        else:
+            shown = kind if isinstance(kind, str) else type(kind).__name__
+            message = f"unknown message type {shown[:32]!r}; expected turn or cancel"
+            await self._outbox.put(event_frames.refusal(None, "unknown_type", message))
+
+    async def _accept(self, obj: dict[str, Any]) -> None:
+        raw_id = obj.pop("request_id", None)
+        bad_id = not isinstance(raw_id, str) or not 0 < len(raw_id) <= MAX_REQUEST_ID_CHARS
+        if raw_id is not None and bad_id:
+            message = f"'request_id' must be a string of 1-{MAX_REQUEST_ID_CHARS} characters"
+            await self._refuse(None, "bad_payload", message)
+            return
+        request_id = raw_id or uuid.uuid4().hex[:12]
+        obj.pop("type", None)
+        try:
+            turn = parse_turn(obj)
+        except PayloadError as refused:
+            await self._refuse(request_id, refused.code, refused.message)
+            return
+        if len(self._queued) >= MAX_QUEUED_TURNS:
+            message = f"{MAX_QUEUED_TURNS} turns are already waiting on this connection; cancel or wait"
+            await self._refuse(request_id, "too_many_turns", message)
+            return
+        self._queued.append(_Request(request_id, turn))
+        self._wake.set()
+
+    async def _refuse(self, request_id: str | None, code: str, message: str) -> None:
+        await self._outbox.put(event_frames.refusal(request_id, code, message))
+        await self._outbox.put(event_frames.turn_end(request_id, "refused"))
+
+    async def _cancel(self) -> None:
+        """Barge-in: drop the queued turns, stop the running one; answered once it has ended."""
+        dropped = list(self._queued)
+        self._queued.clear()
+        for request in dropped:
+            await self._outbox.put(event_frames.turn_end(request.request_id, "cancelled"))
+        if self._running is None:
+            await self._outbox.put(event_frames.cancelled(len(dropped)))
+            return
+        self._stopping, self._dropped = True, len(dropped)
+        self._stop_worker()
+
+    def _stop_worker(self) -> None:
+        """Cancel the running turn's task; one not started yet sees ``_stopping`` when it starts."""
+        task, worker = self._worker_task, self._worker or self._loop
+        if task is not None:
+            with contextlib.suppress(RuntimeError):  # the worker loop is gone: nothing runs there
+                worker.call_soon_threadsafe(task.cancel)
+
+    # ----------------------------------------------------------------------------------- turns
+
+    async def _turn_loop(self) -> None:
+        while True:
+            while not self._queued:
+                self._wake.clear()
+                await self._wake.wait()
+            request = self._queued.popleft()
+            self._running, self._stopping, self._dropped = request, False, 0
+            try:
+                status = await self._run(request)
+            finally:
+                self._running = None
+            await self._outbox.put(event_frames.turn_end(request.request_id, status))
+            if status == "cancelled" and self._stopping:
+                await self._outbox.put(event_frames.cancelled(1 + self._dropped))
+
+    async def _run(self, request: _Request) -> TurnStatus:
+        """Run the turn on the worker loop and wait for it; a hang-up here cancels it and waits it out."""
+        done: asyncio.Future[TurnStatus] = self._loop.create_future()
+        asyncio.run_coroutine_threadsafe(self._produce(request, done), self._worker or self._loop)
+        try:
+            return await asyncio.shield(done)
+        except asyncio.CancelledError:
+            self._stopping = True
+            self._stop_worker()
+            await done  # the turn has stopped (and stored what was said): no task outlives the socket
+            raise
+
+    async def _produce(self, request: _Request, done: asyncio.Future[TurnStatus]) -> None:
+        """On the worker loop: the turn's events, framed and handed to this connection's sender."""
+        self._worker_task = asyncio.current_task()
+        status: TurnStatus = "completed"
+        try:
+            if self._stopping:  # cancelled before it started
+                status = "cancelled"
+                return
+            async with aclosing(self._run_turn(request.turn, self._session_id)) as events:
+                async for event in events:
+                    if event.get("type") == "error":
+                        status = "failed"
+                    for frame in event_frames.turn_frames(event, request.request_id):
+                        await self._hand_over(frame)
+        except asyncio.CancelledError:
+            status = "cancelled"
+        except Exception:
+            logger.exception("a WebSocket turn failed outside the turn")
+            status = "failed"
+        finally:
+            self._worker_task = None
+            with contextlib.suppress(RuntimeError):  # the connection's loop is closed: nobody waits
+                self._loop.call_soon_threadsafe(_resolve, done, status)
+
+    async def _hand_over(self, frame: WsFrame) -> None:
+        """From the worker loop into the bounded outbox on this connection's loop (waits while full)."""
+        if self._worker is None or self._worker is self._loop:
+            await self._outbox.put(frame)
+            return
+        await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(self._outbox.put(frame), self._loop))
+
+    # ----------------------------------------------------------------------------------- sender
+
+    async def _send_loop(self) -> None:
+        while True:
+            frame = await self._outbox.get()
+            try:
+                if isinstance(frame, bytes):
+                    await self._ws.send_bytes(frame)
+                else:
+                    await self._ws.send_text(frame)
+            except (WebSocketDisconnect, OSError, RuntimeError) as exc:
+                raise _Gone from exc
+
+
+def _resolve(done: asyncio.Future[TurnStatus], status: TurnStatus) -> None:
+    if not done.done():
+        done.set_result(status)
+
+
+def worker_loop_of(app: Any) -> asyncio.AbstractEventLoop | None:
+    """The loop the SDK runs entrypoint turns on (``BedrockAgentCoreApp``'s worker thread), if it has one.
+
+    The SDK keeps no public name for it; without one the turns run on the socket's own loop.
+    """
+    ensure = getattr(app, "_ensure_worker_loop", None)
+    return ensure() if callable(ensure) else None
+
+
+def turn_socket_handler(app: Any, run_turn: TurnRunner) -> Callable[[WebSocket, Any], Any]:
+    """The ``@app.websocket`` handler: one :class:`TurnSocket` per connection."""
+
+    async def handle(websocket: WebSocket, context: Any) -> None:
+        header = None if context is None else getattr(context, "session_id", None)
+        socket = TurnSocket(
+            websocket,
+            run_turn,
+            session_id=session_of(websocket, header),
+            worker_loop=worker_loop_of(app),
+        )
+        await socket.serve()
+
+    return handle

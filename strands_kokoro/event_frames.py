@@ -1,0 +1,110 @@
+"""DESIGN §4 events on a WebSocket: JSON text frames, audio as binary frames. Both ends use this module.
+
+The agent app's ``/ws`` (:mod:`agentcore_app.ws_turns`) writes frames with :func:`turn_frames`; its clients
+(the demo client, the benchmarks; the browser player has the same rules in ``static/transport.js``) read
+them with :class:`FrameReader`. The rules:
+
+- Client → app: a turn request ``{"type": "turn", "prompt", "mode"?, "voice"?, "speed"?, "format"?,
+  "request_id"?}`` (a message with ``prompt`` and no ``type`` is one too) and ``{"type": "cancel"}``
+  (barge-in: the running turn stops, queued ones are dropped). Text or binary frames (AgentCore may
+  deliver either), one JSON object each.
+- App → client: every event of a turn is a JSON text frame carrying the turn's ``request_id`` (the
+  client's, or one the app chose): ``agent_start``'s too, so on this transport it is the request's id. An
+  ``audio_chunk`` is the event without ``audio`` plus ``bytes`` (its length), and the very next frame is a
+  binary frame of exactly those bytes: **a binary frame is the audio of the ``audio_chunk`` frame just
+  before it**. A frame is control only when the WHOLE payload is one JSON object (DESIGN §3), so a relay
+  that turns text frames into binary ones changes nothing.
+- Every turn request ends with exactly one ``turn_end {request_id, status}``: ``completed``,
+  ``cancelled``, ``failed`` (an ``error`` event came first) or ``refused`` (its ``error`` came first,
+  nothing ran); nothing of that request follows it. A ``cancel`` is answered with ``cancelled
+  {dropped}`` after the ``turn_end`` of every turn it stopped. Errors about a message that is no turn
+  request carry ``request_id: null``; the connection always goes on.
+
+Why base64 goes away here and not in the events: the events stay plain JSON for every consumer (SSE,
+``KokoroSpeech.stream``); only this transport has binary frames, so only its framing knows about them.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from strands_kokoro.protocol import control_object
+
+TurnStatus = Literal["completed", "cancelled", "failed", "refused"]
+WsFrame = str | bytes
+
+
+def _dumps(obj: Mapping[str, Any]) -> str:
+    import json
+
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+
+
+def turn_frames(event: Mapping[str, Any], request_id: str) -> list[WsFrame]:
+    """One event of turn ``request_id`` as the frames that carry it (an ``audio_chunk``: header + audio)."""
+    framed = {**event, "request_id": request_id}
+    if framed.get("type") != "audio_chunk":
+        return [_dumps(framed)]
+    audio = base64.b64decode(str(framed.pop("audio", "")))
+    framed["bytes"] = len(audio)
+    return [_dumps(framed), audio]
+
+
+def turn_end(request_id: str | None, status: TurnStatus) -> str:
+    """The last frame of a turn request: nothing of ``request_id`` follows it."""
+    return _dumps({"type": "turn_end", "request_id": request_id, "status": status})
+
+
+def cancelled(dropped: int) -> str:
+    """The answer to ``cancel``: how many turns (running and queued) it stopped."""
+    return _dumps({"type": "cancelled", "dropped": dropped})
+
+
+def refusal(request_id: str | None, code: str, message: str) -> str:
+    """An ``error`` about one message (``request_id`` None: it was no turn request)."""
+    return _dumps({"type": "error", "request_id": request_id, "code": code, "message": message})
+
+
+def turn_request(payload: Mapping[str, Any], request_id: str | None = None) -> str:
+    """A client's turn request (``payload`` as for POST /invocations)."""
+    return _dumps({"type": "turn", **payload, **({} if request_id is None else {"request_id": request_id})})
+
+
+CANCEL = _dumps({"type": "cancel"})
+
+
+@dataclass(frozen=True, slots=True)
+class ReadEvent:
+    """One event as read: the JSON object, and for an ``audio_chunk`` the audio bytes of its frame."""
+
+    event: dict[str, Any]
+    audio: bytes | None = None
+
+
+class FrameReader:
+    """Pairs every ``audio_chunk`` header with the binary frame after it; other frames pass as they are.
+
+    Raises :class:`ValueError` when the frames break the rules (audio without a header, a header whose
+    frame is not audio or not as long as announced): the stream is corrupt.
+    """
+
+    def __init__(self) -> None:
+        self._header: dict[str, Any] | None = None
+
+    def feed(self, payload: WsFrame) -> ReadEvent | None:
+        """The event this frame completes, or None (a header waiting for its audio)."""
+        obj = control_object(payload)
+        if self._header is not None:
+            header, self._header = self._header, None
+            if obj is not None or not isinstance(payload, bytes) or len(payload) != header.get("bytes"):
+                raise ValueError("an audio_chunk header was not followed by its binary frame")
+            return ReadEvent(header, payload)
+        if obj is None:
+            raise ValueError("a binary frame without an audio_chunk header before it")
+        if obj.get("type") == "audio_chunk":
+            self._header = obj
+            return None
+        return ReadEvent(obj)
