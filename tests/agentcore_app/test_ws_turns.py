@@ -151,9 +151,10 @@ async def wait_turn_over(url: str, timeout_s: float = 30.0) -> float:
     """Seconds until the app reports no running turn (the SDK's task tracking)."""
     started = time.monotonic()
     async with asyncio.timeout(timeout_s):
-        while await ping_status(url) != "Healthy":
+        while True:
+            if await ping_status(url) == "Healthy":
+                return time.monotonic() - started
             await asyncio.sleep(0.1)
-    return time.monotonic() - started
 
 
 async def first_audio(ws: ClientConnection) -> None:
