@@ -60,12 +60,14 @@ class TurnRecord:
     audio_format: str = AUDIO_FORMAT
     encoded: bytearray = field(default_factory=bytearray)
     wire_bytes: int = 0
+    chunk_bytes: list[int] = field(default_factory=list)  # the audio bytes of each chunk, in order
 
     def add(self, timed: TimedEvent, audio: bytes | None = None) -> None:
         """One event; ``audio``: its bytes when the transport carried them apart (a binary frame)."""
         self.events.append(timed)
         if timed.event.get("type") == "audio_chunk":
             raw = base64.b64decode(timed.event["audio"]) if audio is None else audio
+            self.chunk_bytes.append(len(raw))
             self.audio_format = str(timed.event.get("format", AUDIO_FORMAT))
             self.sample_rate = int(timed.event.get("sample_rate", self.sample_rate))
             if self.audio_format == AUDIO_FORMAT:

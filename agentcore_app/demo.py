@@ -83,6 +83,20 @@ def add_arguments(
     parser.add_argument(
         "--voice", default=None, help=f"Kokoro voice (default {DEFAULT_VOICE}; e.g. am_michael, bf_emma)"
     )
+    parser.add_argument(
+        "--transport",
+        choices=("sse", "ws"),
+        default="sse",
+        help="sse: POST /invocations; ws: the app's WebSocket /ws, audio in binary frames (a runtime ARN "
+        "is signed with SigV4)",
+    )
+    parser.add_argument(
+        "--format",
+        dest="audio_format",
+        choices=("pcm", "opus", "mp3"),
+        default=None,
+        help="the audio the app sends (default pcm); the WAVs are decoded from it",
+    )
     parser.add_argument("--out-dir", type=Path, default=Path("demo-out"), help="where WAVs and the PNG go")
     parser.add_argument("--json", type=Path, default=None, help="also save the numbers to this JSON file")
 
@@ -104,8 +118,25 @@ def refuse_missing(names: Iterable[str]) -> bool:
     return bool(missing)
 
 
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """How the turns reach the client: the transport and the audio format (``--transport``, ``--format``)."""
+
+    transport: str = "sse"
+    audio_format: str | None = None
+
+    @classmethod
+    def of(cls, args: argparse.Namespace) -> Delivery:
+        return cls(getattr(args, "transport", "sse") or "sse", getattr(args, "audio_format", None))
+
+
 async def collect(
-    target: Target, prompt: str, *, voice: str | None = None, modes: tuple[str, ...] = MODES
+    target: Target,
+    prompt: str,
+    *,
+    voice: str | None = None,
+    modes: tuple[str, ...] = MODES,
+    delivery: Delivery = Delivery(),
 ) -> list[TurnRecord]:
     """Run the prompt through the modes (both by default) against the target, one after the other."""
     records: list[TurnRecord] = []
@@ -113,7 +144,17 @@ async def collect(
     async with reached as endpoint, httpx.AsyncClient(timeout=INVOKE_TIMEOUT_S) as http_client:
         for mode in modes:
             print(f"{mode}: asking {prompt!r}", file=sys.stderr)
-            records.append(await run_turn(endpoint, prompt, mode, http_client=http_client, voice=voice))
+            records.append(
+                await run_turn(
+                    endpoint,
+                    prompt,
+                    mode,
+                    http_client=http_client,
+                    voice=voice,
+                    transport=delivery.transport,
+                    audio_format=delivery.audio_format,
+                )
+            )
     return records
 
 
@@ -151,10 +192,13 @@ def run(args: argparse.Namespace, target: Target, label: str) -> int:
         print(f"agent-infra demo: {exc}", file=sys.stderr)
         return 2
     if plan is None:
-        records = asyncio.run(collect(target, args.prompt, voice=args.voice, modes=chosen_modes(args)))
+        modes = chosen_modes(args)
+        records = asyncio.run(
+            collect(target, args.prompt, voice=args.voice, modes=modes, delivery=Delivery.of(args))
+        )
         report(args, records, label)
     else:
-        conversations = asyncio.run(converse(target, plan, voice=args.voice))
+        conversations = asyncio.run(converse(target, plan, voice=args.voice, delivery=Delivery.of(args)))
         report_conversation(args, plan, conversations, label)
         records = [record for turns in conversations.values() for record in turns]
     return 0 if all(r.first("audio_chunk") is not None for r in records) else 1
@@ -197,7 +241,7 @@ def conversation_plan(args: argparse.Namespace) -> ConversationPlan | None:
 
 
 async def converse(
-    target: Target, plan: ConversationPlan, *, voice: str | None = None
+    target: Target, plan: ConversationPlan, *, voice: str | None = None, delivery: Delivery = Delivery()
 ) -> dict[str, list[TurnRecord]]:
     """Each mode asks every question of the plan in order, in its own conversation; records per mode."""
     conversations: dict[str, list[TurnRecord]] = {}
@@ -209,7 +253,14 @@ async def converse(
                 print(f"{mode} turn {number} ({session_id}): asking {prompt!r}", file=sys.stderr)
                 turns.append(
                     await run_turn(
-                        endpoint, prompt, mode, http_client=http_client, voice=voice, session_id=session_id
+                        endpoint,
+                        prompt,
+                        mode,
+                        http_client=http_client,
+                        voice=voice,
+                        session_id=session_id,
+                        transport=delivery.transport,
+                        audio_format=delivery.audio_format,
                     )
                 )
     return conversations

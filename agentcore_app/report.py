@@ -7,7 +7,6 @@ renders on a machine without a display.
 
 from __future__ import annotations
 
-import base64
 import itertools
 import json
 import math
@@ -42,14 +41,21 @@ def speedup(batch_ms: float | None, bidi_ms: float | None) -> float | None:
 
 
 def chunk_timeline(record: TurnRecord) -> list[tuple[float, float]]:
-    """(arrival ms, audio length ms) of every audio chunk, in arrival order."""
-    out = []
-    for chunk in record.of_type("audio_chunk"):
-        n_bytes = len(base64.b64decode(chunk.event["audio"]))
-        out.append(
-            (chunk.at_ms, n_bytes / 2 / int(chunk.event.get("sample_rate", record.sample_rate)) * 1000.0)
-        )
-    return out
+    """(arrival ms, audio length ms) of every audio chunk, in arrival order.
+
+    A compressed chunk's length is its share of the turn's decoded audio by bytes (exact for PCM; for
+    Opus and MP3, whose frames vary little in size, close enough for the stall estimate).
+    """
+    chunks = record.of_type("audio_chunk")
+    sizes = record.chunk_bytes
+    total_ms = record.audio_s * 1000.0
+    total_bytes = sum(sizes) or 1
+    if record.audio_format != "pcm_s16le":
+        return [(c.at_ms, total_ms * n / total_bytes) for c, n in zip(chunks, sizes, strict=True)]
+    return [
+        (c.at_ms, n / 2 / int(c.event.get("sample_rate", record.sample_rate)) * 1000.0)
+        for c, n in zip(chunks, sizes, strict=True)
+    ]
 
 
 def stall_ms(record: TurnRecord) -> float:
