@@ -1,267 +1,37 @@
-// strands-kokoro voice player: one ES module, no build step, no framework.
+// strands-kokoro voice player: ES modules, no build step, no framework. This one is the page: turns,
+// numbers and wiring; the concepts live beside it:
 //
-// Data path: POST {prompt, mode, voice} to <agent>/invocations -> SSE body read with fetch() and a stream
-// reader -> whole events only (bytes are buffered until the blank line) -> architecture §4 events -> base64
-// PCM s16le decoded -> Web Audio buffers scheduled back to back.
+//   transport.js  the agent app's WebSocket /ws (binary audio; the default) or SSE (the fallback)
+//   sse.js        SSE decoding: whole events only, however the bytes were cut
+//   codecs.js     a turn's audio as it arrives (PCM, or Opus / MP3 through WebCodecs) -> float samples
+//   ogg.js        Ogg pages -> Opus packets
+//   pcm.js        PCM s16le and base64
+//   gapless.js    Web Audio buffers scheduled back to back
+//   captions.js   the word being heard, highlighted on the audio clock
 //
-// Conversations: every request carries AgentCore's runtime session id header; the agent app keeps the
-// history per id, so one id per conversation. "New conversation" starts a new id (the old one is left to
-// expire on the server).
+// Conversations: every turn carries AgentCore's runtime session id (the WebSocket's query parameter, or
+// the SSE request's header); the agent app keeps the history per id, so one id per conversation. "New
+// conversation" starts a new id (and a new socket).
 //
-// Tests drive this page in Chromium and read window.__player (see the end of the file).
+// ?agent=http://host:port points the page at another agent app (it needs CORS for this origin);
+// ?transport=ws|sse and ?format=opus|mp3|pcm pick what the page asks for (default: the socket when the
+// app offers one, Opus when the browser decodes it). Tests drive this page in Chromium and read
+// window.__player (see the end of the file).
 
-// Headroom before the first buffer of a turn (or after the queue ran dry) starts: enough for the
-// render thread to pick the buffer up, small enough not to add audible latency.
-const START_LEAD_S = 0.05;
-const AUDIO_FORMAT = "pcm_s16le";
-export const SESSION_HEADER = "X-Amzn-Bedrock-AgentCore-Runtime-Session-Id";
+import { Captions } from "./captions.js";
+import { audioStream, compressedSupport } from "./codecs.js";
+import { GaplessPlayer } from "./gapless.js";
+import { sha256Hex } from "./pcm.js";
+import { SESSION_HEADER, SseTransport, WsTransport } from "./transport.js";
+
+export { SESSION_HEADER };
+const FORMATS = ["opus", "mp3", "pcm"];
 
 /** A conversation id AgentCore accepts (33+ characters) and the agent app's pattern allows. */
 export function newSessionId() {
   if (globalThis.crypto?.randomUUID) return `player-${crypto.randomUUID()}`; // secure contexts only
   const bytes = crypto.getRandomValues(new Uint8Array(16)); // any context
   return `player-${Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("")}`;
-}
-
-// ---------------------------------------------------------------------------------------------------
-// SSE: delivery chunks end anywhere (mid-base64, between the two "\n" of a separator, inside a
-// multi-byte UTF-8 character), so bytes are kept until a whole event is there and only then decoded.
-
-/** Find the end of the first event in `bytes` at or after `from`: [eventEnd, separatorLength] or null. */
-function findEventEnd(bytes, from) {
-  for (let i = from; i + 1 < bytes.length; i++) {
-    if (bytes[i] === 0x0a && bytes[i + 1] === 0x0a) return [i, 2]; // "\n\n"
-    if (bytes[i] === 0x0d && i + 3 < bytes.length && bytes[i + 1] === 0x0a
-        && bytes[i + 2] === 0x0d && bytes[i + 3] === 0x0a) return [i, 4]; // "\r\n\r\n"
-  }
-  return null;
-}
-
-/** The `data:` payload of one event block (lines joined by "\n" as the SSE spec says), or null. */
-function eventData(block) {
-  const data = [];
-  for (const line of block.split(/\r?\n/)) {
-    if (line === "" || line.startsWith(":")) continue; // comments keep proxies from timing out
-    const colon = line.indexOf(":");
-    const field = colon < 0 ? line : line.slice(0, colon);
-    let value = colon < 0 ? "" : line.slice(colon + 1);
-    if (value.startsWith(" ")) value = value.slice(1);
-    if (field === "data") data.push(value);
-  }
-  return data.length ? data.join("\n") : null;
-}
-
-/** One event's JSON; a malformed one becomes a coded client-side event and the stream goes on. */
-function parseJson(data) {
-  try {
-    return JSON.parse(data);
-  } catch {
-    return { type: "bad_event", code: "bad_event", message: `not JSON: ${data.slice(0, 80)}` };
-  }
-}
-
-/** Turns arbitrary byte chunks into parsed JSON events; holds back an incomplete tail. */
-export class SseDecoder {
-  constructor() {
-    this.pending = new Uint8Array(0);
-    this.scanned = 0; // bytes already searched for a separator (no need to rescan them)
-    this.text = new TextDecoder("utf-8");
-  }
-
-  /** Add one delivery chunk; return the events it completed, in order. */
-  push(chunk) {
-    const joined = new Uint8Array(this.pending.length + chunk.length);
-    joined.set(this.pending);
-    joined.set(chunk, this.pending.length);
-    this.pending = joined;
-    const events = [];
-    let start = 0;
-    // Back up 3 bytes: a separator may straddle the previous chunk's end ("\r\n\r" | "\n").
-    let found = findEventEnd(this.pending, Math.max(0, this.scanned - 3));
-    while (found) {
-      const [end, sepLength] = found;
-      const data = eventData(this.text.decode(this.pending.subarray(start, end)));
-      if (data !== null) events.push(parseJson(data));
-      start = end + sepLength;
-      found = findEventEnd(this.pending, start);
-    }
-    this.pending = this.pending.slice(start);
-    this.scanned = this.pending.length;
-    return events;
-  }
-
-  /** Bytes left at the end of the stream that never became a whole event (the spec drops them). */
-  get leftoverBytes() {
-    return this.pending.length;
-  }
-}
-
-// ---------------------------------------------------------------------------------------------------
-// PCM
-
-/** base64 PCM s16le -> [raw bytes, float samples]. DataView reads little-endian on any CPU. */
-export function decodePcm(base64) {
-  const binary = atob(base64);
-  const bytes = new Uint8Array(binary.length);
-  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
-  const view = new DataView(bytes.buffer);
-  const samples = new Float32Array(bytes.length >> 1);
-  for (let i = 0; i < samples.length; i++) samples[i] = view.getInt16(2 * i, true) / 32768;
-  return [bytes, samples];
-}
-
-async function sha256Hex(chunks) {
-  if (!globalThis.crypto?.subtle) return null; // only in secure contexts (http://127.0.0.1 is one)
-  const total = chunks.reduce((n, c) => n + c.length, 0);
-  const all = new Uint8Array(total);
-  let offset = 0;
-  for (const c of chunks) { all.set(c, offset); offset += c.length; }
-  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", all));
-  return Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("");
-}
-
-// ---------------------------------------------------------------------------------------------------
-// Gapless playback: each buffer starts exactly where the previous one ends (sample-accurate
-// AudioBufferSourceNode.start(when)), so sentence joins are inaudible. A gap appears only when the
-// queue really ran dry (the previous buffer had ended before the next chunk arrived): an underrun.
-
-export class GaplessPlayer {
-  constructor() {
-    this.context = null;
-    this.analyser = null;
-    this.sources = new Set();
-    this.nextStart = 0;
-    this.scheduled = []; // per buffer: {start, duration, scheduledAt, underrun}
-  }
-
-  /** Create/resume the AudioContext; call from a click so autoplay rules allow sound. */
-  unlock() {
-    if (!this.context) {
-      this.context = new AudioContext({ latencyHint: "interactive" });
-      // Everything goes through an analyser so the page (and the tests) can see whether sound is out.
-      this.analyser = this.context.createAnalyser();
-      this.analyser.fftSize = 2048;
-      this.analyser.connect(this.context.destination);
-    }
-    if (this.context.state === "suspended") this.context.resume();
-  }
-
-  /** New turn: silence the old one; `scheduled` is the turn's own record of its buffers. */
-  beginTurn(scheduled) {
-    this.stop();
-    this.scheduled = scheduled;
-  }
-
-  /** Queue `samples` (float, mono) recorded at `sampleRate`; the buffer keeps the stream's own rate. */
-  play(samples, sampleRate, onAllEnded) {
-    this.unlock();
-    const buffer = this.context.createBuffer(1, samples.length, sampleRate);
-    buffer.copyToChannel(samples, 0);
-    const now = this.context.currentTime;
-    // Contiguous while the previous buffer is still playing; otherwise start fresh a little ahead.
-    const underrun = this.nextStart <= now;
-    const start = underrun ? now + START_LEAD_S : this.nextStart;
-    const source = this.context.createBufferSource();
-    source.buffer = buffer;
-    source.connect(this.analyser);
-    source.onended = () => {
-      this.sources.delete(source);
-      source.disconnect();
-      if (this.sources.size === 0) onAllEnded();
-    };
-    source.start(start);
-    this.sources.add(source);
-    this.nextStart = start + buffer.duration;
-    this.scheduled.push({ start, duration: buffer.duration, scheduledAt: now,
-                          underrun: underrun && this.scheduled.length > 0 });
-    return { start, duration: buffer.duration };
-  }
-
-  /** Barge-in: silence now. Scheduled-but-unstarted buffers are dropped too. */
-  stop() {
-    for (const source of this.sources) {
-      source.onended = null;
-      try { source.stop(); } catch { /* never started: nothing to stop */ }
-      source.disconnect();
-    }
-    this.sources.clear();
-    this.nextStart = 0;
-  }
-
-  /** RMS of what the output carries right now (0 when silent). */
-  outputLevel() {
-    if (!this.analyser) return 0;
-    const frame = new Float32Array(this.analyser.fftSize);
-    this.analyser.getFloatTimeDomainData(frame);
-    let sum = 0;
-    for (const x of frame) sum += x * x;
-    return Math.sqrt(sum / frame.length);
-  }
-}
-
-// ---------------------------------------------------------------------------------------------------
-// Live captions: the word being heard is highlighted, in step with playback. Each request's audio
-// chunks are scheduled at known AudioContext times; `sentence_complete.words` says when each word is
-// heard in the request's audio (ms from its first chunk), so a word maps to the chunk that holds it.
-
-export class Captions {
-  constructor(element, clock) {
-    this.el = element;
-    this.clock = clock; // () => AudioContext.currentTime, or null before any sound
-    this.chunks = new Map(); // request index -> [{offset, start, duration}] in seconds
-    this.words = []; // {text, request, index, from, until} in context seconds, in order
-    this.shown = null;
-    this.history = []; // every word highlighted, in order: what the tests read
-    this.timer = null;
-  }
-
-  reset() {
-    this.chunks.clear();
-    this.words = [];
-    this.shown = null;
-    this.history = [];
-    this.el.replaceChildren();
-    if (this.timer !== null) clearInterval(this.timer);
-    this.timer = null;
-  }
-
-  /** An audio chunk of request `request` was scheduled at `start` (context seconds) for `duration`. */
-  scheduled(request, start, duration) {
-    const list = this.chunks.get(request) ?? [];
-    const last = list[list.length - 1];
-    list.push({ offset: last ? last.offset + last.duration : 0, start, duration });
-    this.chunks.set(request, list);
-  }
-
-  /** The request is complete: place its words on the context clock. */
-  complete(request, words) {
-    const list = this.chunks.get(request);
-    if (!list || !words || !words.length) return;
-    const at = (ms) => {
-      const t = ms / 1000;
-      const chunk = list.find((c) => t < c.offset + c.duration) ?? list[list.length - 1];
-      return chunk.start + Math.max(0, t - chunk.offset);
-    };
-    words.forEach((word, index) => {
-      this.words.push({ text: word.text, request, index, from: at(word.start_ms), until: at(word.end_ms) });
-    });
-    if (this.timer === null) this.timer = setInterval(() => this.tick(), 30);
-  }
-
-  tick() {
-    const now = this.clock();
-    if (now === null) return;
-    const current = [...this.words].reverse().find((w) => w.from <= now);
-    if (!current || current === this.shown) return;
-    this.shown = current;
-    this.history.push({ text: current.text, request: current.request, at: now });
-    const line = this.words.filter((w) => w.request === current.request);
-    this.el.replaceChildren(...line.flatMap((w, i) => {
-      const span = document.createElement(w === current ? "mark" : "span");
-      span.textContent = w.text;
-      return i ? [document.createTextNode(" "), span] : [span];
-    }));
-  }
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -277,6 +47,8 @@ class Turn {
     this.voice = voice;
     this.sessionId = sessionId; // the conversation this turn belongs to
     this.state = "streaming"; // streaming -> playing -> done | stopped | error
+    this.transport = null; // "ws" | "sse"
+    this.format = null; // what the page asked for: "opus" | "mp3" | "pcm"
     this.startedAt = performance.now();
     this.firstTextMs = null;
     this.firstAudioMs = null;
@@ -285,39 +57,55 @@ class Turn {
     this.chunks = 0;
     this.audioSeconds = 0;
     this.sampleRate = null;
-    this.reads = []; // byte length of every delivery chunk, to show how the stream was cut
+    this.reads = []; // byte length of every delivery chunk or frame, to show how the stream was cut
     this.errors = [];
     this.end = null; // the server's agent_end event
-    this.pcmSha256 = null;
+    this.pcmSha256 = null; // SHA-256 of the audio bytes as they came (PCM, or the compressed stream)
     this.scheduled = []; // filled by the player: {start, duration, scheduledAt, underrun} per buffer
-    this.pcm = []; // raw PCM bytes, hashed when the stream ends
+    this.audio = []; // the audio bytes, hashed when the stream ends
+    this.stream = null; // the turn's decoder (codecs.js)
+    this.decoding = Promise.resolve(); // audio work in arrival order (decoding may be asynchronous)
     this.controller = new AbortController();
+  }
+
+  get live() {
+    return this.state === "streaming" || this.state === "playing";
+  }
+
+  read(bytes) {
+    if (this.live) this.reads.push(bytes);
   }
 
   elapsedMs() {
     return performance.now() - this.startedAt;
   }
 
-  /** Plain JSON for tests and the table (no PCM, no controller). */
+  /** Plain JSON for tests and the table (no audio, no decoder, no controller). */
   snapshot() {
-    const { pcm, controller, ...plain } = this;
+    const { audio, stream, decoding, controller, ...plain } = this;
     return { ...plain, scheduled: this.scheduled.map((s) => ({ ...s })) };
   }
 }
 
 export class VoicePage {
-  constructor(elements) {
+  constructor(elements, { transport = "auto", format = "auto" } = {}) {
     this.el = elements;
     this.player = new GaplessPlayer();
     this.captions = new Captions(elements.caption, () => this.player.context?.currentTime ?? null);
     this.turns = [];
     this.current = null;
     this.sessionId = newSessionId();
+    this.wanted = { transport, format };
+    this.socket = null; // the open WsTransport of this conversation
+    this.socketRefused = false; // the app offers no /ws: SSE from now on
+    this.support = null; // {opus, mp3}: what this browser decodes
   }
 
-  /** Forget the conversation: stop any turn, take a new session id; the next question starts afresh. */
+  /** Forget the conversation: stop any turn, take a new session id (and socket); the next starts afresh. */
   newConversation() {
     this.stop();
+    this.socket?.close();
+    this.socket = null;
     this.sessionId = newSessionId();
     this.el.answer.textContent = "";
     this.el.warnings.textContent = "";
@@ -326,6 +114,25 @@ export class VoicePage {
 
   get agentUrl() {
     return this.el.agentUrl.value.replace(/\/+$/, "");
+  }
+
+  /** The audio format to ask for: the chosen one, else Opus where this browser decodes it, else PCM. */
+  async chooseFormat() {
+    this.support ??= await compressedSupport();
+    const wanted = this.el.format?.value || this.wanted.format;
+    if (FORMATS.includes(wanted)) return wanted;
+    return this.support.opus ? "opus" : "pcm";
+  }
+
+  /** The socket when the app offers one (and SSE is not chosen), else SSE. */
+  async chooseTransport() {
+    const wanted = this.el.transport?.value || this.wanted.transport;
+    if (wanted === "sse" || (wanted !== "ws" && this.socketRefused)) return new SseTransport(this.agentUrl);
+    if (this.socket?.open && this.socket.sessionId === this.sessionId) return this.socket;
+    this.socket = await WsTransport.open(this.agentUrl, this.sessionId);
+    if (this.socket) return this.socket;
+    this.socketRefused = true;
+    return new SseTransport(this.agentUrl);
   }
 
   /** Start a turn; a turn still running is stopped first (a new question is a barge-in). */
@@ -341,28 +148,17 @@ export class VoicePage {
     this.el.warnings.textContent = "";
     this.render();
     try {
-      const response = await fetch(`${this.agentUrl}/invocations`, {
-        method: "POST",
-        headers: {
-          "content-type": "application/json",
-          accept: "text/event-stream",
-          [SESSION_HEADER]: turn.sessionId,
-        },
-        body: JSON.stringify({ prompt, mode, voice }),
-        signal: turn.controller.signal,
-      });
-      // Error statuses (400/413) still carry one SSE `error` event with a code: read the body anyway.
-      const reader = response.body.getReader();
-      const decoder = new SseDecoder();
-      for (;;) {
-        const { value, done } = await reader.read();
-        if (done) break;
-        turn.reads.push(value.length);
-        for (const event of decoder.push(value)) this.handle(turn, event);
-      }
-      if (decoder.leftoverBytes) turn.errors.push({ code: "truncated", message: "stream ended mid-event" });
+      turn.format = await this.chooseFormat();
+      const transport = await this.chooseTransport();
+      turn.transport = transport.name;
+      this.transport = transport;
+      this.render();
+      if (turn.state === "stopped") return;
+      await transport.run(turn, { prompt, mode, voice, format: turn.format }, (e, audio) => this.handle(turn, e, audio));
+      await turn.decoding;
       turn.totalMs = turn.elapsedMs();
-      turn.pcmSha256 = await sha256Hex(turn.pcm);
+      turn.pcmSha256 = await sha256Hex(turn.audio);
+      turn.stream?.close();
       if (turn.state === "streaming") {
         turn.state = turn.errors.some((e) => e.type === "error") ? "error"
           : this.player.sources.size ? "playing" : "done";
@@ -372,14 +168,14 @@ export class VoicePage {
         turn.state = "error";
         turn.errors.push({ code: "network", message: String(err) });
         // A CORS refusal or an unreachable app both land here; the console has the browser's detail.
-        this.el.warnings.textContent = `network: cannot reach ${this.agentUrl}/invocations (${err})`;
+        this.el.warnings.textContent = `network: cannot reach ${this.agentUrl} (${err})`;
       }
     }
     this.render();
   }
 
-  /** architecture §4 events; unknown types are ignored so the server can add new ones. */
-  handle(turn, event) {
+  /** DESIGN §4 events; unknown types are ignored so the server can add new ones. */
+  handle(turn, event, audio) {
     if (turn !== this.current || turn.state === "stopped") return;
     switch (event.type) {
       case "text_delta":
@@ -387,23 +183,11 @@ export class VoicePage {
         turn.text += event.text;
         this.el.answer.textContent = turn.text;
         break;
-      case "audio_chunk": {
-        if (event.format && event.format !== AUDIO_FORMAT) {
-          turn.errors.push({ code: "bad_format", message: `cannot play ${event.format}` });
-          break;
-        }
-        const [bytes, samples] = decodePcm(event.audio);
-        if (turn.firstAudioMs === null) turn.firstAudioMs = turn.elapsedMs();
-        turn.sampleRate = event.sample_rate;
-        turn.chunks += 1;
-        turn.audioSeconds += samples.length / event.sample_rate;
-        turn.pcm.push(bytes);
-        const { start, duration } = this.player.play(samples, event.sample_rate, () => this.playbackEnded(turn));
-        this.captions.scheduled(event.sentence, start, duration);
+      case "audio_chunk":
+        this.audio(turn, event, audio);
         break;
-      }
-      case "sentence_complete":
-        this.captions.complete(event.sentence, event.words);
+      case "sentence_complete": // after the sentence's audio was scheduled: same queue
+        turn.decoding = turn.decoding.then(() => this.captions.complete(event.sentence, event.words));
         break;
       case "speech_error":
         turn.errors.push(event);
@@ -426,6 +210,30 @@ export class VoicePage {
     this.render();
   }
 
+  /** One audio chunk: decoded in arrival order, then scheduled right after the one before it. */
+  audio(turn, event, bytes) {
+    turn.stream ??= audioStream(event.format, event.sample_rate);
+    if (!turn.stream || !bytes) {
+      turn.errors.push({ code: "bad_format", message: `cannot play ${event.format}` });
+      return;
+    }
+    turn.sampleRate = event.sample_rate;
+    turn.chunks += 1;
+    turn.audio.push(bytes);
+    const stream = turn.stream;
+    turn.decoding = turn.decoding.then(async () => {
+      const { samples, sampleRate } = await stream.decode(bytes);
+      if (turn !== this.current || turn.state === "stopped" || !samples.length) return;
+      if (turn.firstAudioMs === null) turn.firstAudioMs = turn.elapsedMs();
+      turn.audioSeconds += samples.length / sampleRate;
+      const { start, duration } = this.player.play(samples, sampleRate, () => this.playbackEnded(turn));
+      this.captions.scheduled(event.sentence, start, duration);
+      this.render();
+    }).catch((err) => {
+      turn.errors.push({ code: "decode_failed", message: String(err) });
+    });
+  }
+
   playbackEnded(turn) {
     // Sources drain before the stream ends when audio outruns the text: only "playing" becomes "done".
     if (turn === this.current && turn.state === "playing") {
@@ -434,12 +242,14 @@ export class VoicePage {
     }
   }
 
-  /** Barge-in: abort the request (closing the stream cancels the turn server-side) and go silent now. */
+  /** Barge-in: cancel the turn on the server (same socket, or the SSE stream's abort); silence now. */
   stop() {
     const turn = this.current;
-    if (turn && (turn.state === "streaming" || turn.state === "playing")) {
+    if (turn && turn.live) {
       turn.state = "stopped";
-      turn.controller.abort();
+      if (this.transport && turn.transport === this.transport.name) this.transport.cancel(turn);
+      else turn.controller.abort();
+      turn.stream?.close();
     }
     this.player.stop();
     this.captions.reset();
@@ -457,8 +267,7 @@ export class VoicePage {
   }
 
   render() {
-    const busy = this.current && (this.current.state === "streaming" || this.current.state === "playing");
-    this.el.stop.disabled = !busy;
+    this.el.stop.disabled = !this.current?.live;
     this.el.status.textContent = this.current ? this.current.state : "idle";
     this.el.status.dataset.state = this.current ? this.current.state : "idle";
     this.el.conversation.textContent = this.sessionId;
@@ -467,7 +276,8 @@ export class VoicePage {
       const row = document.createElement("tr");
       row.dataset.turn = String(t.id);
       const cells = [t.id, t.mode, t.voice, ms(t.firstTextMs), ms(t.firstAudioMs),
-        `${t.audioSeconds.toFixed(2)} s`, t.chunks, ms(t.totalMs), t.state, t.sessionId.slice(-8)];
+        `${t.audioSeconds.toFixed(2)} s`, t.chunks, ms(t.totalMs), t.state,
+        [t.transport, t.format].filter(Boolean).join(" "), t.sessionId.slice(-8)];
       for (const value of cells) {
         const cell = document.createElement("td");
         cell.textContent = String(value);
@@ -485,16 +295,21 @@ export class VoicePage {
 }
 
 // ---------------------------------------------------------------------------------------------------
-// Wiring. ?agent=http://host:port points the page at any agent app (it needs CORS for this origin).
+// Wiring.
 
 function main() {
   const $ = (id) => document.getElementById(id);
+  const params = new URLSearchParams(location.search);
   const page = new VoicePage({
     agentUrl: $("agent-url"), answer: $("answer"), warnings: $("warnings"), stop: $("stop"),
     status: $("status"), turns: $("turns"), ratio: $("ratio"), conversation: $("conversation"),
-    caption: $("caption"),
+    caption: $("caption"), transport: $("transport"), format: $("format"),
   });
-  page.el.agentUrl.value = new URLSearchParams(location.search).get("agent") || location.origin;
+  page.el.agentUrl.value = params.get("agent") || location.origin;
+  for (const [name, allowed] of [["transport", ["ws", "sse"]], ["format", FORMATS]]) {
+    const value = params.get(name);
+    if (allowed.includes(value)) page.el[name].value = value;
+  }
 
   $("turn-form").addEventListener("submit", (e) => {
     e.preventDefault();

@@ -6,6 +6,7 @@ these machines (CI installs ``chromium`` with apt). A fresh profile per test kee
 
 from __future__ import annotations
 
+import re
 import tempfile
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -39,8 +40,14 @@ ARTIFACTS = Path(__file__).parents[2] / "artifacts" / "browser"
 
 
 @asynccontextmanager
-async def browser_page(chromium: Path, profile_dir: Path) -> AsyncIterator[Page]:
-    """A page in a fresh Chromium profile; any uncaught page error fails the test when the block ends."""
+async def browser_page(
+    chromium: Path, profile_dir: Path, *, expected_errors: tuple[str, ...] = ()
+) -> AsyncIterator[Page]:
+    """A page in a fresh Chromium profile; any uncaught page error fails the test when the block ends.
+
+    ``expected_errors``: regular expressions of console errors the test provokes on purpose (Chromium
+    logs a refused WebSocket handshake as one, and the player then falls back to SSE); each must show up.
+    """
     from playwright.async_api import async_playwright
 
     errors: list[str] = []
@@ -55,7 +62,10 @@ async def browser_page(chromium: Path, profile_dir: Path) -> AsyncIterator[Page]
             yield page
         finally:
             await context.close()
-    assert not errors, f"the page logged errors: {errors}"
+    for pattern in expected_errors:
+        assert any(re.search(pattern, e) for e in errors), f"expected a console error {pattern!r}: {errors}"
+    unexpected = [e for e in errors if not any(re.search(p, e) for p in expected_errors)]
+    assert not unexpected, f"the page logged errors: {unexpected}"
 
 
 @asynccontextmanager
@@ -76,8 +86,21 @@ async def agent_app_with_page(
             yield url
 
 
-async def speak(page: Page, prompt: str, mode: str, voice: str = DEFAULT_VOICE) -> None:
-    """Ask through the page's own controls, as a user would."""
+async def speak(
+    page: Page,
+    prompt: str,
+    mode: str,
+    voice: str = DEFAULT_VOICE,
+    *,
+    transport: str | None = None,
+    audio_format: str | None = None,
+) -> None:
+    """Ask through the page's own controls, as a user would (``transport``/``audio_format``: the
+    page's Transport and Audio choices; None leaves them as they are, "auto" at first)."""
+    if transport is not None:
+        await page.select_option("#transport", transport)
+    if audio_format is not None:
+        await page.select_option("#format", audio_format)
     await page.fill("#prompt", prompt)
     await page.check(f"input[name=mode][value={mode}]")
     await page.select_option("#voice", voice)

@@ -48,7 +48,7 @@ async def wait_for_idle_server(http: httpx.AsyncClient, url: str, since: float) 
 
 
 async def _stop_then_speak_again(
-    model_server: RunningServer, chromium: Path, profile: Path
+    model_server: RunningServer, chromium: Path, profile: Path, transport: str
 ) -> tuple[ScriptedModel, dict[str, Any], dict[str, Any], dict[str, Any]]:
     # A long answer, written slowly: the model is still writing when the first sentence is heard.
     long_answer = ScriptedModel(answer=FOUR_SENTENCES * 10, tokens_per_s=6.5)
@@ -61,7 +61,7 @@ async def _stop_then_speak_again(
         httpx.AsyncClient(timeout=10) as http,
     ):
         await page.goto(url + "/player/")
-        await speak(page, "Tell me everything about otters.", "bidi")
+        await speak(page, "Tell me everything about otters.", "bidi", transport=transport)
         await page.wait_for_function("window.__player.outputLevel() > 0.001", timeout=FIRST_AUDIO_TIMEOUT_MS)
         assert await ping_status(http, url) == "HealthyBusy"
         assert not long_answer.finished
@@ -103,12 +103,15 @@ async def stopped_page_state(page: Page) -> dict[str, Any]:
     return state
 
 
+@pytest.mark.parametrize("transport", ["ws", "sse"])
 def test_stop_during_playback_cancels_the_turn_and_a_new_turn_works(
-    model_server: RunningServer, chromium: Path, tmp_path: Path
+    model_server: RunningServer, chromium: Path, tmp_path: Path, transport: str
 ) -> None:
+    """Stop is a barge-in on either transport: ``cancel`` on the same socket, or the stream's abort."""
     model, stopped, again, speech_after = asyncio.run(
-        _stop_then_speak_again(model_server, chromium, tmp_path / "profile")
+        _stop_then_speak_again(model_server, chromium, tmp_path / "profile", transport)
     )
+    assert stopped["transport"] == again["transport"] == transport
     assert stopped["state"] == "stopped" and stopped["end"] is None
     assert stopped["firstAudioMs"] is not None and stopped["chunks"] >= 1
     # Server side: the model was stopped mid-answer (the turn was cancelled, not run to its end).

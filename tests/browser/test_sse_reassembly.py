@@ -4,6 +4,9 @@ The agent app's SSE arrives in delivery chunks that end anywhere (the seed saw 4
 6 chunks, 2 ending mid-frame). ``SplittingSseServer`` is a test double of the agent app that sends a
 fixed event stream either whole or cut inside the base64, between the two ``\\n`` of a separator, inside
 ``data:`` and inside a multi-byte character, pausing between pieces so the browser reads them apart.
+
+The double has no ``/ws``, so the page also shows its fallback: its WebSocket handshake is refused
+(Chromium logs that as a console error, expected here) and it asks over SSE instead.
 """
 
 from __future__ import annotations
@@ -142,7 +145,11 @@ def splitting_server(stream: ScriptedStream, cuts: list[int]) -> Starlette:
 
 async def _whole_then_split(chromium: Path, profile: Path, cuts: list[int]) -> list[dict[str, Any]]:
     stream = scripted_stream()
-    async with serve_asgi(splitting_server(stream, cuts)) as url, browser_page(chromium, profile) as page:
+    refused = r"WebSocket connection to 'ws://127\.0\.0\.1:\d+/ws\?.*' failed"
+    async with (
+        serve_asgi(splitting_server(stream, cuts)) as url,
+        browser_page(chromium, profile, expected_errors=(refused,)) as page,
+    ):
         await page.goto(url + "/player/")
         for number, prompt in enumerate(("whole", "split"), start=1):
             await speak(page, prompt, "bidi")
@@ -172,6 +179,7 @@ def test_split_stream_decodes_to_the_same_audio_and_text(chromium: Path, tmp_pat
     expected_sha256 = hashlib.sha256(stream.pcm).hexdigest()
     for turn in (whole, split):
         assert turn["state"] == "done" and turn["errors"] == []
+        assert turn["transport"] == "sse"  # the app offers no socket: the fallback
         assert turn["text"] == TEXT
         assert turn["chunks"] == 3
         assert turn["pcmSha256"] == expected_sha256
