@@ -1,0 +1,44 @@
+"""``tts_container`` reaches ``strands_kokoro`` only through the two modules both ends share (DESIGN §2).
+
+``strands_kokoro.protocol`` (the wire's frames) and ``strands_kokoro.audio_encoding`` (the codecs of the
+wire's audio: a request's ``format`` must mean the same bytes whoever encodes them). Nothing else of the
+library, nor the app or the launchers, gets into the model server's image. And neither shared module
+pulls the rest of the library in with it.
+"""
+
+from __future__ import annotations
+
+from tests.import_graph import imports_of, python_files
+
+SHARED = ("strands_kokoro.protocol", "strands_kokoro.audio_encoding", "strands_kokoro.errors")
+
+
+def _outside(module: str, allowed: tuple[str, ...]) -> bool:
+    return module != "strands_kokoro" and not any(module == a or module.startswith(a + ".") for a in allowed)
+
+
+def test_the_model_server_imports_only_the_shared_modules_of_strands_kokoro() -> None:
+    found = [
+        str(imp)
+        for path in python_files("tts_container")
+        for imp in imports_of(path)
+        if imp.is_of(("strands_kokoro",)) and _outside(imp.module, SHARED)
+    ]
+    assert found == []
+    assert not [
+        str(i)
+        for p in python_files("tts_container")
+        for i in imports_of(p)
+        if i.is_of(("agentcore_app", "cdk"))
+    ]
+
+
+def test_the_shared_modules_import_nothing_else_of_the_library() -> None:
+    files = python_files("strands_kokoro/protocol.py", "strands_kokoro/audio_encoding.py")
+    found = [
+        str(imp)
+        for path in files
+        for imp in imports_of(path)
+        if imp.is_of(("strands_kokoro",)) and _outside(imp.module, SHARED)
+    ]
+    assert found == []
