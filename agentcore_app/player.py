@@ -1,10 +1,11 @@
 """The browser voice player: the page (``static/``) and :func:`with_page`, serving it beside an agent app.
 
 Why a wrapper instead of new routes in :mod:`agentcore_app.app`: the AgentCore contract is exactly
-``POST /invocations``, ``GET /ping`` and the WebSocket ``/ws``; the deployed app must not grow anything else. :func:`with_page`
-wraps an ASGI app (any agent app, or a test server) with the page under ``/player/`` and CORS for local
-origins, and passes every other request through untouched. Served from the agent app's own origin, the
-page needs no CORS at all in the usual case. ``agent-infra serve`` (:mod:`cdk.local_commands`) runs it.
+``POST /invocations``, ``GET /ping`` and the WebSocket ``/ws``; the deployed app must not grow anything
+else. :func:`with_page` wraps an ASGI app (any agent app, or a test server) with the page under
+``/player/`` and CORS for local origins, and passes every other request through untouched. Served from
+the agent app's own origin, the page needs no CORS at all in the usual case. ``agent-infra serve``
+(:mod:`cdk.local_commands`) runs it.
 """
 
 from __future__ import annotations

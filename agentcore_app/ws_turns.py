@@ -50,7 +50,7 @@ OUTBOX_FRAMES = 64  # frames on their way to the client; a turn waits when they 
 POLICY_VIOLATION = 1008
 
 TurnRunner = Callable[[Turn, "str | None"], AsyncGenerator[Mapping[str, Any]]]
-"""The app's turn: a validated request and its conversation -> DESIGN §4 events (as the SSE path gets)."""
+"""The app's turn: a validated request and its conversation -> architecture §4 events (as SSE gets them)."""
 
 
 @dataclass(slots=True)

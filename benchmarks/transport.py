@@ -17,7 +17,7 @@ MP3) the client records:
 - **Whisper WER** of each turn's audio as a listener hears it (compressed streams decoded by FFmpeg)
   against the answer's spoken text, and its difference from PCM.
 
-The 1-minute load average is recorded at the start, before each turn and at the end (DESIGN §7: on this
+The 1-minute load average is recorded at the start, before each turn and at the end (architecture §7: on this
 2-core machine a figure taken above 1.0 is not a measurement; each turn waits, bounded, for the load to
 settle first).
 

@@ -1,9 +1,9 @@
 """Compressed audio on the wire: Ogg Opus and MP3, encoded incrementally, one stream per request or turn.
 
-Both ends use this module (DESIGN §2: ``tts_container`` imports ``strands_kokoro.protocol`` and this, the
-codecs of the wire's audio), so a request's ``format`` means the same bytes whoever encodes them: the
-model server for its POST and WebSocket clients, the turn's output (:mod:`strands_kokoro.turn_output`) for
-the agent app's listeners.
+Both ends use this module (architecture §2: ``tts_container`` imports ``strands_kokoro.protocol`` and
+this, the codecs of the wire's audio), so a request's ``format`` means the same bytes whoever encodes
+them: the model server for its POST and WebSocket clients, the turn's output
+(:mod:`strands_kokoro.turn_output`) for the agent app's listeners.
 
 Why these choices (measured, see ``benchmarks/transport.py`` and the README):
 

@@ -1,4 +1,4 @@
-"""DESIGN §4 events on a WebSocket: JSON text frames, audio as binary frames. Both ends use this module.
+"""architecture §4 events on a WebSocket: JSON text frames, audio as binary frames. Both ends use this module.
 
 The agent app's ``/ws`` (:mod:`agentcore_app.ws_turns`) writes frames with :func:`turn_frames`; its clients
 (the demo client, the benchmarks; the browser player has the same rules in ``static/transport.js``) read
@@ -12,7 +12,7 @@ them with :class:`FrameReader`. The rules:
   client's, or one the app chose): ``agent_start``'s too, so on this transport it is the request's id. An
   ``audio_chunk`` is the event without ``audio`` plus ``bytes`` (its length), and the very next frame is a
   binary frame of exactly those bytes: **a binary frame is the audio of the ``audio_chunk`` frame just
-  before it**. A frame is control only when the WHOLE payload is one JSON object (DESIGN §3), so a relay
+  before it**. A frame is control only when the WHOLE payload is one JSON object (architecture §3), so a relay
   that turns text frames into binary ones changes nothing.
 - Every turn request ends with exactly one ``turn_end {request_id, status}``: ``completed``,
   ``cancelled``, ``failed`` (an ``error`` event came first) or ``refused`` (its ``error`` came first,

@@ -174,7 +174,7 @@ export class VoicePage {
     this.render();
   }
 
-  /** DESIGN §4 events; unknown types are ignored so the server can add new ones. */
+  /** architecture §4 events; unknown types are ignored so the server can add new ones. */
   handle(turn, event, audio) {
     if (turn !== this.current || turn.state === "stopped") return;
     switch (event.type) {

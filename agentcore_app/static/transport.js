@@ -1,7 +1,7 @@
 // How a turn reaches the page: the agent app's WebSocket /ws (JSON events, audio in binary frames), or
 // POST /invocations as server-sent events (base64 audio inside JSON) where the app offers no socket.
 //
-// Both call onEvent(event, audioBytes) for every DESIGN §4 event of the turn, in order; audioBytes is the
+// Both call onEvent(event, audioBytes) for every architecture §4 event of the turn, in order; audioBytes is the
 // audio of an `audio_chunk` (from its binary frame, or its base64), else null. The frame rules of /ws are
 // strands_kokoro/event_frames.py's: a binary frame is the audio of the `audio_chunk` frame just before it
 // (whose `bytes` is its length), every frame names its request, and `turn_end` ends a request.

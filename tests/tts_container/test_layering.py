@@ -1,16 +1,18 @@
-"""``tts_container`` reaches ``strands_kokoro`` only through the two modules both ends share (DESIGN §2).
+"""``tts_container`` reaches ``strands_kokoro`` only through the modules both ends share (architecture §2).
 
-``strands_kokoro.protocol`` (the wire's frames) and ``strands_kokoro.audio_encoding`` (the codecs of the
-wire's audio: a request's ``format`` must mean the same bytes whoever encodes them). Nothing else of the
-library, nor the app or the launchers, gets into the model server's image. And neither shared module
-pulls the rest of the library in with it.
+``strands_kokoro.protocol`` (the wire's frames), ``strands_kokoro.audio_encoding`` (the codecs of the
+wire's audio: a request's ``format`` must mean the same bytes whoever encodes them), ``strands_kokoro.
+serving`` (what both servers do about silent and cross-site callers) and ``strands_kokoro.errors``.
+Nothing else of the library, nor the app or the launchers. And the two wire modules pull nothing else
+of the library in with them.
 """
 
 from __future__ import annotations
 
 from tests.import_graph import imports_of, python_files
 
-SHARED = ("strands_kokoro.protocol", "strands_kokoro.audio_encoding", "strands_kokoro.errors")
+WIRE = ("strands_kokoro.protocol", "strands_kokoro.audio_encoding", "strands_kokoro.errors")
+SHARED = (*WIRE, "strands_kokoro.serving")
 
 
 def _outside(module: str, allowed: tuple[str, ...]) -> bool:
@@ -33,12 +35,12 @@ def test_the_model_server_imports_only_the_shared_modules_of_strands_kokoro() ->
     ]
 
 
-def test_the_shared_modules_import_nothing_else_of_the_library() -> None:
+def test_the_wire_modules_import_nothing_else_of_the_library() -> None:
     files = python_files("strands_kokoro/protocol.py", "strands_kokoro/audio_encoding.py")
     found = [
         str(imp)
         for path in files
         for imp in imports_of(path)
-        if imp.is_of(("strands_kokoro",)) and _outside(imp.module, SHARED)
+        if imp.is_of(("strands_kokoro",)) and _outside(imp.module, WIRE)
     ]
     assert found == []
