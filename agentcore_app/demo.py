@@ -129,6 +129,28 @@ class Delivery:
     def of(cls, args: argparse.Namespace) -> Delivery:
         return cls(getattr(args, "transport", "sse") or "sse", getattr(args, "audio_format", None))
 
+    async def turn(
+        self,
+        endpoint: str,
+        prompt: str,
+        mode: str,
+        *,
+        http_client: httpx.AsyncClient,
+        voice: str | None,
+        session_id: str | None = None,
+    ) -> TurnRecord:
+        """One turn, delivered this way."""
+        return await run_turn(
+            endpoint,
+            prompt,
+            mode,
+            http_client=http_client,
+            voice=voice,
+            session_id=session_id,
+            transport=self.transport,
+            audio_format=self.audio_format,
+        )
+
 
 async def collect(
     target: Target,
@@ -144,17 +166,7 @@ async def collect(
     async with reached as endpoint, httpx.AsyncClient(timeout=INVOKE_TIMEOUT_S) as http_client:
         for mode in modes:
             print(f"{mode}: asking {prompt!r}", file=sys.stderr)
-            records.append(
-                await run_turn(
-                    endpoint,
-                    prompt,
-                    mode,
-                    http_client=http_client,
-                    voice=voice,
-                    transport=delivery.transport,
-                    audio_format=delivery.audio_format,
-                )
-            )
+            records.append(await delivery.turn(endpoint, prompt, mode, http_client=http_client, voice=voice))
     return records
 
 
@@ -252,15 +264,8 @@ async def converse(
             for number, prompt in enumerate(plan.prompts, 1):
                 print(f"{mode} turn {number} ({session_id}): asking {prompt!r}", file=sys.stderr)
                 turns.append(
-                    await run_turn(
-                        endpoint,
-                        prompt,
-                        mode,
-                        http_client=http_client,
-                        voice=voice,
-                        session_id=session_id,
-                        transport=delivery.transport,
-                        audio_format=delivery.audio_format,
+                    await delivery.turn(
+                        endpoint, prompt, mode, http_client=http_client, voice=voice, session_id=session_id
                     )
                 )
     return conversations

@@ -33,6 +33,7 @@ import io
 import secrets
 import struct
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from strands_kokoro.errors import CodedError
@@ -112,17 +113,30 @@ class PcmEncoder:
         return b""
 
 
+@dataclass(frozen=True, slots=True)
+class _Codec:
+    """An FFmpeg encoder as PyAV names it, the sample format it takes, and our bit rate for it."""
+
+    name: str
+    sample_format: str
+    bitrate: int
+
+
+OPUS_CODEC = _Codec("libopus", "s16", OPUS_BITRATE)
+MP3_CODEC = _Codec("libmp3lame", "s16p", MP3_BITRATE)
+
+
 class _CodecStream:
     """A PyAV encoder fed s16 mono PCM at ``input_rate`` (PyAV adapts frame sizes and rates itself)."""
 
-    def __init__(self, codec: str, *, input_rate: int, codec_rate: int, sample_format: str, bitrate: int):
+    def __init__(self, codec: _Codec, *, input_rate: int, codec_rate: int):
         import av
 
-        context: Any = av.CodecContext.create(codec, "w")
+        context: Any = av.CodecContext.create(codec.name, "w")
         context.sample_rate = codec_rate
         context.layout = "mono"
-        context.format = sample_format
-        context.bit_rate = bitrate
+        context.format = codec.sample_format
+        context.bit_rate = codec.bitrate
         context.open()
         self.context = context
         self.input_rate = input_rate
@@ -213,13 +227,7 @@ class OggOpusEncoder:
 
     def __init__(self, sample_rate: int) -> None:
         codec_rate = sample_rate if sample_rate in OPUS_RATES else OPUS_GRANULE_RATE
-        self._codec = _CodecStream(
-            "libopus",
-            input_rate=sample_rate,
-            codec_rate=codec_rate,
-            sample_format="s16",
-            bitrate=OPUS_BITRATE,
-        )
+        self._codec = _CodecStream(OPUS_CODEC, input_rate=sample_rate, codec_rate=codec_rate)
         self._to_granule = OPUS_GRANULE_RATE // codec_rate
         self._pages = OggPages()
         self._granule = 0
@@ -265,13 +273,7 @@ class Mp3Encoder:
     wire_format = WIRE_AUDIO_FORMATS["mp3"]
 
     def __init__(self, sample_rate: int) -> None:
-        self._codec = _CodecStream(
-            "libmp3lame",
-            input_rate=sample_rate,
-            codec_rate=sample_rate,
-            sample_format="s16p",
-            bitrate=MP3_BITRATE,
-        )
+        self._codec = _CodecStream(MP3_CODEC, input_rate=sample_rate, codec_rate=sample_rate)
 
     def encode(self, pcm: bytes) -> bytes:
         return b"".join(bytes(p) for p in self._codec.packets(pcm))
