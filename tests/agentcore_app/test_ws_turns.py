@@ -250,3 +250,19 @@ async def test_a_bad_session_id_closes_the_connection_with_a_coded_error(tmp_pat
         refused = json.loads(await ws.recv())
         await ws.wait_closed()
     assert refused["code"] == "bad_session_id" and ws.close_code == 1008
+
+
+async def test_the_python_client_runs_a_turn_over_the_socket_in_mp3(
+    model_server: RunningServer, tmp_path: Path
+) -> None:
+    """``run_turn(..., transport="ws")``: what ``agent-infra demo --transport ws`` does to a local app."""
+    from agentcore_app.client import run_turn
+
+    model = ScriptedModel(answer="Over the socket.")
+    async with app_url(model_server.ws_url, lambda: model, tmp_path) as url:
+        record = await run_turn(url, "Hi?", "bidi", transport="ws", audio_format="mp3", session_id=SESSION)
+    end = record.first("agent_end")
+    assert record.text == "Over the socket." and end is not None
+    assert record.audio_format == "mp3" and record.encoded[:2] == b"\xff\xf3"
+    assert end.event["audio_ms"] <= record.audio_s * 1000 <= end.event["audio_ms"] + 120  # LAME's delay
+    assert record.wire_bytes < len(record.pcm) / 4
