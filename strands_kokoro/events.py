@@ -44,6 +44,12 @@ class WordTiming(TypedDict):
     end_ms: float
 
 
+class WordTimings(TypedDict):
+    type: Literal["word_timings"]
+    sentence: int
+    words: list[WordTiming]
+
+
 class SentenceComplete(TypedDict):
     type: Literal["sentence_complete"]
     sentence: int
@@ -91,6 +97,7 @@ Event = (
     AgentStart
     | TextDelta
     | AudioChunk
+    | WordTimings
     | SentenceComplete
     | SpeechError
     | SpeechInterrupted
@@ -131,6 +138,17 @@ def audio_chunk(
     }
 
 
+def _timings(words: Sequence[Word]) -> list[WordTiming]:
+    return [{"text": w.text, "start_ms": round(w.start_ms, 1), "end_ms": round(w.end_ms, 1)} for w in words]
+
+
+def word_timings(sentence: int, words: Sequence[Word]) -> WordTimings:
+    """More words of request ``sentence`` timed (ms from its first ``audio_chunk``), out before the audio
+    that holds them: captions can follow a request that is heard while it is still being synthesized.
+    Each event carries only new words; ``sentence_complete`` repeats them all."""
+    return {"type": "word_timings", "sentence": sentence, "words": _timings(words)}
+
+
 def sentence_complete(
     sentence: int,
     text: str,
@@ -159,9 +177,7 @@ def sentence_complete(
         "first_audio_ms": _ms(first_audio_ms),
         "predicted_buffer_ms": _ms(predicted_buffer_ms),
         "buffer_ms": _ms(buffer_ms),
-        "words": [
-            {"text": w.text, "start_ms": round(w.start_ms, 1), "end_ms": round(w.end_ms, 1)} for w in words
-        ],
+        "words": _timings(words),
     }
 
 

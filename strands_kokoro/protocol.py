@@ -505,6 +505,28 @@ class SynthesisCompleted(_JsonMessage):
 
 
 @dataclass(frozen=True, slots=True)
+class WordTimings(_JsonMessage):
+    """More of a request's words, timed as soon as the engine has rendered them (ms from the start of
+    the request's audio, as in ``synthesis_complete``), sent before the audio that holds them.
+
+    Why: a request is spoken while it is still being synthesized, so captions that waited for
+    ``synthesis_complete`` would miss the first words of every long request. Each frame carries only
+    words not sent before; ``synthesis_complete`` still carries them all. A frame added after the first
+    release: older clients ignore it (unknown types are skipped).
+    """
+
+    request_id: str
+    words: tuple[Word, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "type": "word_timings",
+            "request_id": self.request_id,
+            "words": [word.to_dict() for word in self.words],
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class ServerError(_JsonMessage):
     """An ``error`` frame: the server refused or failed one request (or message); the session goes on."""
 
@@ -552,7 +574,7 @@ class AudioData:
         }
 
 
-ControlFrame = SessionStarted | SynthesisStarted | SynthesisCompleted | ServerError | Cancelled
+ControlFrame = SessionStarted | SynthesisStarted | WordTimings | SynthesisCompleted | ServerError | Cancelled
 ServerMessage = ControlFrame | AudioData
 
 
@@ -635,6 +657,8 @@ def parse_control(obj: Mapping[str, Any]) -> ControlFrame | None:
             elapsed_ms=_float(obj.get("elapsed_ms")),
             words=_words(obj.get("words")),
         )
+    if kind == "word_timings" and request_id is not None:
+        return WordTimings(request_id, _words(obj.get("words")))
     if kind == "error":
         code, message = obj.get("code"), obj.get("message")
         return ServerError(

@@ -7,16 +7,16 @@ every outcome; nothing else keeps a list of requests.
 
 Reconnect rule (nothing said twice, nothing skipped): a request whose ``synthesis_complete`` arrived is
 never re-sent. A request that was cut mid-audio is re-sent whole, and the first ``emitted_bytes`` of its
-new audio are dropped: the server renders a request deterministically (same text and context, same
-windows), so the re-synthesized audio is the same and the listener hears it continue where it broke off
-(at worst a click at the seam).
+new audio (and the first ``timed_words`` of its word timings) are dropped: the server renders a request
+deterministically (same text and context, same windows), so the re-synthesized audio is the same and the
+listener hears it continue where it broke off (at worst a click at the seam).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from strands_kokoro.protocol import DEFAULT_SAMPLE_RATE, SynthesizeRequest, audio_ms
+from strands_kokoro.protocol import DEFAULT_SAMPLE_RATE, SynthesizeRequest, Word, audio_ms
 
 __all__ = ["RequestLedger", "TurnRequest"]
 
@@ -38,6 +38,8 @@ class TurnRequest:
     refusals: int = 0  # ``overloaded`` answers so far (the request is re-sent)
     first_audio_ms: float | None = None  # when its first audio reached the listener (ms of the turn)
     buffer_ms: float | None = None  # audio the listener had left when that happened
+    received_words: int = 0  # word timings received in the current attempt
+    timed_words: int = 0  # word timings handed to the listener (kept across reconnects)
 
     @property
     def request_id(self) -> str:
@@ -58,6 +60,14 @@ class TurnRequest:
         self.received_bytes += len(pcm)
         fresh = pcm[max(0, self.emitted_bytes - start) :]
         self.emitted_bytes += len(fresh)
+        return fresh
+
+    def fresh_words(self, words: tuple[Word, ...]) -> tuple[Word, ...]:
+        """What of these word timings the listener has not had yet (the same rule as the audio's)."""
+        start = self.received_words
+        self.received_words += len(words)
+        fresh = words[max(0, self.timed_words - start) :]
+        self.timed_words += len(fresh)
         return fresh
 
 

@@ -23,7 +23,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from strands_kokoro.audio_encoding import AudioEncoder, PcmEncoder
-from strands_kokoro.events import Event, audio_chunk, sentence_complete, speech_error, text_delta
+from strands_kokoro.events import (
+    Event,
+    audio_chunk,
+    sentence_complete,
+    speech_error,
+    text_delta,
+    word_timings,
+)
 from strands_kokoro.pacer import SpeechPacer
 from strands_kokoro.protocol import Word, audio_ms
 from strands_kokoro.request_ledger import TurnRequest
@@ -37,6 +44,11 @@ class _Audio:
 
 
 @dataclass(frozen=True, slots=True)
+class _Timed:
+    words: tuple[Word, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class _Complete:
     words: tuple[Word, ...]
 
@@ -47,7 +59,7 @@ class _Failure:
     message: str
 
 
-_Item = _Audio | _Complete | _Failure
+_Item = _Audio | _Timed | _Complete | _Failure
 
 
 class TurnOutput:
@@ -97,6 +109,10 @@ class TurnOutput:
 
     def audio(self, request: TurnRequest, pcm: bytes) -> None:
         self._put(request, _Audio(pcm))
+
+    def timed(self, request: TurnRequest, words: tuple[Word, ...]) -> None:
+        """More of the request's words timed by the server: out in order, ahead of the audio holding them."""
+        self._put(request, _Timed(words))
 
     def completed(self, request: TurnRequest, words: tuple[Word, ...]) -> None:
         self._put(request, _Complete(words))
@@ -176,6 +192,9 @@ class TurnOutput:
                 request.first_audio_ms, request.buffer_ms = now, buffered
             self._last_sentence = request.index
             self._emit_audio(self._encoder.encode(item.pcm), request.index, request.sample_rate, now)
+            return
+        if isinstance(item, _Timed):
+            self.emit(word_timings(request.index, item.words))
             return
         self.emit(
             sentence_complete(

@@ -25,6 +25,7 @@ from strands_kokoro.protocol import (
     SynthesisCompleted,
     SynthesisStarted,
     SynthesizeRequest,
+    WordTimings,
 )
 from strands_kokoro.request_ledger import TurnRequest
 from strands_kokoro.sessions.base import SessionClosedError, SessionEvent, SpeechSession
@@ -181,8 +182,12 @@ class TurnSession:
                 state.pacer.speed.advertised(first_audio_ms, rtf)
             case SynthesisStarted(request_id=request_id, sample_rate=rate):
                 if (request := ledger.get(request_id)) is not None:
-                    request.received_bytes = 0
+                    request.received_bytes = request.received_words = 0
                     request.sample_rate = rate
+            case WordTimings(request_id=request_id, words=words):
+                request = ledger.get(request_id)
+                if request is not None and not state.muted and (fresh_words := request.fresh_words(words)):
+                    output.timed(request, fresh_words)
             case AudioData(request_id=request_id, pcm=pcm):
                 request = ledger.get(request_id)
                 # ``fresh_audio`` is empty while a re-sent request passes over audio spoken before a drop.

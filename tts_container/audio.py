@@ -10,6 +10,7 @@ streaming soxr resampler per request so its filter state carries across joins.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -119,7 +120,9 @@ class SegmentJoiner:
     start of its final silence, so a segment's tail is trimmed wherever its last sound fell.
 
     Word timings follow the audio: a segment's words move by the silence trimmed off its start and by
-    the request's audio before it (``words``: those of the segment the last piece ended, else empty).
+    the request's audio before it. ``words`` after each piece: the words placed by it, handed out as soon
+    as the trimmed lead is known (the first piece, with all the segment's words, usually), except the
+    segment's last word, which waits for the last piece to be clamped inside the audio kept.
     Resampling changes no time: soxr's
     stream keeps the output aligned with the input.
     """
@@ -132,6 +135,7 @@ class SegmentJoiner:
         self._in_lead = False
         self._fade_in = False
         self._quiet = np.zeros(0, dtype=np.float32)
+        self._unplaced: tuple[Word, ...] = ()  # the current segment's words not yet handed out
         self.words: tuple[Word, ...] = ()
 
     def segment(self, piece: Segment | Audio) -> bytes:
@@ -144,6 +148,7 @@ class SegmentJoiner:
             self._emitted = self._trimmed = 0
             self._quiet = np.zeros(0, dtype=np.float32)
             self._in_lead, self._fade_in = piece.lead == "trim", True
+            self._unplaced = piece.words
         if self._in_lead:
             loud = np.flatnonzero(np.abs(samples) > SILENCE_THRESHOLD)
             cut = (
@@ -171,7 +176,9 @@ class SegmentJoiner:
         samples = self._fade(samples, fade_out=piece.last)
         self._emitted += samples.size
         if piece.last:
-            self.words = self._placed(piece.words)
+            self.words, self._unplaced = self._placed(self._unplaced, clamp=True), ()
+        elif not self._in_lead and len(self._unplaced) > 1:
+            self.words, self._unplaced = self._placed(self._unplaced[:-1], clamp=False), self._unplaced[-1:]
         if not samples.size:
             return b""
         return to_s16le(self._resampler.process(samples))
@@ -192,10 +199,12 @@ class SegmentJoiner:
             out[-ramp.size :] *= ramp[::-1]
         return out
 
-    def _placed(self, words: tuple[Word, ...]) -> tuple[Word, ...]:
-        """The segment's words in the request's audio (ms), inside what was kept of the segment."""
+    def _placed(self, words: tuple[Word, ...], *, clamp: bool) -> tuple[Word, ...]:
+        """The segment's words in the request's audio (ms); ``clamp``: inside what was kept of the
+        segment (known once its last piece is in; the words before the last end before it anyway)."""
         to_ms = 1000.0 / NATIVE_SAMPLE_RATE
-        shift, kept, before = self._trimmed * to_ms, self._emitted * to_ms, self._elapsed * to_ms
+        shift, before = self._trimmed * to_ms, self._elapsed * to_ms
+        kept = self._emitted * to_ms if clamp else math.inf
         return tuple(
             Word(
                 word.text,

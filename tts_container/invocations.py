@@ -42,6 +42,7 @@ from strands_kokoro.protocol import (
     SynthesisStarted,
     SynthesizeRequest,
     Word,
+    WordTimings,
     audio_ms,
     parse_invocation,
     sse_event,
@@ -241,8 +242,12 @@ async def _sse(audio: _Audio) -> AsyncIterator[bytes]:
     request_id = str(audio.request.request_id)
     rate = audio.request.sample_rate
     yield sse_event(SynthesisStarted(request_id, rate).to_dict())
+    words_sent = 0
     try:
         async for frame in audio:
+            if len(audio.words) > words_sent:  # as on the WebSocket: timed words before their audio
+                yield sse_event(WordTimings(request_id, tuple(audio.words[words_sent:])).to_dict())
+                words_sent = len(audio.words)
             yield sse_event(AudioData(request_id, frame).to_dict(seq=audio.chunks - 1, sample_rate=rate))
     except Exception:
         logger.exception("engine failed after the first audio of a POST (sse)")

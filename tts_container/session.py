@@ -61,6 +61,7 @@ from strands_kokoro.protocol import (
     SynthesisStarted,
     SynthesizeRequest,
     Word,
+    WordTimings,
     audio_ms,
     parse_client_message,
 )
@@ -107,7 +108,8 @@ class _Job:
     audio_bytes: int = 0
     chunks: int = 0
     first_audio_at: float | None = None
-    words: list[Word] = field(default_factory=list)
+    words: list[Word] = field(default_factory=list)  # filled by the synthesizer, segment by segment
+    words_sent: int = 0  # how many of them went out in ``word_timings`` frames
     encoder: AudioEncoder | None = None  # the request's own stream (Ogg Opus, MP3), made at its first send
 
     def encoded(self, pcm: bytes) -> bytes:
@@ -391,6 +393,9 @@ class Session:
         if job.first_audio_at is None:
             job.first_audio_at = time.perf_counter()
         job.audio_bytes += len(item.pcm)
+        if len(job.words) > job.words_sent:  # captions may show a word as soon as its audio is heard
+            await self._send(WordTimings(job.request_id, tuple(job.words[job.words_sent :])).to_wire())
+            job.words_sent = len(job.words)
         payload = job.encoded(item.pcm)
         if payload:  # a compressed stream may hold less than a frame until the next segment
             job.chunks += 1

@@ -186,6 +186,9 @@ export class VoicePage {
       case "audio_chunk":
         this.audio(turn, event, audio);
         break;
+      case "word_timings": // in order with the audio: same queue
+        turn.decoding = turn.decoding.then(() => this.captions.timed(event.sentence, event.words));
+        break;
       case "sentence_complete": // after the sentence's audio was scheduled: same queue
         turn.decoding = turn.decoding.then(() => this.captions.complete(event.sentence, event.words));
         break;

@@ -25,6 +25,7 @@ from strands_kokoro.protocol import (
     SynthesisCompleted,
     SynthesisStarted,
     SynthesizeRequest,
+    WordTimings,
 )
 from strands_kokoro.sessions.base import SessionClosedError, SessionEvent, SpeechSession
 
@@ -39,6 +40,7 @@ __all__ = [
     "SynthesisCompleted",
     "SynthesisStarted",
     "SynthesizeRequest",
+    "WordTimings",
     "open_session",
 ]
 

@@ -28,11 +28,14 @@ from strands_kokoro.protocol import (
     SynthesisCompleted,
     SynthesisStarted,
     SynthesizeRequest,
+    WordTimings,
     control_object,
     parse_control,
 )
 
-SessionEvent = SessionStarted | SynthesisStarted | AudioData | SynthesisCompleted | ServerError | Cancelled
+SessionEvent = (
+    SessionStarted | SynthesisStarted | AudioData | WordTimings | SynthesisCompleted | ServerError | Cancelled
+)
 
 
 class SessionClosedError(CodedError, ConnectionError):

@@ -138,6 +138,9 @@ def assert_captions_followed_the_audio(turn: dict[str, Any], captions: dict[str,
     for word in shown:  # each highlighted word comes later in the answer than the one before
         position = answer.index(word, position) + 1
     assert len(shown) >= 0.8 * len(answer), (shown, captions["words"])
+    # The first words too: the first request is heard while it is still synthesized, and its words are
+    # timed (word_timings) before its audio, not at its end.
+    assert shown[0] == answer[0], (shown, captions["words"])
     assert at == sorted(at)
     first = turn["scheduled"][0]["start"]
     last = turn["scheduled"][-1]["start"] + turn["scheduled"][-1]["duration"]

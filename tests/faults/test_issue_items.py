@@ -128,6 +128,8 @@ async def test_item4_a_400_digit_number_is_spoken_digit_by_digit(model_server: R
         heard = 0
         while heard < 5 * 2 * 24_000:  # five seconds of audio, all of it digits
             frame = await ws.recv()
+            if isinstance(frame, str) and '"word_timings"' in frame:
+                continue  # the timings of the digits ahead of their audio
             assert isinstance(frame, bytes), frame  # not engine_failed
             heard += len(frame)
         await ws.send(Cancel().to_wire())

@@ -36,6 +36,7 @@ from strands_kokoro.protocol import (
     SynthesisCompleted,
     SynthesisStarted,
     SynthesizeRequest,
+    WordTimings,
     audio_ms,
 )
 from strands_kokoro.sessions.base import SessionClosedError, SessionEvent, SpeechSession
@@ -111,7 +112,7 @@ class SessionContract:
         got = [e for e in got if not isinstance(e, SessionStarted)]
         kinds = [type(e) for e in got]
         assert kinds[0] is SynthesisStarted and kinds[-1] is SynthesisCompleted
-        assert all(k is AudioData for k in kinds[1:-1]) and len(kinds) > 2
+        assert all(k in (AudioData, WordTimings) for k in kinds[1:-1]) and AudioData in kinds
         pcm = audio_of(got, "r1")
         assert pcm and len(pcm) % SAMPLE_WIDTH_BYTES == 0
         start, done = got[0], got[-1]
@@ -120,6 +121,9 @@ class SessionContract:
         # The reported duration is the audio that actually arrived (within one sample's rounding).
         assert abs(done.audio_ms - audio_ms(len(pcm), start.sample_rate)) < 1.0
         assert done.chunks >= 1
+        # Word timings, where the transport relays them, are the request's words, each sent once.
+        timed = [w for e in got if isinstance(e, WordTimings) for w in e.words]
+        assert not timed or timed == list(done.words)
 
     async def test_requests_complete_in_the_order_sent(self, session_factory: SessionFactory) -> None:
         texts = ["First one.", "The second sentence is a little longer.", "Third."]

@@ -20,6 +20,7 @@ from strands_kokoro.protocol import (
     SynthesisCompleted,
     SynthesisStarted,
     SynthesizeRequest,
+    WordTimings,
 )
 
 
@@ -181,6 +182,7 @@ def test_control_object_needs_the_whole_payload_to_be_a_json_object() -> None:
 def test_every_server_frame_round_trips() -> None:
     frames = [
         SynthesisStarted("r1", 16_000),
+        WordTimings("r1", (protocol.Word("Hello", 12.5, 340.0), protocol.Word("there", 340.0, 610.5))),
         SynthesisCompleted("r1", audio_ms=1000.0, chunks=3, first_audio_ms=12.5, elapsed_ms=40.0),
         SynthesisCompleted("r1", audio_ms=0.0, chunks=0, first_audio_ms=None, elapsed_ms=1.0),
         ServerError("r2", ErrorCode.OVERLOADED, "queue full"),
@@ -190,7 +192,7 @@ def test_every_server_frame_round_trips() -> None:
     for frame in frames:
         obj = protocol.control_object(frame.to_wire().encode())
         assert obj is not None and protocol.parse_control(obj) == frame
-    assert json.loads(frames[3].to_wire()) == {
+    assert json.loads(frames[4].to_wire()) == {
         "type": "error",
         "request_id": "r2",
         "code": "overloaded",

@@ -78,6 +78,11 @@ async def test_bidi_speaks_while_the_model_is_still_writing(model_server: Runnin
     for c in completes:  # word timings: every word of the request, in order, inside its audio
         assert [w["text"].lower() for w in c["words"]] == words(c["text"])
         assert all(0 <= w["start_ms"] <= w["end_ms"] <= c["audio_ms"] + 1 for w in c["words"])
+        # ... and each came earlier in a word_timings event, before the audio_chunk that holds it
+        mine = [(i, e) for i, e in enumerate(turn.events) if e.get("sentence") == c["sentence"]]
+        timed = [e for _, e in mine if e["type"] == "word_timings"]
+        assert [w for t in timed for w in t["words"]] == c["words"]
+        assert mine[0][1]["type"] == "word_timings"  # the request's first event: before its audio
     audio = turn.audio_by_sentence()
     assert all(len(pcm) % 2 == 0 and pcm for pcm in audio.values())
     end = turn.events[-1]

@@ -74,6 +74,9 @@ def assert_every_request_heard_once_as_synthesized(turn: Turn, clean: list[list[
     for complete, frames in zip(completes, clean, strict=True):
         got, expected = heard[complete["sentence"]], b"".join(frames)
         assert got == expected, (complete["sentence"], len(got), len(expected))
+        # the words were timed once each too, although the server timed a re-sent request's words again
+        timed = [e for e in turn.of("word_timings") if e["sentence"] == complete["sentence"]]
+        assert [w for e in timed for w in e["words"]] == complete["words"] != []
     assert set(turn.events[-1]) == AGENT_END_FIELDS
 
 

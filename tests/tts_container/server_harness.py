@@ -52,11 +52,15 @@ def synthesizing(current: dict[str, Any]) -> bool:
 
 @dataclass
 class Response:
-    """Everything the server sent for one request: start, audio frames, then complete or error."""
+    """Everything the server sent for one request: start, audio frames, then complete or error.
+
+    ``timed``: each ``word_timings`` frame's words, with how many audio bytes had come before it.
+    """
 
     start: dict[str, Any] | None = None
     audio: list[bytes] = field(default_factory=list)
     end: dict[str, Any] | None = None
+    timed: list[tuple[int, list[dict[str, Any]]]] = field(default_factory=list)
 
     @property
     def pcm(self) -> bytes:
@@ -71,6 +75,15 @@ async def read_frame(ws: ClientConnection, timeout_s: float = 120.0) -> dict[str
         return control
     assert isinstance(payload, bytes), f"text frame that is not a JSON object: {payload!r}"
     return payload
+
+
+async def read_audio(ws: ClientConnection, timeout_s: float = 120.0) -> bytes:
+    """The next audio frame, past the ``word_timings`` frames that go ahead of it."""
+    frame = await read_frame(ws, timeout_s)
+    while isinstance(frame, dict) and frame.get("type") == "word_timings":
+        frame = await read_frame(ws, timeout_s)
+    assert isinstance(frame, bytes), frame
+    return frame
 
 
 async def read_response(
@@ -92,6 +105,9 @@ async def read_response(
         elif frame["type"] == "synthesis_start":
             assert response.start is None, f"second synthesis_start: {frame}"
             response.start = frame
+        elif frame["type"] == "word_timings":
+            assert response.start is not None and frame["request_id"] == response.start["request_id"], frame
+            response.timed.append((len(response.pcm), frame["words"]))
         elif frame["type"] in ("synthesis_complete", "error"):
             response.end = frame
             return response

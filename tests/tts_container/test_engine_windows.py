@@ -124,7 +124,7 @@ def test_windows_cross_fade_into_exactly_the_audio_of_one_call() -> None:
     # Neighbouring windows were rendered with context on both sides: their calls overlap by twice it.
     for (_, end, _), (start, _, _) in itertools.pairwise(double.calls):
         assert end - start == 2 * CONTEXT_STEPS
-    assert pieces[-1].words and not any(p.words for p in pieces[:-1])
+    assert pieces[0].words and not any(p.words for p in pieces[1:])  # known before any window is vocoded
 
 
 def test_windows_join_with_a_crossfade_not_a_cut() -> None:

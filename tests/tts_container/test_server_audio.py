@@ -8,6 +8,7 @@ import wave
 import numpy as np
 import pytest
 
+from strands_kokoro.protocol import Word
 from tts_container.audio import (
     KEEP_LEAD_S,
     KEEP_TAIL_S,
@@ -18,6 +19,7 @@ from tts_container.audio import (
     to_s16le,
     trim_edges,
 )
+from tts_container.engines.base import Segment
 from tts_container.invocations import wav_header
 
 RATE = 24_000
@@ -89,6 +91,27 @@ def test_joiner_output_is_continuous_pcm() -> None:
     expected_s = 2 * (KEEP_LEAD_S + 0.5 + KEEP_TAIL_S)
     assert samples.size == pytest.approx(expected_s * 16_000, abs=4)
     assert np.max(np.abs(np.diff(samples.astype(np.int32)))) < 0.1 * 32767  # no click at the join
+
+
+def test_joiner_hands_out_a_windowed_segments_words_with_its_first_piece_but_the_last() -> None:
+    """Words come with the segment's first piece (the plan knows them); the joiner places them as soon
+    as the trimmed lead is known, except the last word, clamped into the audio kept at the last piece.
+    Together they are the words of the same audio joined whole."""
+    tone = _padded_tone(0.2, 1.2, 0.6)
+    lead_ms = 200.0
+    written = (Word("one", lead_ms, 500.0), Word("two", 600.0, 900.0), Word("three", 1000.0, 1900.0))
+    whole = SegmentJoiner(RATE)
+    whole.segment(Segment(tone, written))
+    windowed = SegmentJoiner(RATE)
+    cut = tone.size // 2
+    windowed.segment(Segment(tone[:cut], written, first=True, last=False))
+    early = windowed.words
+    windowed.segment(Segment(tone[cut:], (), first=False, last=True))
+    assert [w.text for w in early] == ["one", "two"] and [w.text for w in windowed.words] == ["three"]
+    assert early + windowed.words == whole.words
+    assert early[0].start_ms == pytest.approx(KEEP_LEAD_S * 1000, abs=1)  # moved by the lead trimmed
+    kept_ms = (KEEP_LEAD_S + 1.2 + KEEP_TAIL_S) * 1000
+    assert windowed.words[0].end_ms <= kept_ms + 1  # the last word ends inside the audio kept
 
 
 def test_wav_header_reads_back_with_stdlib_wave() -> None:

@@ -30,6 +30,7 @@ from tests.tts_container.server_harness import (
     Response,
     dumps,
     open_ws,
+    read_audio,
     read_frame,
     read_response,
     stats,
@@ -59,6 +60,16 @@ def assert_consistent(response: Response, sample_rate: int = 24_000) -> None:
     assert len(response.pcm) % 2 == 0 and len(response.pcm) > sample_rate // 2  # more than 0.25 s of speech
     assert response.end["audio_ms"] == pytest.approx(audio_ms(len(response.pcm), sample_rate), abs=0.01)
     assert response.end["chunks"] == len(response.audio)
+    # Word timings come as a segment is planned, before the audio that holds them (a segment's last
+    # word waits for its last window, to be clamped into the audio kept); together they are the words
+    # synthesis_complete lists.
+    assert [w for _, words in response.timed for w in words] == response.end["words"] != []
+    for received, words in response.timed:
+        if len(words) > 1:  # not a segment's held last word
+            assert all(w["start_ms"] >= audio_ms(received, sample_rate) - 1.0 for w in words), (
+                received,
+                words,
+            )
 
 
 async def test_ws_binary_frames_two_sentences_in_order_then_close(model_server: object) -> None:
@@ -72,6 +83,23 @@ async def test_ws_binary_frames_two_sentences_in_order_then_close(model_server: 
         await ws.send(Close().to_wire().encode())
         await ws.wait_closed()
         assert ws.close_code == 1000
+
+
+async def test_a_long_request_times_its_first_words_long_before_it_completes(model_server: object) -> None:
+    """Captions of a request heard while it is still synthesized: its first words are timed with its
+    first audio, not at ``synthesis_complete``."""
+    text = (
+        "The old ferry carried farmers and their goats across the wide brown river every morning, "
+        "and in the evening it brought them home again with empty baskets and tired feet."
+    )
+    async with open_ws(ws_url(model_server)) as ws:
+        await ws.send(dumps(type="synthesize", text=text, request_id="long"))
+        response = await read_response(ws)
+    assert_consistent(response)
+    assert len(response.timed) >= 2, response.timed
+    first_received, first_words = response.timed[0]
+    assert first_received == 0 and first_words[0]["text"] == "The"
+    assert len(first_words) < len(text.split())
 
 
 async def expect_error(ws: ClientConnection, payload: bytes, code: str) -> None:
@@ -131,7 +159,7 @@ async def test_cancel_stops_a_long_request_and_the_session_goes_on(model_server:
         await ws.send(dumps(text="A queued sentence.", request_id="queued"))
         start = await read_frame(ws)
         assert isinstance(start, dict) and start["type"] == "synthesis_start"
-        assert isinstance(await read_frame(ws), bytes)
+        await read_audio(ws)
         await ws.send(Cancel().to_wire().encode())
         frame = await read_frame(ws)
         while isinstance(frame, bytes):
@@ -151,7 +179,7 @@ async def test_disconnect_mid_synthesis_leaks_nothing(model_server: object) -> N
     await ws.send(dumps(text=" ".join(["A long sentence that keeps the engine busy for a while."] * 6)))
     await ws.send(dumps(text="And a queued one behind it."))
     assert isinstance(await read_frame(ws), dict)
-    assert isinstance(await read_frame(ws), bytes)
+    await read_audio(ws)
     ws.transport.abort()  # gone without a close handshake
     address = http_url.removeprefix("http://")
     idle = await wait_for_stats(

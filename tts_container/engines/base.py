@@ -41,7 +41,9 @@ class Segment:
     """A segment's audio, whole or one window of it, and how it joins what comes before and after.
 
     ``words``: when each of the segment's words is heard (ms from the segment's first sample), on its
-    last piece. ``lead``: ``"trim"`` lets the joiner shorten the silence before the first sound;
+    first piece: the model's durations give them before any audio is vocoded, so captions can follow a
+    segment that is heard while its later windows are still being rendered. ``lead``: ``"trim"`` lets
+    the joiner shorten the silence before the first sound;
     ``"exact"`` means the audio starts at a word's onset (words were spoken just before it). ``ending``
     says which pause the joiner keeps after the last sound: a sentence's, a clause's, or none
     (``"continues"``: the audio already ends where the next word begins).

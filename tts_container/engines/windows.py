@@ -261,7 +261,7 @@ def render(
             held = np.asarray(audio[hi - origin : hi - origin + CROSSFADE_SAMPLES], dtype=np.float32)
         yield Segment(
             piece,
-            region.words if last else (),
+            region.words if first else (),
             first=first,
             last=last,
             lead=lead,
