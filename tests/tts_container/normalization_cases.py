@@ -232,6 +232,7 @@ CASES: tuple[tuple[str, str, str], ...] = (
     ("symbol", "We are #1 in town.", "We are number one in town."),
     ("symbol", "I code in C++ daily.", "I code in C plus plus daily."),
     ("symbol", "Tag it #throwback today.", "Tag it hashtag throwback today."),
+    ("symbol", "Trending: #covid19 again.", "Trending: hashtag covid nineteen again."),
     # codes that mix letters and digits
     ("code", "Watch it in 4K tonight.", "Watch it in four K tonight."),
     ("code", "The COVID-19 rules ended.", "The COVID nineteen rules ended."),

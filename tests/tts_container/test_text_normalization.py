@@ -116,3 +116,18 @@ def test_any_mix_is_read_without_a_digit_left_and_every_word_kept(parts: list[tu
     readings = normalized.readings()
     assert all(r.written and r.written in text for r in readings)
     assert len(readings) <= len(text.split())  # a rewrite may join written words, never invent one
+
+
+@pytest.mark.parametrize(
+    ("written", "spoken"),
+    [
+        ("#pm5", "hashtag pm five"),  # a hashtag's digits are read, not left for G2P
+        ("5×53.5", "five by fifty three point five"),  # a four-character side that is no screen size
+        ("²@3.5", None),  # a superscript digit is no digit for int(): read without a crash
+    ],
+)
+def test_inputs_the_property_test_found_are_read(written: str, spoken: str | None) -> None:
+    normalized = normalize_text(written)
+    assert not re.search(r"\d", normalized.spoken), normalized.spoken
+    if spoken is not None:
+        assert normalized.spoken == spoken

@@ -28,7 +28,7 @@ def _clean(words: str, british: bool) -> str:
 
 def digits(text: str) -> str:
     """Each digit of ``text`` as a word: "0123" -> "zero one two three" (other characters are dropped)."""
-    return " ".join(DIGITS[int(c)] for c in text if c.isdigit())
+    return " ".join(DIGITS[int(c)] for c in text if c.isdecimal())
 
 
 def cardinal(value: int | str, *, british: bool = False) -> str:

@@ -129,7 +129,7 @@ def _measure(match: re.Match[str], british: bool) -> list[Piece] | None:
     if (
         symbol == "x"
         and match.end() < len(match.string)
-        and match.string[match.end() : match.end() + context.WINDOW].lstrip()[:1].isdigit()
+        and match.string[match.end() : match.end() + context.WINDOW].lstrip()[:1].isdecimal()
     ):
         return None  # "4 x 4" is a dimension
     written = match["amt"].replace("−", "-")
@@ -221,7 +221,7 @@ def _side(written: str, british: bool) -> str:
     """A side of a dimension; screen sizes are said in pairs: 1920x1080 "nineteen twenty by ten eighty"."""
     return (
         numbers.paired(written, british=british)
-        if len(written) == 4
+        if len(written) == 4 and written.isdecimal()
         else numbers.number(written, british=british)
     )
 
@@ -242,12 +242,12 @@ _RANGE = re.compile(
 
 
 def _is_year(text: str) -> bool:
-    return len(text) == 4 and text.isdigit() and 1000 <= int(text) <= 2099
+    return len(text) == 4 and text.isdecimal() and 1000 <= int(text) <= 2099
 
 
 def _range(match: re.Match[str], british: bool) -> list[Piece] | None:
     low, high = match["a"], match["b"]
-    if _is_year(low) and (_is_year(high) or (len(high) == 2 and high.isdigit())):
+    if _is_year(low) and (_is_year(high) or (len(high) == 2 and high.isdecimal())):
         spoken = f"{numbers.year(low, british=british)} to "
         spoken += (
             numbers.year(high, british=british) if len(high) == 4 else numbers.cardinal(high, british=british)
@@ -414,13 +414,13 @@ def _number(match: re.Match[str], british: bool) -> list[Piece] | None:
     cue = before.lower().rstrip(".:")
     if cue in _LINKS:  # "my PIN is 4321"
         cue = context.word_before(text, before_start).lower().rstrip(".:")
-    if written.isdigit() and cue in DIGIT_CUES:
+    if written.isdecimal() and cue in DIGIT_CUES:
         spoken = numbers.digits(written)
-    elif written.isdigit() and cue in PAIRED_CUES and len(written) in (3, 4):
+    elif written.isdecimal() and cue in PAIRED_CUES and len(written) in (3, 4):
         spoken = numbers.paired(written, british=british)
     elif "." in written and written[0] != "." and _is_version_context(before):
         spoken = numbers.version(written, british=british)
-    elif written.isdigit() and len(written) > 1 and written.startswith("0"):
+    elif written.isdecimal() and len(written) > 1 and written.startswith("0"):
         spoken = numbers.digits(written)
     elif _is_year(written) and _reads_as_year(text, match.start(), match.end(), before):
         spoken = numbers.year(written, british=british)
@@ -439,7 +439,7 @@ def _number(match: re.Match[str], british: bool) -> list[Piece] | None:
 
 def _is_version_context(before: str) -> bool:
     word = before.lower().rstrip(":")
-    return word in VERSION_CUES or (any(c.isdigit() for c in word) and any(c.isalpha() for c in word))
+    return word in VERSION_CUES or (any(c.isdecimal() for c in word) and any(c.isalpha() for c in word))
 
 
 _COUNT_CUES = frozenset({"about", "over", "under", "nearly", "almost", "than", "only", "just", "some", "all"})

@@ -41,7 +41,7 @@ def _spell(letters: str) -> str:
 
 def _label(part: str) -> str:
     """One run of letters or digits inside a URL, path or name, as said."""
-    if part.isdigit():
+    if part.isdecimal():
         return numbers.cardinal(part) if len(part) <= 4 and not part.startswith("0") else numbers.digits(part)
     if part.lower() in SAID_TLDS:
         return part
@@ -100,7 +100,7 @@ def _url(match: re.Match[str], british: bool) -> list[Piece] | None:
     if not host:
         return None
     said = spell_out(host, tld=True)
-    if colon and port.isdigit():
+    if colon and port.isdecimal():
         said += " colon " + numbers.digits(port)
     if slash and path:
         said += " slash " + spell_out(path)
@@ -124,7 +124,7 @@ def _file(match: re.Match[str], british: bool) -> list[Piece] | None:
     name, ext = match["name"], match["ext"]
     if name is None:  # ".cpp files"
         return [Piece(match.start(), match.end(), f"dot {_extension(ext)}")]
-    if name[0].isdigit() and name.replace(".", "").isdigit():
+    if name[0].isdecimal() and name.replace(".", "").isdecimal():
         return None  # "3.5" before a unit or "1.py"-like numbers are not file names
     if ext == "js" and name[0].isupper() and "." not in name:
         return [Piece(match.start(), match.end(), f"{name} J S")]  # Node.js, Vue.js
@@ -179,7 +179,7 @@ def _phone(match: re.Match[str], british: bool) -> list[Piece] | None:
     text = match.group(0)
     groups = [g for g in re.split(r"[ .\-]", match["groups"].strip(" .-")) if g]
     separators = set(re.findall(r"[ .\-]", match["groups"]))
-    digit_count = sum(c.isdigit() for c in text)
+    digit_count = sum(c.isdecimal() for c in text)
     if not 7 <= digit_count <= 15:
         return None
     before = context.word_before(match.string, match.start()).lower().rstrip(":.")
@@ -220,8 +220,15 @@ def _handle(match: re.Match[str], british: bool) -> list[Piece]:
 def _hashtag(match: re.Match[str], british: bool) -> list[Piece]:
     if match["number"]:
         return [Piece(match.start(), match.end(), "number " + numbers.cardinal(match["number"]))]
-    words = " ".join(_CAMEL.findall(match["tag"])) or match["tag"]
+    words = " ".join(_tag_word(part) for part in _CAMEL.findall(match["tag"])) or match["tag"]
     return [Piece(match.start(), match.end(), "hashtag " + words)]
+
+
+def _tag_word(part: str) -> str:
+    """A word of a hashtag: digits as a number ("#covid19": "covid nineteen"), a long run digit by digit."""
+    if not part.isdecimal():
+        return part
+    return numbers.cardinal(part) if len(part) <= 4 else numbers.digits(part)
 
 
 RULES = (

@@ -71,7 +71,7 @@ def _place_or_title(match: re.Match[str], british: bool) -> list[Piece] | None:
     title, place, otherwise = PLACE_OR_TITLE[written]
     text = match.string
     before, before_start = context.previous_word(text, match.start())
-    name_before = context.is_name(before) or before[:1].isdigit() or (before.isupper() and len(before) > 1)
+    name_before = context.is_name(before) or before[:1].isdecimal() or (before.isupper() and len(before) > 1)
     name_after = context.word_after(text, match.end())[:1].isupper()
     if not written.endswith(".") and not (name_before or name_after):
         return None
@@ -177,7 +177,8 @@ def _code_letters(run: str) -> str:
 def _code(match: re.Match[str], british: bool) -> list[Piece] | None:
     code = match["code"]
     said = [
-        _code_digits(run, british) if run[0].isdigit() else _code_letters(run) for run in _RUNS.findall(code)
+        _code_digits(run, british) if run[0].isdecimal() else _code_letters(run)
+        for run in _RUNS.findall(code)
     ]
     return [Piece(match.start(), match.end(), " ".join(said))]
 
@@ -220,9 +221,9 @@ def _symbol(match: re.Match[str], british: bool) -> list[Piece] | None:
         return [Piece(match.start(), match.end(), "slash")] if left.isspace() and right.isspace() else None
     if symbol in _SPACED_ONLY and not (left.isspace() and right.isspace()):
         return None
-    if symbol == "~" and not right.isdigit() and not right.isspace() and right not in "$€£¥":
+    if symbol == "~" and not right.isdecimal() and not right.isspace() and right not in "$€£¥":
         return None
-    if symbol == "°" and left.isdigit():
+    if symbol == "°" and left.isdecimal():
         return None
     if symbol == "+" and left.isalpha() and right.isalpha():
         return [Piece(match.start(), match.end(), " plus ")]
