@@ -16,13 +16,13 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Container, Iterator, Mapping
+from collections.abc import Container, Mapping
 from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
 
-from tts_container.engines.base import NO_CONTEXT, Audio, Context, Segment
+from tts_container.engines.base import Audio
 from tts_container.engines.norm_stats import NormStats, VoiceNormStats
 from tts_container.engines.onnx_graphs import (
     AUDIO,
@@ -37,8 +37,8 @@ from tts_container.engines.onnx_graphs import (
     norm_var,
     split_export,
 )
-from tts_container.engines.voices import DEFAULT_VOICE, UnknownVoice, VoiceTables
-from tts_container.engines.windows import STEP_SAMPLES, Pitch, Prosody, choose_growth, speak
+from tts_container.engines.voices import DEFAULT_VOICE, VoiceTables
+from tts_container.engines.windows import STEP_SAMPLES, Pitch, Prosody, WindowedEngine, choose_growth
 from tts_container.g2p import MAX_SEGMENT_TOKENS, Phonemizer
 from tts_container.provisioning import ensure_weights
 from tts_container.weights import CachedWeights
@@ -68,7 +68,7 @@ def session_options(threads: int | None) -> ort.SessionOptions:
     return options
 
 
-class OnnxEngine:
+class OnnxEngine(WindowedEngine):
     """Kokoro on onnxruntime's CPU provider; one instance is shared by every session of the server.
 
     ``stats_dir``: where each voice's vocoder statistics are kept (computed once per voice and model
@@ -130,30 +130,8 @@ class OnnxEngine:
         )
 
     @property
-    def voices(self) -> frozenset[str]:
-        return self._voice_tables.names
-
-    @property
     def vocab(self) -> Container[str]:
         return self._vocab
-
-    def segments(
-        self, text: str, *, voice: str, speed: float, lang: str, context: Context = NO_CONTEXT
-    ) -> Iterator[Segment]:
-        """Phonemize and plan now (so a bad request fails at the call), render lazily piece by piece."""
-        if voice not in self._voice_tables.names:
-            raise UnknownVoice(f"unknown voice {voice!r}")
-        return speak(
-            self,
-            self._phonemizer,
-            self._stats,
-            text,
-            voice=voice,
-            speed=speed,
-            lang=lang,
-            context=context,
-            growth=self.growth,
-        )
 
     def prosody(self, phonemes: str, *, voice: str, speed: float, style_tokens: int | None = None) -> Prosody:
         """Durations, decoder features and pitch of one segment of at most 510 known symbols."""

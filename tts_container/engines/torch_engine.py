@@ -24,17 +24,17 @@ and huggingface_hub; none of them touches the network at import. ``KModel`` down
 from __future__ import annotations
 
 import warnings
-from collections.abc import Container, Iterator, Mapping
+from collections.abc import Container, Mapping
 from pathlib import Path
 
 import torch
 from kokoro import KModel
 
-from tts_container.engines.base import NO_CONTEXT, Audio, Context, Segment
+from tts_container.engines.base import Audio
 from tts_container.engines.norm_stats import NormStats, VoiceNormStats
 from tts_container.engines.torch_vocoder import WindowedGenerator, decoder_inputs
-from tts_container.engines.voices import DEFAULT_VOICE, UnknownVoice, VoiceTables
-from tts_container.engines.windows import Pitch, Prosody, choose_growth, speak
+from tts_container.engines.voices import DEFAULT_VOICE, VoiceTables
+from tts_container.engines.windows import Pitch, Prosody, WindowedEngine, choose_growth
 from tts_container.g2p import MAX_SEGMENT_TOKENS, Phonemizer
 from tts_container.provisioning import ensure_weights
 from tts_container.weights import CachedWeights
@@ -95,7 +95,7 @@ def check_checkpoint_complete(model: torch.nn.Module, model_path: Path) -> None:
         raise CheckpointMismatch(f"{model_path} does not match its config: {'; '.join(problems)}")
 
 
-class TorchEngine:
+class TorchEngine(WindowedEngine):
     """Kokoro's fp32 ``KModel`` on CUDA or CPU; one instance is shared by every session of the server.
 
     It renders through the same windowed path as the onnx engine (:mod:`tts_container.engines.windows`):
@@ -151,31 +151,8 @@ class TorchEngine:
         return self._model
 
     @property
-    def voices(self) -> frozenset[str]:
-        return self._voice_tables.names
-
-    @property
     def vocab(self) -> Container[str]:
         return self._vocab
-
-    def segments(
-        self, text: str, *, voice: str, speed: float, lang: str, context: Context = NO_CONTEXT
-    ) -> Iterator[Segment]:
-        """Check the voice and plan now (a bad request fails at the call, which the server makes from
-        its pool); the returned iterator renders lazily, piece by piece, so a ``cancel`` lands between."""
-        if voice not in self._voice_tables.names:
-            raise UnknownVoice(f"unknown voice {voice!r}")
-        return speak(
-            self,
-            self._phonemizer,
-            self._stats,
-            text,
-            voice=voice,
-            speed=speed,
-            lang=lang,
-            context=context,
-            growth=self.growth,
-        )
 
     def count_tokens(self, phonemes: str) -> int:
         """Phoneme symbols the model knows (the others are dropped by ``KModel``, as by the onnx engine)."""

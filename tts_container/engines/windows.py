@@ -33,6 +33,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Container, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
@@ -41,8 +42,9 @@ import numpy as np
 import numpy.typing as npt
 
 from strands_kokoro.protocol import Word
-from tts_container.engines.base import NATIVE_SAMPLE_RATE, Audio, Context, Segment
+from tts_container.engines.base import NATIVE_SAMPLE_RATE, NO_CONTEXT, Audio, Context, Segment
 from tts_container.engines.norm_stats import NormStats, NormStatsModel, Sample, VoiceNormStats
+from tts_container.engines.voices import UnknownVoice, VoiceTables
 from tts_container.g2p import FRAME_SAMPLES, ONSET_LEAD_MS, Phonemizer
 from tts_container.utterance import SpokenSegment, plan_utterance
 
@@ -209,6 +211,54 @@ def speak(
         for segment in plan
         for piece in render(vocoder, segment, voice=voice, speed=speed, stats_model=model, growth=growth)
     )
+
+
+class WindowedEngine(ABC):
+    """What both engines share: the voice check, and planning a request now and rendering it lazily
+    through :func:`speak`. A subclass supplies the model (:class:`Vocoder`'s three members) and sets
+    ``_voice_tables``, ``_phonemizer``, ``_stats`` and ``growth`` (None until ``warm_up`` chose)."""
+
+    _voice_tables: VoiceTables
+    _phonemizer: Phonemizer
+    _stats: VoiceNormStats
+    growth: float | None
+
+    @property
+    @abstractmethod
+    def vocab(self) -> Container[str]: ...
+
+    @abstractmethod
+    def prosody(
+        self, phonemes: str, *, voice: str, speed: float, style_tokens: int | None = None
+    ) -> Prosody: ...
+
+    @abstractmethod
+    def vocode(
+        self, prosody: Prosody, start: int, stop: int, *, phase: Pitch, stats: NormStats | None
+    ) -> tuple[Audio, NormStats | None]: ...
+
+    @property
+    def voices(self) -> frozenset[str]:
+        return self._voice_tables.names
+
+    def segments(
+        self, text: str, *, voice: str, speed: float, lang: str, context: Context = NO_CONTEXT
+    ) -> Iterator[Segment]:
+        """Check the voice and plan now (a bad request fails at the call, which the server makes from
+        its pool); the returned iterator renders lazily, piece by piece, so a ``cancel`` lands between."""
+        if voice not in self._voice_tables.names:
+            raise UnknownVoice(f"unknown voice {voice!r}")
+        return speak(
+            self,
+            self._phonemizer,
+            self._stats,
+            text,
+            voice=voice,
+            speed=speed,
+            lang=lang,
+            context=context,
+            growth=self.growth,
+        )
 
 
 def render(
