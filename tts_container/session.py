@@ -40,12 +40,11 @@ import contextlib
 import logging
 import time
 import uuid
-from dataclasses import dataclass, field
-from typing import Final
+from dataclasses import dataclass
 
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from strands_kokoro.audio_encoding import AudioEncoder, FormatUnavailable, encoder_available, new_encoder
+from strands_kokoro.audio_encoding import FormatUnavailable, encoder_available
 from strands_kokoro.protocol import (
     MAX_QUEUED_REQUESTS,
     WIRE_AUDIO_FORMATS,
@@ -60,12 +59,11 @@ from strands_kokoro.protocol import (
     SynthesisCompleted,
     SynthesisStarted,
     SynthesizeRequest,
-    Word,
-    WordTimings,
     audio_ms,
     parse_client_message,
 )
 from tts_container.metrics import log_completed
+from tts_container.session_queue import CLOSE, END, Control, Finished, Job, QueuedAudio, Refusal
 from tts_container.speakable import admit, nothing_to_say
 from tts_container.synthesis import Synthesizer
 
@@ -97,62 +95,6 @@ class SessionCounters:
     error_floods: int = 0
 
 
-@dataclass(slots=True, eq=False)  # identity hash: a job is a member of the session's open set
-class _Job:
-    """One accepted request and what the sender has written of it so far."""
-
-    request: SynthesizeRequest
-    request_id: str
-    epoch: int
-    received_at: float = field(default_factory=time.perf_counter)
-    audio_bytes: int = 0
-    chunks: int = 0
-    first_audio_at: float | None = None
-    words: list[Word] = field(default_factory=list)  # filled by the synthesizer, segment by segment
-    words_sent: int = 0  # how many of them went out in ``word_timings`` frames
-    encoder: AudioEncoder | None = None  # the request's own stream (Ogg Opus, MP3), made at its first send
-
-    def encoded(self, pcm: bytes) -> bytes:
-        """What the sender writes for ``pcm``: the PCM itself, or the next bytes of the request's stream."""
-        if self.encoder is None:
-            self.encoder = new_encoder(self.request.format, self.request.sample_rate)
-        return self.encoder.encode(pcm)
-
-
-@dataclass(frozen=True, slots=True)
-class _Control:
-    """A control frame to send. ``epoch`` None: never discarded by a cancel (errors about bad messages)."""
-
-    frame: ControlFrame
-    epoch: int | None
-
-
-@dataclass(frozen=True, slots=True)
-class _Refusal:
-    """A request refused in its place in the request order (its error follows earlier requests' audio)."""
-
-    frame: ServerError
-    epoch: int
-
-
-@dataclass(frozen=True, slots=True)
-class _Audio:
-    job: _Job
-    pcm: bytes
-
-
-@dataclass(frozen=True, slots=True)
-class _Finished:
-    """The end of a job: ``synthesis_complete``, or a coded error when the engine failed."""
-
-    job: _Job
-    failed: bool = False
-
-
-_CLOSE: Final = object()
-_END: Final = object()
-
-
 class _ClientGone(Exception):
     """The peer disconnected; the session's tasks stop."""
 
@@ -173,9 +115,9 @@ class Session:
         self._synth = synthesizer
         self._counters = counters
         self._epoch = 0
-        self._open: set[_Job] = set()  # accepted and not yet finished on the wire
-        self._requests: asyncio.Queue[_Job | _Refusal | object] = asyncio.Queue()
-        self._outbox: asyncio.Queue[_Control | _Audio | _Finished | object] = asyncio.Queue()
+        self._open: set[Job] = set()  # accepted and not yet finished on the wire
+        self._requests: asyncio.Queue[Job | Refusal | object] = asyncio.Queue()
+        self._outbox: asyncio.Queue[Control | QueuedAudio | Finished | object] = asyncio.Queue()
         self._unread_errors = 0  # error and cancelled frames (and refusals) queued but not yet sent
         self._closing = False  # the client said ``close``: only a cancel and the disconnect count now
         self._sent = asyncio.Event()  # set whenever a frame went out: the reader may have room again
@@ -244,7 +186,7 @@ class Session:
                 continue  # after close, only a cancel is acted on
             elif isinstance(parsed, Close):
                 self._closing = True
-                self._requests.put_nowait(_CLOSE)
+                self._requests.put_nowait(CLOSE)
             else:
                 self._accept(parsed)
 
@@ -258,9 +200,9 @@ class Session:
             admitted = ServerError(request.request_id, ErrorCode.OVERLOADED, message)
         if isinstance(admitted, ServerError):
             self._count_error()
-            self._requests.put_nowait(_Refusal(admitted, self._epoch))
+            self._requests.put_nowait(Refusal(admitted, self._epoch))
             return
-        job = _Job(admitted, request.request_id or uuid.uuid4().hex, self._epoch)
+        job = Job(admitted, request.request_id or uuid.uuid4().hex, self._epoch)
         self._open.add(job)
         self._queued += 1
         self._requests.put_nowait(job)
@@ -285,7 +227,7 @@ class Session:
     def _error(self, frame: ServerError) -> None:
         """An error about a message that is not a request: answered at once."""
         self._count_error()
-        self._outbox.put_nowait(_Control(frame, None))
+        self._outbox.put_nowait(Control(frame, None))
 
     def _cancel(self) -> None:
         """Drop queued requests and queued audio; the request in flight stops at its next segment.
@@ -300,15 +242,15 @@ class Session:
         refusals = []  # answers already given: they still go out, just before ``cancelled``
         closing = False
         while not self._requests.empty():
-            if isinstance(item := self._requests.get_nowait(), _Refusal):
-                refusals.append(_Control(item.frame, None))
-            elif item is _CLOSE:
+            if isinstance(item := self._requests.get_nowait(), Refusal):
+                refusals.append(Control(item.frame, None))
+            elif item is CLOSE:
                 closing = True
         self._queued = 0
         kept = []
         while not self._outbox.empty():
             item = self._outbox.get_nowait()
-            if isinstance(item, _Control) and item.epoch is None:
+            if isinstance(item, Control) and item.epoch is None:
                 kept.append(item)
         for item in [*kept, *refusals]:
             self._outbox.put_nowait(item)
@@ -317,28 +259,28 @@ class Session:
         self._count_error()
         self._control(Cancelled(dropped), epoch=None)
         if closing:
-            self._requests.put_nowait(_CLOSE)  # a cancel after close: the session still ends
+            self._requests.put_nowait(CLOSE)  # a cancel after close: the session still ends
 
     def _control(self, frame: ControlFrame, epoch: int | None = None) -> None:
-        self._outbox.put_nowait(_Control(frame, epoch))
+        self._outbox.put_nowait(Control(frame, epoch))
 
     # ------------------------------------------------------------------------------------- synthesizer
 
     async def _synthesize_loop(self) -> None:
         while True:
             job = await self._requests.get()
-            if job is _CLOSE:
-                self._outbox.put_nowait(_END)
+            if job is CLOSE:
+                self._outbox.put_nowait(END)
                 return
-            if isinstance(job, _Refusal):
-                self._outbox.put_nowait(_Control(job.frame, None))  # counted when it was refused
+            if isinstance(job, Refusal):
+                self._outbox.put_nowait(Control(job.frame, None))  # counted when it was refused
                 continue
-            assert isinstance(job, _Job)
+            assert isinstance(job, Job)
             self._queued -= 1
             if job.epoch == self._epoch:
                 await self._synthesize(job)
 
-    async def _synthesize(self, job: _Job) -> None:
+    async def _synthesize(self, job: Job) -> None:
         rate, fmt = job.request.sample_rate, WIRE_AUDIO_FORMATS[job.request.format]
         self._control(SynthesisStarted(job.request_id, rate, format=fmt), epoch=job.epoch)
         frames = self._synth.pcm_frames(job.request, job.words)
@@ -351,40 +293,40 @@ class Session:
                 if job.epoch != self._epoch:
                     return  # cancelled: stop at this segment boundary (what it made counts as unsent)
                 self._buffered += len(pcm)
-                self._outbox.put_nowait(_Audio(job, pcm))
+                self._outbox.put_nowait(QueuedAudio(job, pcm))
         except Exception:
             logger.exception("engine failed on a request of %d characters", len(job.request.text))
-            self._outbox.put_nowait(_Finished(job, failed=True))
+            self._outbox.put_nowait(Finished(job, failed=True))
             return
         finally:
             await frames.aclose()
-        self._outbox.put_nowait(_Finished(job))
+        self._outbox.put_nowait(Finished(job))
 
     # ------------------------------------------------------------------------------------- sender
 
     async def _send_loop(self) -> None:
         while True:
             item = await self._outbox.get()
-            if item is _END:
+            if item is END:
                 try:
                     await self._ws.close(1000)
                 except (WebSocketDisconnect, OSError, RuntimeError) as exc:
                     raise _ClientGone from exc
                 raise _Ended
-            if isinstance(item, _Control):
+            if isinstance(item, Control):
                 if item.epoch is None:
                     self._unread_errors -= 1
                 if item.epoch is None or item.epoch == self._epoch:
                     await self._send(item.frame.to_wire())
-            elif isinstance(item, _Audio):
+            elif isinstance(item, QueuedAudio):
                 await self._send_audio(item)
-            elif isinstance(item, _Finished) and item.job.epoch == self._epoch:
+            elif isinstance(item, Finished) and item.job.epoch == self._epoch:
                 if not item.failed and item.job.encoder is not None and (tail := item.job.encoder.finish()):
                     item.job.chunks += 1
                     await self._send(tail)  # the end of the request's stream (Ogg's EOS page)
                 await self._send(self._finish(item).to_wire())
 
-    async def _send_audio(self, item: _Audio) -> None:
+    async def _send_audio(self, item: QueuedAudio) -> None:
         if item.job.epoch != self._epoch:
             return
         job = item.job
@@ -393,16 +335,15 @@ class Session:
         if job.first_audio_at is None:
             job.first_audio_at = time.perf_counter()
         job.audio_bytes += len(item.pcm)
-        if len(job.words) > job.words_sent:  # captions may show a word as soon as its audio is heard
-            await self._send(WordTimings(job.request_id, tuple(job.words[job.words_sent :])).to_wire())
-            job.words_sent = len(job.words)
+        if words := job.unsent_words():  # captions may show a word as soon as its audio is heard
+            await self._send(words.to_wire())
         payload = job.encoded(item.pcm)
         if payload:  # a compressed stream may hold less than a frame until the next segment
             job.chunks += 1
             await self._send(payload)
         self._counters.audio_sent_ms += audio_ms(len(item.pcm), job.request.sample_rate)
 
-    def _finish(self, item: _Finished) -> ServerError | SynthesisCompleted:
+    def _finish(self, item: Finished) -> ServerError | SynthesisCompleted:
         job = item.job
         self._open.discard(job)
         if item.failed:
@@ -437,5 +378,5 @@ class Session:
         self._sent.set()
 
 
-def _audio_ms(job: _Job) -> float:
+def _audio_ms(job: Job) -> float:
     return audio_ms(job.audio_bytes, job.request.sample_rate)
