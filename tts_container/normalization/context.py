@@ -65,3 +65,29 @@ def ends_sentence(text: str, end: int) -> bool:
         return not after or after[1:2] in ("", " ")
     first = after.split(None, 1)[0].strip("\"'“”‘’,;:!?.")
     return first in SENTENCE_STARTERS
+
+
+def word_follows(text: str, end: int) -> bool:
+    """Whether a word (not the end of the text or punctuation) comes next."""
+    return text[end : end + WINDOW].lstrip()[:1].isalnum()
+
+
+_DETERMINERS = frozenset(
+    {"a", "an", "the", "this", "that", "our", "my", "your", "his", "her", "their", "its"}
+)
+_NOT_NOUNS = frozenset(
+    {"of", "in", "on", "at", "to", "for", "and", "or", "per", "a", "an", "the", "is", "was"}
+)
+
+
+def before_a_noun(text: str, start: int, end: int) -> bool:
+    """ "a 5 km run": after "a"/"an" and before a noun the unit is an adjective, and singular."""
+    if word_before(text, start).lower() not in _DETERMINERS:
+        return False
+    after = word_after(text, end).rstrip(".")
+    return after.isalpha() and after.islower() and after not in _NOT_NOUNS
+
+
+def negative_allowed(text: str, start: int) -> bool:
+    """A leading minus is a sign after a space, an opening bracket or the start, not after a word."""
+    return start == 0 or text[start - 1].isspace() or text[start - 1] in "([{=<>~≈:"

@@ -1,7 +1,7 @@
 """Amounts with what they count: a unit ("3.5kg"), a currency ("$1.2M", "€20") or a range ("5-10 kg").
 
-Each function returns the spoken words; the rules in :mod:`.numeric_rules` decide which written word
-gets which words.
+Each function returns the spoken words; the rules in :mod:`.amount_rules` and :mod:`.numeric_rules`
+decide which written word gets which words.
 """
 
 from __future__ import annotations

@@ -1,0 +1,200 @@
+"""Rules for amounts: money in several currencies and magnitudes, measures with their units (attached or
+spaced), feet and inches, and dimensions ("1920x1080"). :mod:`.numeric_rules` orders them among the
+other number rules.
+"""
+
+from __future__ import annotations
+
+import re
+
+from tts_container.normalization import context, measures, numbers
+from tts_container.normalization.patterns import AMOUNT, NUM, START, UNIT, piece
+from tts_container.normalization.scanner import Piece, Rule, alternation
+from tts_container.normalization.tables import (
+    ATTACHED_ONLY,
+    CENT_SIGNS,
+    CURRENCY_CODES,
+    CURRENCY_SYMBOLS,
+    INCH,
+    MAGNITUDES,
+    UNITS,
+)
+
+_SYMBOL = alternation(CURRENCY_SYMBOLS)
+_CODE = alternation(CURRENCY_CODES)
+_MAGNITUDE = r"thousand|million|billion|trillion|bn|mn|tn|[kKmMbBT]"
+
+
+# --- money ------------------------------------------------------------------------------------------
+
+_MONEY = re.compile(
+    rf"(?<![\w])(?P<sym>{_SYMBOL})\s?(?P<amt>{NUM})(?:(?P<attached>(?:{_MAGNITUDE}))(?![\w])"
+    rf"|(?P<space>\s)(?P<word>thousand|million|billion|trillion)\b)?"
+    rf"(?:\s?(?P<dash>[-–—]|to)\s?(?:{_SYMBOL})?(?P<amt2>{NUM})(?P<mag2>{_MAGNITUDE})?(?![\w]))?"
+    rf"(?:/(?P<per>[A-Za-z]{{1,12}}))?(?![\w])"
+)
+_PER = {"hr": "hour", "h": "hour", "wk": "week", "mo": "month", "yr": "year", "kg": "kilogram", "lb": "pound"}
+
+
+def _money(match: re.Match[str], british: bool) -> list[Piece]:
+    names = CURRENCY_SYMBOLS[match["sym"]]
+    if context.before_a_noun(match.string, match.start(), match.end()) and not match["amt2"]:
+        names = (names[0], names[0], names[2], names[3])  # "a $5 bill": a five dollar bill
+    per = f" per {_PER.get(match['per'], match['per'])}" if match["per"] else ""
+    if match["amt2"]:
+        low = numbers.number(match["amt"], british=british)
+        magnitude = match["mag2"] or match["attached"]
+        low += f" {MAGNITUDES[match['attached']]}" if match["attached"] else ""
+        high = measures.money(match["amt2"], names, magnitude, british)
+        return [Piece(match.start(), match.end(), f"{low} to {high}{per}")]
+    if match["word"]:
+        return [
+            Piece(match.start(), match.end("amt"), numbers.number(match["amt"], british=british)),
+            piece(match, "word", f"{match['word']} {names[1]}{per}"),
+        ]
+    return [
+        Piece(
+            match.start(), match.end(), measures.money(match["amt"], names, match["attached"], british) + per
+        )
+    ]
+
+
+_MONEY_AFTER = re.compile(
+    rf"{START}(?P<amt>{NUM})(?P<mag>{_MAGNITUDE})?(?P<space>\s?)(?:(?P<sym>€|£|¥|\$|¢|p(?![\w]))|"
+    rf"(?P<code>{_CODE})\b)"
+)
+_MONEY_CODE_FIRST = re.compile(rf"(?<![\w])(?P<code>{_CODE})\s?(?P<amt>{NUM})(?P<mag>{_MAGNITUDE})?(?![\w])")
+
+
+_VIDEO_LINES = frozenset({"144", "240", "360", "480", "540", "720", "1080", "1440", "2160", "4320"})
+
+
+def _money_after(match: re.Match[str], british: bool) -> list[Piece] | None:
+    sign, written, magnitude = match["sym"], match["amt"], match["mag"]
+    if sign in CENT_SIGNS:
+        if magnitude or (sign == "p" and (match["space"] or written in _VIDEO_LINES)):
+            return None
+        one, many = CENT_SIGNS[sign]
+        spoken = f"{numbers.number(written, british=british)} {one if numbers.is_one(written) else many}"
+        return [Piece(match.start(), match.end(), spoken)]
+    names = CURRENCY_SYMBOLS[sign] if sign else CURRENCY_CODES[match["code"]]
+    cents = "." in written and len(written.rpartition(".")[2]) == 2
+    if not match["space"] or cents:
+        return [Piece(match.start(), match.end(), measures.money(written, names, magnitude, british))]
+    spoken = numbers.number(written, british=british) + (f" {MAGNITUDES[magnitude]}" if magnitude else "")
+    name = names[0] if numbers.is_one(written) and not magnitude else names[1]
+    return [
+        Piece(match.start(), match.end("space") - 1, spoken),
+        Piece(match.end("space"), match.end(), name),
+    ]
+
+
+def _money_code_first(match: re.Match[str], british: bool) -> list[Piece]:
+    words = measures.money(match["amt"], CURRENCY_CODES[match["code"]], match["mag"], british)
+    return [Piece(match.start(), match.end(), words)]
+
+
+# --- measures ---------------------------------------------------------------------------------------
+
+_MEASURE = re.compile(
+    rf"{START}(?P<amt>[-−±+]?{AMOUNT})(?:\s(?P<mag>thousand|million|billion|trillion))?(?P<hyphen>-)?"
+    rf"(?P<space>\s?)(?P<unit>{UNIT})"
+    rf"(?:/(?P<per>{UNIT}|hour|day|week|month|year|person))?(?![\w°²³/\-])(?P<dot>\.(?=\s+[a-z\d]))?"
+)
+
+
+def _measure(match: re.Match[str], british: bool) -> list[Piece] | None:
+    symbol, space = match["unit"], match["space"]
+    if symbol in ATTACHED_ONLY and space and context.word_follows(match.string, match.end()):
+        return None
+    if (
+        symbol == "x"
+        and match.end() < len(match.string)
+        and match.string[match.end() : match.end() + context.WINDOW].lstrip()[:1].isdecimal()
+    ):
+        return None  # "4 x 4" is a dimension
+    written = match["amt"].replace("−", "-")
+    if written.startswith(("-", "±", "+")) and not context.negative_allowed(match.string, match.start()):
+        return None
+    sign = {"±": "plus or minus ", "+": "plus "}.get(written[0], "")
+    written = written.lstrip("±+")
+    amount = sign + measures.amount(written, british)
+    adjective = bool(match["hyphen"]) or context.before_a_noun(match.string, match.start(), match.end())
+    name = measures.unit(symbol, "2" if match["mag"] else written, adjective=adjective)
+    if match["per"]:
+        per = match["per"]
+        name += " per " + (UNITS[per][0] if per in UNITS else per)
+    if match["mag"]:  # "149.6 million km": three written words
+        return [
+            piece(match, "amt", amount),
+            piece(match, "mag", match["mag"]),
+            Piece(match.start("unit"), match.end(), name),
+        ]
+    if space:
+        return [piece(match, "amt", amount), Piece(match.start("unit"), match.end(), name)]
+    return [Piece(match.start(), match.end(), f"{amount} {name}")]
+
+
+# "in" is a unit attached ("12in"), with its period ("2 in. square"), at a sentence end, or before what
+# measures take ("15 in screen", "12 in x 8 in"); otherwise it is the preposition ("5 in stock").
+_INCHES = re.compile(
+    rf"{START}(?P<amt>{AMOUNT})(?:(?P<attached>in(?:\.(?=\s+[a-z\d]))?|″|\")|(?P<space>\s)"
+    rf"(?P<spaced>in\.(?=\s+[a-z\d])|in(?=\.(?:\s|$))|(?:in|inch(?:es)?)"
+    rf"(?=\s*(?:$|[,;:!?)]|[x×]|by\b|wide|long|high|tall|thick|deep|screen|display|monitor))))(?!\w)"
+)
+_FEET_INCHES = re.compile(
+    rf"{START}(?P<ft>\d+)(?:\s?['′’]\s?(?P<in>\d{{1,2}}(?:\.\d+)?)\s?(?:\"|″|''|”)|['′’])(?![\w'])"
+)
+
+
+def _inches(match: re.Match[str], british: bool) -> list[Piece]:
+    written = match["amt"]
+    singular = numbers.is_one(written) or context.before_a_noun(match.string, match.start(), match.end())
+    name = INCH[0] if singular else INCH[1]
+    amount = measures.amount(written, british)
+    if match["space"]:
+        return [piece(match, "amt", amount), piece(match, "spaced", name)]
+    return [Piece(match.start(), match.end(), f"{amount} {name}")]
+
+
+def _feet_inches(match: re.Match[str], british: bool) -> list[Piece] | None:
+    if not match["in"] and match.string[match.end() : match.end() + 1] not in ("", " ", ",", "."):
+        return None
+    feet = f"{numbers.cardinal(match['ft'], british=british)} {'foot' if match['ft'] == '1' else 'feet'}"
+    if match["in"]:
+        inches = match["in"]
+        feet += f" {numbers.number(inches, british=british)} {'inch' if inches == '1' else 'inches'}"
+    return [Piece(match.start(), match.end(), feet)]
+
+
+_DIMENSIONS = re.compile(
+    rf"{START}(?P<a>{NUM})\s?[x×]\s?(?P<b>{NUM})(?:\s?[x×]\s?(?P<c>{NUM}))?(?![\w]|\.\d)"
+)
+
+
+def _side(written: str, british: bool) -> str:
+    """A side of a dimension; screen sizes are said in pairs: 1920x1080 "nineteen twenty by ten eighty"."""
+    return (
+        numbers.paired(written, british=british)
+        if len(written) == 4 and written.isdecimal()
+        else numbers.number(written, british=british)
+    )
+
+
+def _dimensions(match: re.Match[str], british: bool) -> list[Piece] | None:
+    if "×" in match[0] and " " in match[0]:
+        return None  # "2 × 3" is a product: the symbol rule says "times"
+    sides = [_side(match[g], british) for g in ("a", "b", "c") if match[g]]
+    return [Piece(match.start(), match.end(), " by ".join(sides))]
+
+
+RULES_FIRST = (
+    Rule("money", _MONEY, _money),
+    Rule("money_code_first", _MONEY_CODE_FIRST, _money_code_first),
+    Rule("money_after", _MONEY_AFTER, _money_after),
+    Rule("feet_inches", _FEET_INCHES, _feet_inches),
+    Rule("inches", _INCHES, _inches),
+    Rule("dimensions", _DIMENSIONS, _dimensions),
+)
+# After ranges ("10-20 km" is a range of kilometres), before fractions and plain numbers.
+MEASURE = Rule("measure", _MEASURE, _measure)
