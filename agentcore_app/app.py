@@ -53,7 +53,13 @@ from agentcore_app.tools import load_tools, speech_setting
 from agentcore_app.ws_turns import turn_socket_handler
 from strands_kokoro import events
 from strands_kokoro.protocol import DEFAULT_VOICE, ErrorCode, sse_event
-from strands_kokoro.serving.deadlines import BODY_TIMEOUT_S, HEADER_TIMEOUT_S, BodyDeadline, Refusal
+from strands_kokoro.serving.deadlines import (
+    BODY_TIMEOUT_S,
+    HEADER_TIMEOUT_S,
+    BodyDeadline,
+    ReaderDeadline,
+    Refusal,
+)
 
 if TYPE_CHECKING:
     from strands.agent.conversation_manager import ConversationManager
@@ -179,11 +185,13 @@ def create_app(
             return create_model(spec)
 
     # Outermost first: a locally bound app refuses cross-site callers before reading any body; the body
-    # then has a deadline, is checked for JSON, and once it is in, a hang-up is watched for.
+    # then has a deadline, is checked for JSON, and once it is in, a hang-up is watched for (a caller
+    # that stops reading the response counts as one: the reader deadline sits outside the watcher).
     agentcore = BedrockAgentCoreApp(
         middleware=[
             Middleware(LocalCallerGuard),
             Middleware(BodyDeadline, refusal=BODY_TIMED_OUT),
+            Middleware(ReaderDeadline),
             Middleware(JsonBodyGuard),
             Middleware(HangUpWatcher),
         ]

@@ -34,7 +34,13 @@ from strands_kokoro.protocol import (
     SynthesizeRequest,
     audio_ms,
 )
-from strands_kokoro.serving.deadlines import BODY_TIMEOUT_S, HEADER_TIMEOUT_S, BodyDeadline, Refusal
+from strands_kokoro.serving.deadlines import (
+    BODY_TIMEOUT_S,
+    HEADER_TIMEOUT_S,
+    BodyDeadline,
+    ReaderDeadline,
+    Refusal,
+)
 from tts_container.engines.base import Engine
 from tts_container.inference import InferencePool
 from tts_container.invocations import invocations
@@ -152,6 +158,7 @@ def create_app(
         middleware=[
             Middleware(LocalRequestGuard, allowed_origins=tuple(allowed_origins)),
             Middleware(BodyDeadline, refusal=BODY_TIMED_OUT),
+            Middleware(ReaderDeadline),
         ],
         lifespan=lifespan,
     )

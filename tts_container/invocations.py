@@ -10,6 +10,9 @@ coded error frame the WebSocket session sends.
 A client that hangs up mid-stream is a barge-in: Starlette's ``StreamingResponse`` watches for the
 disconnect and cancels the body, which stops the engine at its next segment (the one running is waited
 out by the inference pool); the request counts as cancelled on ``/stats``, a finished one as completed.
+A client that stops reading is one too, once the reader deadline gives up on it
+(:class:`strands_kokoro.serving.deadlines.ReaderDeadline`); the body is pulled, so until then the
+engine waits with it.
 """
 
 from __future__ import annotations
@@ -24,9 +27,11 @@ import wave
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from dataclasses import dataclass, replace
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.types import Receive, Scope, Send
 
 from strands_kokoro.audio_encoding import FormatUnavailable, encoder_available, new_encoder
 from strands_kokoro.protocol import (
@@ -116,16 +121,35 @@ async def invocations(
     audio = _Audio(synth, frames, first, started, words, counters)
     headers = {"X-Request-Id": header_value(str(synth.request_id)), "X-Sample-Rate": str(synth.sample_rate)}
     if invocation.format == "wav":
-        return StreamingResponse(_wav(audio), media_type="audio/wav", headers=headers)
+        return BodyClosingResponse(_wav(audio), media_type="audio/wav", headers=headers)
     if invocation.format == "sse":
         headers["Cache-Control"] = "no-cache"
-        return StreamingResponse(_sse(audio), media_type="text/event-stream", headers=headers)
+        return BodyClosingResponse(_sse(audio), media_type="text/event-stream", headers=headers)
     if invocation.format in _MEDIA_TYPES:
         headers["X-Audio-Format"] = WIRE_AUDIO_FORMATS[synth.format]
         media_type = _MEDIA_TYPES[invocation.format]
-        return StreamingResponse(_encoded(audio), media_type=media_type, headers=headers)
+        return BodyClosingResponse(_encoded(audio), media_type=media_type, headers=headers)
     headers["X-Audio-Format"] = "pcm_s16le"
-    return StreamingResponse(_pcm(audio), media_type="application/octet-stream", headers=headers)
+    return BodyClosingResponse(_pcm(audio), media_type="application/octet-stream", headers=headers)
+
+
+class BodyClosingResponse(StreamingResponse):
+    """A ``StreamingResponse`` that closes its body generator when the response ends, however it ends.
+
+    Why: when a ``send`` fails (the caller went away, or stopped reading, mid-write) Starlette leaves the
+    body suspended at its ``yield``; the request's synthesis would be released, and counted as
+    cancelled, only whenever the garbage collector finds it.
+    """
+
+    def __init__(self, body: AsyncGenerator[bytes], **options: Any) -> None:
+        super().__init__(body, **options)
+        self._body = body
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            await self._body.aclose()
 
 
 def header_value(text: str) -> str:
@@ -215,7 +239,7 @@ def wav_header(sample_rate: int) -> bytes:
     return bytes(header)
 
 
-async def _pcm(audio: _Audio) -> AsyncIterator[bytes]:
+async def _pcm(audio: _Audio) -> AsyncGenerator[bytes]:
     try:
         async for frame in audio:
             yield frame
@@ -223,7 +247,7 @@ async def _pcm(audio: _Audio) -> AsyncIterator[bytes]:
         raise EngineFailedMidStream("synthesis failed after the first audio; the body ends early") from exc
 
 
-async def _encoded(audio: _Audio) -> AsyncIterator[bytes]:
+async def _encoded(audio: _Audio) -> AsyncGenerator[bytes]:
     """The request's compressed stream: each segment's bytes as soon as the codec has a frame of it."""
     encoder = new_encoder(audio.request.format, audio.request.sample_rate)
     async for frame in _pcm(audio):
@@ -232,13 +256,13 @@ async def _encoded(audio: _Audio) -> AsyncIterator[bytes]:
     yield encoder.finish()
 
 
-async def _wav(audio: _Audio) -> AsyncIterator[bytes]:
+async def _wav(audio: _Audio) -> AsyncGenerator[bytes]:
     yield wav_header(audio.request.sample_rate)
     async for frame in _pcm(audio):
         yield frame
 
 
-async def _sse(audio: _Audio) -> AsyncIterator[bytes]:
+async def _sse(audio: _Audio) -> AsyncGenerator[bytes]:
     request_id = str(audio.request.request_id)
     rate = audio.request.sample_rate
     yield sse_event(SynthesisStarted(request_id, rate).to_dict())

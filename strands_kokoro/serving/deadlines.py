@@ -1,4 +1,4 @@
-"""Deadlines for callers that stop sending: the limits, the coded 408, and the request-body deadline.
+"""Deadlines for callers that go silent: the limits, the coded 408, the request-body and reader deadlines.
 
 Why these values: a request line and its headers are a few hundred bytes that a healthy client sends in
 one packet, and a body here is at most 64 KiB (a 56 kbit/s modem sends that in 9 s). So a request whose
@@ -7,6 +7,16 @@ whose body is not complete ``BODY_TIMEOUT_S`` after the app first asked for it, 
 peer. Both limits are below what the proxies in front of these servers allow (nginx and an ALB: 60 s;
 API Gateway and CloudFront: about 30 s), so the caller gets this server's coded answer, not a gateway's
 bare 504, and well within the 30 s in which a stalled request must be answered or closed.
+
+A caller can also go silent on the other side: its connection dies without a FIN or a reset (a phone
+leaving coverage, a laptop lid closed, a NAT forgetting the flow), so ``http.disconnect`` never comes.
+The server's writes fill the socket buffers, and the next ``send`` waits for as long as TCP retransmits
+(about 15 minutes on Linux) while the turn goes on speaking to nobody. A ``send`` waits only while the
+transport's buffer is above its high-water mark (asyncio: 64 KiB, resumed below 16 KiB), so one that
+waits ``READER_STALL_S`` means the caller took less than 48 KiB in that time: under 1.6 KB/s, where
+every real reader takes the response at least as fast as it is heard (the thinnest stream here, Opus
+over SSE, is about 5 KB/s of audio). :class:`ReaderDeadline` makes that a hang-up. It can only fire
+once the socket buffers are full (a few MB on a fast link), so it stops long answers, not short ones.
 
 Idle WebSocket sessions follow SageMaker's bidirectional-streaming contract: its router pings the
 container every 60 s and closes a connection after 5 pings go unanswered; the container answers every
@@ -31,6 +41,7 @@ logger = logging.getLogger(__name__)
 HEADER_TIMEOUT_S = 10.0
 BODY_TIMEOUT_S = 20.0
 KEEP_ALIVE_S = 5  # idle time between two requests on one connection (uvicorn's default, kept)
+READER_STALL_S = 30.0  # a response chunk the caller's connection has not taken for this long: it is gone
 WS_PING_INTERVAL_S = 60.0  # SageMaker's router pings this often
 WS_PING_TIMEOUT_S = 60.0  # a pong later than this: the peer is gone
 
@@ -135,3 +146,80 @@ class _BodyClock:
             return  # the app answered early (it never needed the body); uvicorn closes the rest
         with contextlib.suppress(OSError):  # the caller is gone too
             await self._refusal.send(self._send)
+
+
+class ReaderStalled(OSError):
+    """Raised out of ``send`` when the caller took none of the response for the deadline.
+
+    An ``OSError``, as a write to a closed connection is, so the app's own handling of a client that
+    went away (Starlette's ``StreamingResponse``) applies unchanged.
+    """
+
+
+class ReaderDeadline:
+    """ASGI middleware: a caller that takes none of the response for ``timeout_s`` has hung up.
+
+    The ``send`` that waited that long raises :class:`ReaderStalled`, and from then on every
+    ``receive`` (the one already waiting included) answers ``http.disconnect``, so whatever the app
+    does when a caller leaves (the agent app's hang-up watcher, Starlette's disconnect listener) stops
+    the work. The app's response is left incomplete, and uvicorn closes the connection. ``timeout_s``
+    defaults to :data:`READER_STALL_S` as it is when the middleware is built. WebSocket and lifespan
+    scopes pass through (the WebSocket keep-alive covers those).
+    """
+
+    def __init__(self, app: ASGIApp, *, timeout_s: float | None = None) -> None:
+        self.app = app
+        self.timeout_s = READER_STALL_S if timeout_s is None else timeout_s
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        reader = _ReaderClock(receive, send, self.timeout_s)
+        try:
+            await self.app(scope, reader.receive, reader.send)
+        except Exception:
+            if not reader.stalled.is_set():
+                raise
+            # Whatever the app made of ReaderStalled (Starlette turns it into ClientDisconnect): the
+            # caller is gone, there is nobody to tell.
+            logger.warning(
+                "a caller took none of the response for %.0f s: treated as a hang-up (uvicorn then "
+                "reports the response incomplete)",
+                self.timeout_s,
+            )
+
+
+class _ReaderClock:
+    """One request's reader deadline: its ``receive`` and ``send`` stand in for the server's."""
+
+    def __init__(self, receive: Receive, send: Send, timeout_s: float) -> None:
+        self._receive = receive
+        self._send = send
+        self._timeout_s = timeout_s
+        self.stalled = asyncio.Event()
+
+    async def send(self, message: Message) -> None:
+        if self.stalled.is_set():
+            raise ReaderStalled("the caller stopped reading")
+        try:
+            async with asyncio.timeout(self._timeout_s):
+                await self._send(message)
+        except TimeoutError:
+            self.stalled.set()
+            raise ReaderStalled("the caller stopped reading") from None
+
+    async def receive(self) -> Message:
+        if self.stalled.is_set():
+            return {"type": "http.disconnect"}
+        message = asyncio.ensure_future(self._receive())
+        stalled = asyncio.ensure_future(self.stalled.wait())
+        try:
+            await asyncio.wait((message, stalled), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stalled.cancel()
+            if not message.done():
+                message.cancel()
+        if message.done() and not message.cancelled():
+            return message.result()
+        return {"type": "http.disconnect"}

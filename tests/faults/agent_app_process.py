@@ -31,6 +31,7 @@ from collections.abc import AsyncIterable, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 from strands import tool
 
 from cdk.local_stack import free_port, wait_until_ready
@@ -139,6 +140,16 @@ def recorded(record: Path, kind: str = "answer") -> list[dict[str, Any]]:
         return []
     lines = [json.loads(line) for line in record.read_text(encoding="utf-8").splitlines() if line]
     return [line for line in lines if kind in line]
+
+
+async def agent_status(agent_url: str, http: httpx.AsyncClient, timeout_s: float = 60.0) -> str:
+    """The SDK's /ping once no turn runs: ``Healthy`` (``HealthyBusy`` while a turn runs)."""
+    async with asyncio.timeout(timeout_s):
+        while True:
+            status = str((await http.get(agent_url + "/ping")).json()["status"])
+            if status == "Healthy":
+                return status
+            await asyncio.sleep(0.05)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -37,19 +37,23 @@ def sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE.findall(text) if s.strip()]
 
 
-def signature(sentence: str, speed: float = 1.0) -> Audio:
+def signature(sentence: str, speed: float = 1.0, seconds_per_char: float = SECONDS_PER_CHAR) -> Audio:
     """Loud noise seeded by ``sentence``: the same text always gives the same samples, others differ."""
     rng = np.random.default_rng(zlib.crc32(sentence.encode("utf-8")))
-    n = max(480, round(len(sentence) * SECONDS_PER_CHAR / speed * NATIVE_SAMPLE_RATE))
+    n = max(480, round(len(sentence) * seconds_per_char / speed * NATIVE_SAMPLE_RATE))
     samples = rng.uniform(0.1, 0.6, n) * rng.choice((-1.0, 1.0), n)
     return samples.astype(np.float32)
 
 
 @dataclass
 class IdEngine:
-    """One segment per sentence; ``delay_s`` of blocking work each; ``fail_on_segment``: see the module."""
+    """One segment per sentence; ``delay_s`` of blocking work each; ``fail_on_segment``: see the module.
+
+    ``seconds_per_char``: how much audio each character makes (more fills a socket's buffers sooner).
+    """
 
     delay_s: float = 0.0
+    seconds_per_char: float = SECONDS_PER_CHAR
     fail_on_segment: int | None = None
     name: str = "ids"
     segments_made: int = 0
@@ -70,7 +74,7 @@ class IdEngine:
                 raise InjectedFailure("injected failure: CUDA out of memory at 0xdeadbeef")
             if self.delay_s:
                 time.sleep(self.delay_s)
-            yield signature(sentence, speed)
+            yield signature(sentence, speed, self.seconds_per_char)
 
 
 def expected_pcm(text: str, *, sample_rate: int = 24_000, speed: float = 1.0) -> bytes:

@@ -78,6 +78,16 @@ class RawConnection:
             pass
         return Answer(bytes(data), closed=True)
 
+    def stop_reading(self) -> None:
+        """Take no more data, as a connection that died without a FIN or a reset looks to the server:
+        the receive window closes and the server's writes back up."""
+        sock = self.writer.get_extra_info("socket")
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        self.writer.transport.pause_reading()
+
+    def resume_reading(self) -> None:
+        self.writer.transport.resume_reading()
+
     def reset(self) -> None:
         """Vanish with a TCP reset (SO_LINGER 0), as a dropped mobile connection or a killed client."""
         sock = self.writer.get_extra_info("socket")

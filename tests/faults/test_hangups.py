@@ -21,7 +21,13 @@ from websockets.asyncio.client import connect
 
 from agentcore_app.client import run_turn
 from strands_kokoro.protocol import WS_PATH, Invocation, SynthesizeRequest
-from tests.faults.agent_app_process import LONG_ANSWER, SHORT_ANSWER, agent_app_process, recorded
+from tests.faults.agent_app_process import (
+    LONG_ANSWER,
+    SHORT_ANSWER,
+    agent_app_process,
+    agent_status,
+    recorded,
+)
 from tests.faults.raw_http import RawConnection, post_head
 from tests.model_server_process import RunningServer
 from tests.scripted_model import FOUR_SENTENCES
@@ -46,16 +52,6 @@ async def hang_up(agent_url: str, after: bytes, how: str) -> None:
             await connection.read_until(after)
         if how == "reset":
             connection.reset()
-
-
-async def agent_status(agent_url: str, http: httpx.AsyncClient) -> str:
-    """The SDK's /ping once no turn runs: ``Healthy`` (``HealthyBusy`` while a turn runs)."""
-    async with asyncio.timeout(SETTLE_S):
-        while True:
-            status = str((await http.get(agent_url + "/ping")).json()["status"])
-            if status == "Healthy":
-                return status
-            await asyncio.sleep(0.05)
 
 
 @pytest.mark.parametrize(
