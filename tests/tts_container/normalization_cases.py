@@ -162,7 +162,7 @@ CASES: tuple[tuple[str, str, str], ...] = (
     (
         "phone",
         "Call 1-800-555-0199 for help.",
-        "Call one, eight zero zero, five five five, zero one nine nine for help.",
+        "Call one, eight hundred, five five five, zero one nine nine for help.",
     ),
     ("phone", "In an emergency, call 911.", "In an emergency, call nine one one."),
     (
@@ -327,7 +327,7 @@ CASES: tuple[tuple[str, str, str], ...] = (
         "Call +33 1 23 45 67 89.",
         "Call plus three three, one, two three, four five, six seven, eight nine.",
     ),
-    ("phone", "Call 1 (800) 555-0199.", "Call one, eight zero zero, five five five, zero one nine nine."),
+    ("phone", "Call 1 (800) 555-0199.", "Call one, eight hundred, five five five, zero one nine nine."),
     (
         "phone",
         "My phone is 020 7946 0958.",
@@ -414,6 +414,15 @@ CASES: tuple[tuple[str, str, str], ...] = (
         "Earth is one hundred forty nine point six million kilometers from the Sun.",
     ),
     ("abbreviation", "See you Sun. at noon.", "See you Sunday at noon."),
+    # found by a held-out set written blind (313 cases, 308 read right before these)
+    ("money", "His account had a balance of -$50.", "His account had a balance of minus fifty dollars."),
+    ("money", "It dropped to -€20.", "It dropped to minus twenty euros."),
+    ("unit", "The pizza is 12 in across.", "The pizza is twelve inches across."),
+    ("unit", "Use a 60 W bulb.", "Use a sixty watt bulb."),
+    ("symbol", "A 3 × 3 grid.", "A three by three grid."),
+    ("symbol", "The room is 3 × 4 meters.", "The room is three by four meters."),
+    ("symbol", "What is 3 × 4?", "What is three times four?"),
+    ("phone", "Call 555-200-1234.", "Call five five five, two zero zero, one two three four."),
     # other languages are untouched
     ("other", "Plain words stay the same.", "Plain words stay the same."),
 )

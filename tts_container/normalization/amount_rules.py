@@ -28,7 +28,7 @@ _MAGNITUDE = r"thousand|million|billion|trillion|bn|mn|tn|[kKmMbBT]"
 # --- money ------------------------------------------------------------------------------------------
 
 _MONEY = re.compile(
-    rf"(?<![\w])(?P<sym>{_SYMBOL})\s?(?P<amt>{NUM})(?:(?P<attached>(?:{_MAGNITUDE}))(?![\w])"
+    rf"(?:(?<![^\s(\[{{=<>~≈:])(?P<sign>[-−]))?(?<![\w])(?P<sym>{_SYMBOL})\s?(?P<amt>{NUM})(?:(?P<attached>(?:{_MAGNITUDE}))(?![\w])"
     rf"|(?P<space>\s)(?P<word>thousand|million|billion|trillion)\b)?"
     rf"(?:\s?(?P<dash>[-–—]|to)\s?(?:{_SYMBOL})?(?P<amt2>{NUM})(?P<mag2>{_MAGNITUDE})?(?![\w]))?"
     rf"(?:/(?P<per>[A-Za-z]{{1,12}}))?(?![\w])"
@@ -37,6 +37,14 @@ _PER = {"hr": "hour", "h": "hour", "wk": "week", "mo": "month", "yr": "year", "k
 
 
 def _money(match: re.Match[str], british: bool) -> list[Piece]:
+    pieces = _money_pieces(match, british)
+    if match["sign"]:  # "-$50": a balance below zero
+        first = pieces[0]
+        pieces[0] = Piece(first.start, first.end, "minus " + first.spoken)
+    return pieces
+
+
+def _money_pieces(match: re.Match[str], british: bool) -> list[Piece]:
     names = CURRENCY_SYMBOLS[match["sym"]]
     if context.before_a_noun(match.string, match.start(), match.end()) and not match["amt2"]:
         names = (names[0], names[0], names[2], names[3])  # "a $5 bill": a five dollar bill
@@ -105,8 +113,10 @@ _MEASURE = re.compile(
 
 def _measure(match: re.Match[str], british: bool) -> list[Piece] | None:
     symbol, space = match["unit"], match["space"]
-    if symbol in ATTACHED_ONLY and space and context.word_follows(match.string, match.end()):
-        return None
+    adjective = bool(match["hyphen"]) or context.before_a_noun(match.string, match.start(), match.end())
+    spaced_before_a_word = space and context.word_follows(match.string, match.end())
+    if symbol in ATTACHED_ONLY and spaced_before_a_word and not adjective:
+        return None  # "5 s and" stays a letter; "a 60 W bulb" is a sixty watt bulb
     if (
         symbol == "x"
         and match.end() < len(match.string)
@@ -119,7 +129,6 @@ def _measure(match: re.Match[str], british: bool) -> list[Piece] | None:
     sign = {"±": "plus or minus ", "+": "plus "}.get(written[0], "")
     written = written.lstrip("±+")
     amount = sign + measures.amount(written, british)
-    adjective = bool(match["hyphen"]) or context.before_a_noun(match.string, match.start(), match.end())
     name = measures.unit(symbol, "2" if match["mag"] else written, adjective=adjective)
     if match["per"]:
         per = match["per"]
@@ -136,11 +145,12 @@ def _measure(match: re.Match[str], british: bool) -> list[Piece] | None:
 
 
 # "in" is a unit attached ("12in"), with its period ("2 in. square"), at a sentence end, or before what
-# measures take ("15 in screen", "12 in x 8 in"); otherwise it is the preposition ("5 in stock").
+# measures take ("15 in screen", "12 in across", "12 in x 8 in"); otherwise it is the preposition
+# ("5 in stock").
 _INCHES = re.compile(
     rf"{START}(?P<amt>{AMOUNT})(?:(?P<attached>in(?:\.(?=\s+[a-z\d]))?|″|\")|(?P<space>\s)"
     rf"(?P<spaced>in\.(?=\s+[a-z\d])|in(?=\.(?:\s|$))|(?:in|inch(?:es)?)"
-    rf"(?=\s*(?:$|[,;:!?)]|[x×]|by\b|wide|long|high|tall|thick|deep|screen|display|monitor))))(?!\w)"
+    rf"(?=\s*(?:$|[,;:!?)]|[x×]|by\b|wide|long|high|tall|thick|deep|across|square|screen|display|monitor))))(?!\w)"
 )
 _FEET_INCHES = re.compile(
     rf"{START}(?P<ft>\d+)(?:\s?['′’]\s?(?P<in>\d{{1,2}}(?:\.\d+)?)\s?(?:\"|″|''|”)|['′’])(?![\w'])"
@@ -182,10 +192,21 @@ def _side(written: str, british: bool) -> str:
 
 
 def _dimensions(match: re.Match[str], british: bool) -> list[Piece] | None:
-    if "×" in match[0] and " " in match[0]:
+    if "×" in match[0] and " " in match[0] and not _measured(match):
         return None  # "2 × 3" is a product: the symbol rule says "times"
     sides = [_side(match[g], british) for g in ("a", "b", "c") if match[g]]
     return [Piece(match.start(), match.end(), " by ".join(sides))]
+
+
+_UNIT_WORDS = frozenset(UNITS) | frozenset(name for names in UNITS.values() for name in names)
+
+
+def _measured(match: re.Match[str]) -> bool:
+    """A size, not a product: "a 3 × 3 grid", "3 × 4 meters" (what follows is a unit, or a determiner
+    comes before), where "what is 3 × 4?" and "2 × 3 = 6" multiply."""
+    after = context.word_after(match.string, match.end()).rstrip(".,;:!?")
+    determiner = context.word_before(match.string, match.start()).lower() in context.DETERMINERS
+    return after in _UNIT_WORDS or (determiner and after.isalpha())
 
 
 RULES_FIRST = (

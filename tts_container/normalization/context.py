@@ -72,9 +72,7 @@ def word_follows(text: str, end: int) -> bool:
     return text[end : end + WINDOW].lstrip()[:1].isalnum()
 
 
-_DETERMINERS = frozenset(
-    {"a", "an", "the", "this", "that", "our", "my", "your", "his", "her", "their", "its"}
-)
+DETERMINERS = frozenset({"a", "an", "the", "this", "that", "our", "my", "your", "his", "her", "their", "its"})
 _NOT_NOUNS = frozenset(
     {"of", "in", "on", "at", "to", "for", "and", "or", "per", "a", "an", "the", "is", "was"}
 )
@@ -82,7 +80,7 @@ _NOT_NOUNS = frozenset(
 
 def before_a_noun(text: str, start: int, end: int) -> bool:
     """ "a 5 km run": after "a"/"an" and before a noun the unit is an adjective, and singular."""
-    if word_before(text, start).lower() not in _DETERMINERS:
+    if word_before(text, start).lower() not in DETERMINERS:
         return False
     after = word_after(text, end).rstrip(".")
     return after.isalpha() and after.islower() and after not in _NOT_NOUNS

@@ -194,15 +194,27 @@ def _phone(match: re.Match[str], british: bool) -> list[Piece] | None:
             return None
     pieces: list[Piece] = []
     written = list(re.finditer(r"\S+", text))
+    said_before: list[str] = []  # the groups so far, as written
     for index, word in enumerate(written):
-        said = ", ".join(_phone_group(g) for g in re.split(r"[.\-]", word.group(0)) if g)
+        parts = [g for g in re.split(r"[.\-]", word.group(0)) if g]
+        spoken = []
+        for group in parts:
+            spoken.append(_phone_group(group, area=said_before in ([], ["1"], ["+1"])))
+            said_before.append(group.strip("()"))
+        said = ", ".join(spoken)
         start = match.start() + word.start()
         comma = "," if index < len(written) - 1 else ""  # a pause between the groups, as a person makes
         pieces.append(Piece(start, start + len(word.group(0)), said + comma))
     return pieces
 
 
-def _phone_group(group: str) -> str:
+_TOLL_FREE = re.compile(r"\(?(?P<digit>[2-9])00\)?")
+
+
+def _phone_group(group: str, *, area: bool = False) -> str:
+    """A group digit by digit; an area code like 800 as Americans say it ("one eight hundred")."""
+    if area and (toll_free := _TOLL_FREE.fullmatch(group)):
+        return numbers.digits(toll_free["digit"]) + " hundred"
     said = numbers.digits(group)
     return ("plus " + said) if group.startswith("+") else said
 
