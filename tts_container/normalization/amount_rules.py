@@ -33,7 +33,12 @@ _MONEY = re.compile(
     rf"(?:\s?(?P<dash>[-–—]|to)\s?(?:{_SYMBOL})?(?P<amt2>{NUM})(?P<mag2>{_MAGNITUDE})?(?![\w]))?"
     rf"(?:/(?P<per>[A-Za-z]{{1,12}}))?(?![\w])"
 )
-_PER = {"hr": "hour", "h": "hour", "wk": "week", "mo": "month", "yr": "year", "kg": "kilogram", "lb": "pound"}
+_PER = {"hr": "hour", "h": "hour", "wk": "week", "mo": "month", "yr": "year"}
+
+
+def _per(written: str) -> str:
+    """What a price is per: "/hr" an hour's, "/oz" an ounce's."""
+    return _PER.get(written) or (UNITS[written][0] if written in UNITS else written)
 
 
 def _money(match: re.Match[str], british: bool) -> list[Piece]:
@@ -48,7 +53,7 @@ def _money_pieces(match: re.Match[str], british: bool) -> list[Piece]:
     names = CURRENCY_SYMBOLS[match["sym"]]
     if context.before_a_noun(match.string, match.start(), match.end()) and not match["amt2"]:
         names = (names[0], names[0], names[2], names[3])  # "a $5 bill": a five dollar bill
-    per = f" per {_PER.get(match['per'], match['per'])}" if match["per"] else ""
+    per = f" per {_per(match['per'])}" if match["per"] else ""
     if match["amt2"]:
         low = numbers.number(match["amt"], british=british)
         magnitude = match["mag2"] or match["attached"]
@@ -107,7 +112,7 @@ def _money_code_first(match: re.Match[str], british: bool) -> list[Piece]:
 _MEASURE = re.compile(
     rf"{START}(?P<amt>[-−±+]?{AMOUNT})(?:\s(?P<mag>thousand|million|billion|trillion))?(?P<hyphen>-)?"
     rf"(?P<space>\s?)(?P<unit>{UNIT})"
-    rf"(?:/(?P<per>{UNIT}|hour|day|week|month|year|person))?(?![\w°²³/\-])(?P<dot>\.(?=\s+[a-z\d]))?"
+    rf"(?:/(?P<per>{UNIT}|hour|day|week|month|year|person|dose))?(?![\w°²³/\-])(?P<dot>\.(?=\s+[a-z\d]))?"
 )
 
 
@@ -117,18 +122,24 @@ def _measure(match: re.Match[str], british: bool) -> list[Piece] | None:
     spaced_before_a_word = space and context.word_follows(match.string, match.end())
     if symbol in ATTACHED_ONLY and spaced_before_a_word and not adjective:
         return None  # "5 s and" stays a letter; "a 60 W bulb" is a sixty watt bulb
-    if (
-        symbol == "x"
-        and match.end() < len(match.string)
-        and match.string[match.end() : match.end() + context.WINDOW].lstrip()[:1].isdecimal()
-    ):
-        return None  # "4 x 4" is a dimension
+    if symbol == "x":
+        following = match.string[match.end() : match.end() + context.WINDOW].lstrip()[:1]
+        if following.isdecimal():
+            return None  # "4 x 4" is a dimension
+        if following and following in "=+-<>≤≥*/^" and not space:  # "2x = 10": algebra, two x
+            return [Piece(match.start(), match.end(), f"{measures.amount(match['amt'], british)} x")]
     written = match["amt"].replace("−", "-")
     if written.startswith(("-", "±", "+")) and not context.negative_allowed(match.string, match.start()):
         return None
     sign = {"±": "plus or minus ", "+": "plus "}.get(written[0], "")
     written = written.lstrip("±+")
     amount = sign + measures.amount(written, british)
+    if symbol == "mmHg" and "/" in written and " " not in written:  # "120/80 mmHg": a blood pressure
+        amount = " over ".join(numbers.cardinal(side, british=british) for side in written.split("/"))
+    elif (part := _proper_fraction(written)) and not match["per"] and not match["mag"]:
+        # "3/4 tsp": three quarters of a teaspoon; "a 3/4-inch bolt": a three quarter inch bolt
+        amount = sign + numbers.part_of(*part, UNITS[symbol][0], adjective=adjective, british=british)
+        adjective = True
     name = measures.unit(symbol, "2" if match["mag"] else written, adjective=adjective)
     if match["per"]:
         per = match["per"]
@@ -142,6 +153,14 @@ def _measure(match: re.Match[str], british: bool) -> list[Piece] | None:
     if space:
         return [piece(match, "amt", amount), Piece(match.start("unit"), match.end(), name)]
     return [Piece(match.start(), match.end(), f"{amount} {name}")]
+
+
+def _proper_fraction(written: str) -> tuple[int, int] | None:
+    """ "3/4" -> (3, 4); None for anything else ("1 1/2", "5/4", "3.5")."""
+    top, slash, bottom = written.partition("/")
+    if not slash or not top.isdecimal() or not bottom.isdecimal() or not 0 < int(top) < int(bottom):
+        return None
+    return int(top), int(bottom)
 
 
 # "in" is a unit attached ("12in"), with its period ("2 in. square"), at a sentence end, or before what
@@ -179,6 +198,7 @@ def _feet_inches(match: re.Match[str], british: bool) -> list[Piece] | None:
 
 _DIMENSIONS = re.compile(
     rf"{START}(?P<a>{NUM})\s?[x×]\s?(?P<b>{NUM})(?:\s?[x×]\s?(?P<c>{NUM}))?(?![\w]|\.\d)"
+    rf"(?:(?P<space>\s?)(?P<unit>{UNIT})(?![\w°²³/]))?"
 )
 
 
@@ -195,7 +215,15 @@ def _dimensions(match: re.Match[str], british: bool) -> list[Piece] | None:
     if "×" in match[0] and " " in match[0] and not _measured(match):
         return None  # "2 × 3" is a product: the symbol rule says "times"
     sides = [_side(match[g], british) for g in ("a", "b", "c") if match[g]]
-    return [Piece(match.start(), match.end(), " by ".join(sides))]
+    said = " by ".join(sides)
+    symbol = match["unit"]
+    if symbol is None:
+        return [Piece(match.start(), match.end(), said)]
+    if symbol in ATTACHED_ONLY and context.word_follows(match.string, match.end()):
+        return [Piece(match.start(), match.start("space"), said)]  # "4 x 4 s and"
+    adjective = context.word_follows(match.string, match.end())  # "a 4x100 m relay": a meter relay
+    name = measures.unit(symbol, match["c"] or match["b"], adjective=adjective)
+    return [Piece(match.start(), match.start("space"), said), Piece(match.start("unit"), match.end(), name)]
 
 
 _UNIT_WORDS = frozenset(UNITS) | frozenset(name for names in UNITS.values() for name in names)
@@ -209,13 +237,43 @@ def _measured(match: re.Match[str]) -> bool:
     return after in _UNIT_WORDS or (determiner and after.isalpha())
 
 
+_SCIENTIFIC = re.compile(
+    rf"{START}(?P<m>{NUM})\s?[×x*]\s?10(?:\^(?P<e>[-−]?\d{{1,3}})|(?P<sup>[⁻]?[⁰¹²³⁴⁵⁶⁷⁸⁹]{{1,3}}))(?![\w])"
+    rf"(?:\s?(?P<unit>{UNIT})(?![\w°²³/]))?"
+)
+_SUPERSCRIPT_DIGITS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻", "0123456789-")
+
+
+def _scientific(match: re.Match[str], british: bool) -> list[Piece]:
+    """ "6.02×10^23": six point zero two times ten to the twenty third."""
+    exponent = (match["e"] or match["sup"].translate(_SUPERSCRIPT_DIGITS)).replace("−", "-")
+    power = ("minus " if exponent.startswith("-") else "") + numbers.ordinal(
+        exponent.lstrip("-"), british=british
+    )
+    said = f"{numbers.number(match['m'], british=british)} times ten to the {power}"
+    if match["unit"]:  # "3×10⁸ m/s" (the unit's own rule reads "/s" on)
+        said += " " + UNITS[match["unit"]][1]
+    return [Piece(match.start(), match.end(), said)]
+
+
+_BY_BETWEEN_MEASURES = re.compile(r"(?<=\s)[x×](?=\s+\d)")
+
+
+def _by_between_measures(match: re.Match[str], british: bool) -> list[Piece] | None:
+    """The x of "12 ft x 14 ft" is "by" (after a unit; "3 x 4" is a dimension rule of its own)."""
+    before = context.word_before(match.string, match.start())
+    return [Piece(match.start(), match.end(), "by")] if before in _UNIT_WORDS else None
+
+
 RULES_FIRST = (
     Rule("money", _MONEY, _money),
     Rule("money_code_first", _MONEY_CODE_FIRST, _money_code_first),
     Rule("money_after", _MONEY_AFTER, _money_after),
     Rule("feet_inches", _FEET_INCHES, _feet_inches),
     Rule("inches", _INCHES, _inches),
+    Rule("scientific", _SCIENTIFIC, _scientific),
     Rule("dimensions", _DIMENSIONS, _dimensions),
+    Rule("by_between_measures", _BY_BETWEEN_MEASURES, _by_between_measures),
 )
 # After ranges ("10-20 km" is a range of kilometres), before fractions and plain numbers.
 MEASURE = Rule("measure", _MEASURE, _measure)

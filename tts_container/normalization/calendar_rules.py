@@ -41,6 +41,9 @@ def _clock(hour: int, minute: int, has_ampm: bool, british: bool) -> str:
     return f"{numbers.cardinal(hour, british=british)} {minutes}"
 
 
+_TIME_OF_DAY_CUES = frozenset({"at", "since", "until", "till", "from", "by", "before", "after"})
+
+
 def _ampm(match: re.Match[str]) -> str:
     return "A M" if match["ampm"].lower() == "a" else "P M"
 
@@ -61,9 +64,12 @@ def _time(match: re.Match[str], british: bool) -> list[Piece] | None:
     spoken = _clock(hour, minute, has_ampm, british)
     if match["s"]:
         seconds = int(match["s"])
-        spoken += (
-            f" and {numbers.cardinal(seconds, british=british)} {'second' if seconds == 1 else 'seconds'}"
-        )
+        said = numbers.cardinal(seconds, british=british)
+        if has_ampm or context.word_before(match.string, match.start()).lower() in _TIME_OF_DAY_CUES:
+            spoken += f" and {said} {'second' if seconds == 1 else 'seconds'}"
+        else:  # a race or a video time, "ran 2:01:09": two oh one oh nine
+            spoken = _clock(hour, max(minute, 1), False, british) if minute == 0 else spoken
+            spoken += f" {'oh ' if seconds < 10 else ''}{said}"
     if not has_ampm:
         return [Piece(match.start(), match.end(), spoken)]
     if match["space"]:
@@ -89,6 +95,34 @@ def _time_range(match: re.Match[str], british: bool) -> list[Piece]:
     if match["space"]:
         return [Piece(match.start(), end_of_range, f"{first} to {second}"), _ampm_piece(match)]
     return [Piece(match.start(), match.end(), f"{first} to {second} {_ampm(match)}{_period_after(match)}")]
+
+
+# --- durations: "1:52.85" (a swim), "11h 30m" ----------------------------------------------------------
+
+_SPLIT_TIME = re.compile(r"(?<![\w:.,])(?P<m>\d{1,2}):(?P<s>[0-5]\d)\.(?P<f>\d{1,3})(?![\w]|[.,:]\d)")
+_UNITS_DURATION = re.compile(
+    r"(?<![\w:.,])(?:(?P<h>\d{1,3})h\s?(?P<m>\d{1,2})m(?:in)?(?:\s?(?P<s>\d{1,2})s)?"
+    r"|(?P<m2>\d{1,2})m(?:in)?\s?(?P<s2>\d{1,2})s)(?![\w])"
+)
+
+
+def _count(value: str, unit: str, british: bool) -> str:
+    return f"{numbers.cardinal(int(value), british=british)} {unit}{'' if int(value) == 1 else 's'}"
+
+
+def _split_time(match: re.Match[str], british: bool) -> list[Piece]:
+    """Minutes, seconds and hundredths: "1:52.85" is one minute fifty two point eight five seconds."""
+    seconds = numbers.decimal(f"{int(match['s'])}.{match['f']}", british=british)
+    said = f"{_count(match['m'], 'minute', british)} {seconds} seconds"
+    return [Piece(match.start(), match.end(), said)]
+
+
+def _units_duration(match: re.Match[str], british: bool) -> list[Piece]:
+    """ "11h 30m", "1h30m", "5m 30s": two parts or more (alone, "30m" is thirty meters)."""
+    units = (("h", "hour"), ("m", "minute"), ("s", "second"), ("m2", "minute"), ("s2", "second"))
+    parts = [(match[g], unit) for g, unit in units if match[g]]
+    said = " ".join(_count(value, unit, british) for value, unit in parts)
+    return [Piece(match.start(), match.end(), said)]
 
 
 # --- dates ------------------------------------------------------------------------------------------
@@ -141,6 +175,23 @@ def _numeric_date(match: re.Match[str], british: bool) -> list[Piece] | None:
     if len(match["y"]) == 2:
         year += 2000 if year <= 40 else 1900
     said = _date(year, month, day, british)
+    return None if said is None else [Piece(match.start(), match.end(), said)]
+
+
+_MONTH_SLASH_DAY = re.compile(r"(?<![\w.\-/])(?P<a>\d{1,2})/(?P<b>\d{1,2})(?![\w]|[/.\-]\d|\.\d|/)")
+# Before "12/25" these make it a date, not a fraction ("on 12/25", "ends 11/30"; "3/4 cup" stays a fraction).
+_DATE_CUES = frozenset(
+    {"on", "by", "until", "till", "through", "thru", "ends", "ending", "since", "due", "starting", "starts"}
+    | {"effective", "expires", "before", "after", "from", "dated"}
+)
+
+
+def _month_slash_day(match: re.Match[str], british: bool) -> list[Piece] | None:
+    if context.word_before(match.string, match.start()).lower().rstrip(":") not in _DATE_CUES:
+        return None
+    first, second = int(match["a"]), int(match["b"])
+    day, month = (first, second) if british else (second, first)
+    said = _date(None, month, day, british)
     return None if said is None else [Piece(match.start(), match.end(), said)]
 
 
@@ -241,6 +292,9 @@ RULES = (
     Rule("dash_between_clocks", _DASH_BETWEEN_CLOCKS, _dash_between_clocks),
     Rule("iso_date", _ISO_DATE, _iso_date),
     Rule("numeric_date", _NUMERIC_DATE, _numeric_date),
+    Rule("month_slash_day", _MONTH_SLASH_DAY, _month_slash_day),
+    Rule("split_time", _SPLIT_TIME, _split_time),
+    Rule("units_duration", _UNITS_DURATION, _units_duration),
     Rule("time_range", _TIME_RANGE_HOURS, _time_range),
     Rule("time", _TIME, _time),
     Rule("hour_ampm", _HOUR_AMPM, _hour_ampm),

@@ -83,7 +83,8 @@ def before_a_noun(text: str, start: int, end: int) -> bool:
     if word_before(text, start).lower() not in DETERMINERS:
         return False
     after = word_after(text, end).rstrip(".")
-    return after.isalpha() and after.islower() and after not in _NOT_NOUNS
+    acronym = after.isupper() and len(after) > 1  # "a 2 TB SSD"
+    return after.isalpha() and (after.islower() or acronym) and after not in _NOT_NOUNS
 
 
 def negative_allowed(text: str, start: int) -> bool:

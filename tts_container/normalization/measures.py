@@ -34,7 +34,7 @@ def unit(symbol: str, written_amount: str, *, adjective: bool = False) -> str:
     singular = adjective or numbers.is_one(written_amount)
     if "/" in written_amount and " " not in written_amount:
         top, bottom = written_amount.split("/")
-        singular = int(top) <= 1 < int(bottom)  # "1/2 cup": a part of one cup
+        singular = adjective or int(top) <= 1 < int(bottom)  # "1/2 cup": a part of one cup
     return one if singular else many
 
 

@@ -88,7 +88,12 @@ def version(text: str, *, british: bool = False) -> str:
 
 def paired(text: str, *, british: bool = False) -> str:
     """A model or flight number as said in pairs: 737 "seven thirty seven", 404 "four oh four", 1080 "ten
-    eighty"; round ones and other lengths as a cardinal (300 "three hundred")."""
+    eighty", 3200 "thirty two hundred", 1905 "nineteen oh five"; round ones and other lengths as a
+    cardinal (300 "three hundred", 2000 "two thousand")."""
+    if len(text) == 4 and text[0] != "0" and text[1] != "0" and text[2:] == "00":
+        return f"{cardinal(text[:2], british=british)} hundred"
+    if len(text) == 4 and text[0] != "0" and text[2] == "0" and text[1] != "0":
+        return f"{cardinal(text[:2], british=british)} oh {DIGITS[int(text[3])]}"
     if len(text) == 4 and text[2] != "0" and text[0] != "0":
         return f"{cardinal(text[:2], british=british)} {cardinal(text[2:], british=british)}"
     if len(text) == 3 and text[1:] != "00" and text[0] != "0":
@@ -108,6 +113,20 @@ def fraction(numerator: int, denominator: int, *, british: bool = False) -> str:
         one = ordinal(denominator, british=british)
         many = one + "s"
     return f"{cardinal(numerator, british=british)} {one if numerator == 1 else many}"
+
+
+def part_of(numerator: int, denominator: int, noun: str, *, adjective: bool, british: bool = False) -> str:
+    """A part of one thing before its noun: "half a" (cup), "three quarters of an" (inch), "a third of
+    a" (cup); as an adjective ("a 3/4-inch bolt", "a 1/2 mile walk") the singular, "three quarter"."""
+    one_part = fraction(1, denominator, british=british).split()[1]
+    if adjective:  # "a half mile walk", "a three quarter inch bolt"
+        return one_part if numerator == 1 else f"{cardinal(numerator, british=british)} {one_part}"
+    article = "an" if noun[:1].lower() in "aeiou" or noun.lower().startswith("hour") else "a"
+    if (numerator, denominator) == (1, 2):
+        return f"half {article}"
+    if numerator == 1:  # "a quarter of a cup", "an eighth of a teaspoon"
+        return f"{'an' if one_part[0] in 'aeiou' else 'a'} {one_part} of {article}"
+    return f"{fraction(numerator, denominator, british=british)} of {article}"
 
 
 def is_one(text: str) -> bool:

@@ -19,6 +19,7 @@ from tts_container.normalization.tables import (
     MAGNITUDES,
     MONTHS,
     PAIRED_CUES,
+    UNITS,
     VERSION_CUES,
     VULGAR_FRACTIONS,
     YEAR_CUES,
@@ -31,7 +32,7 @@ _VULGAR = "".join(VULGAR_FRACTIONS)
 
 _RANGE = re.compile(
     rf"{START}(?P<a>{NUM})(?P<sep>\s?[-–—]\s?)(?P<b>{NUM})(?![\w]|[.,]\d|[-–]\d)"
-    rf"(?:(?P<space>\s?)(?P<unit>{UNIT})(?![\w°²³/]))?"
+    rf"(?:(?P<space>\s?)(?P<unit>{UNIT})(?:/(?P<per>{UNIT}))?(?![\w°²³/]))?"
 )
 
 
@@ -68,6 +69,8 @@ def _range(match: re.Match[str], british: bool) -> list[Piece] | None:
     if not symbol:
         return [Piece(match.start(), match.end("b"), spoken)]
     name = measures.unit(symbol, high)
+    if match["per"]:  # "70-99 mg/dL"
+        name += " per " + UNITS[match["per"]][0]
     if match["space"]:
         return [Piece(match.start(), match.end("b"), spoken), Piece(match.start("unit"), match.end(), name)]
     return [Piece(match.start(), match.end(), f"{spoken} {name}")]
@@ -95,7 +98,23 @@ def _ordinal(match: re.Match[str], british: bool) -> list[Piece]:
 _DECADE = re.compile(r"(?<![\w.,])(?:(?P<mark>['’])(?P<short>\d0)|(?P<full>\d{1,4}0))(?:['’]?s)(?!\w)")
 # Before "30s" these make it thirty seconds, not the thirties.
 _SECONDS_CUES = frozenset(
-    {"wait", "for", "every", "after", "takes", "took", "within", "about", "under", "only"}
+    {
+        "wait",
+        "for",
+        "every",
+        "after",
+        "takes",
+        "took",
+        "within",
+        "about",
+        "under",
+        "only",
+        "to",
+        "of",
+        "in",
+        "at",
+    }
+    | {"than", "last", "lasts", "per", "each", "timeout", "delay", "interval"}
 )
 _DECADE_NAMES = {
     "1": "tens",
@@ -137,16 +156,53 @@ _RATING = re.compile(rf"{START}(?P<n>\d+\.\d+|\d+)/(?P<d>10|5|100)(?![\w/]|[.,]\
 _VULGAR_FRACTION = re.compile(rf"(?<![\w.,])(?P<whole>\d+)?\s?(?P<v>[{_VULGAR}])")
 
 
+# Nouns of one measured thing: "3/4 cup" is three quarters of a cup.
+_ONE_OF = frozenset(
+    {"cup", "teaspoon", "tablespoon", "inch", "mile", "pound", "ounce", "hour", "gallon", "liter", "litre"}
+    | {"stick", "pint", "quart", "foot", "meter", "metre", "kilometer", "kilogram", "second", "minute"}
+)
+
+
+def _one_of(match: re.Match[str]) -> tuple[str, bool] | None:
+    """The noun of one measured thing after a part of it ("3/4 cup", "½ hour"), and whether the
+    part is its adjective ("a 3/4-inch bolt"); None when no such noun follows."""
+    text, end = match.string, match.end()
+    hyphen = text[end : end + 1] == "-"
+    noun = re.match(r"[A-Za-z]+", text[end + 1 :]) if hyphen else None
+    word = noun[0] if noun else context.word_after(text, end).rstrip(".,;:!?")
+    if word not in _ONE_OF:
+        return None
+    if not hyphen and word in _SPANS:  # "5/8 inch strips", "a 1/2 mile walk": the span is an adjective
+        after = context.word_after(text, text.index(word, end) + len(word)).rstrip(".,;:!?")
+        hyphen = after.isalpha() and after.islower() and after not in _NOT_A_NOUN
+    return word, hyphen
+
+
+_SPANS = frozenset({"inch", "foot", "mile", "meter", "metre", "kilometer", "hour", "minute", "second"})
+_NOT_A_NOUN = frozenset({"of", "and", "or", "to", "from", "in", "on", "at", "away", "long", "wide", "thick"})
+_NOT_A_NOUN |= {"deep", "high", "tall", "later", "ago", "before", "after", "each", "per", "is", "was"}
+_PRESSURE = re.compile(r"\s?mmHg\b|\s+(?:blood\s+)?pressure\b")
+_PRESSURE_BEFORE = re.compile(r"(?:pressure|BP)(?:\s+\w+){0,2}\s*$")
+
+
 def _fraction(match: re.Match[str], british: bool) -> list[Piece] | None:
     top, bottom = int(match["n"]), int(match["d"])
     if bottom == 0:
         return None
+    text = match.string
+    if not match["whole"] and (
+        _PRESSURE.match(text, match.end()) or _PRESSURE_BEFORE.search(text[: match.start()])
+    ):  # "120/80 mmHg", "a blood pressure of 120/80": one hundred twenty over eighty
+        spoken = f"{numbers.cardinal(top, british=british)} over {numbers.cardinal(bottom, british=british)}"
+        return [Piece(match.start(), match.end(), spoken)]
     if top >= bottom or bottom > 100:  # "24/7", "50/50": two numbers, not a part
         if match["whole"]:
             return None
         spoken = f"{numbers.cardinal(top, british=british)} {numbers.cardinal(bottom, british=british)}"
         return [Piece(match.start(), match.end(), spoken)]
     part = numbers.fraction(top, bottom, british=british)
+    if not match["whole"] and (noun := _one_of(match)) is not None:
+        part = numbers.part_of(top, bottom, noun[0], adjective=noun[1], british=british)
     if match["whole"]:
         if top == 1:
             part = "a " + part.split(" ", 1)[1]
@@ -169,6 +225,8 @@ def _rating(match: re.Match[str], british: bool) -> list[Piece] | None:
 def _vulgar_fraction(match: re.Match[str], british: bool) -> list[Piece]:
     top, bottom = VULGAR_FRACTIONS[match["v"]]
     part = numbers.fraction(top, bottom, british=british)
+    if not match["whole"] and (noun := _one_of(match)) is not None:
+        part = numbers.part_of(top, bottom, noun[0], adjective=noun[1], british=british)
     if match["whole"]:
         if top == 1:
             part = "a " + part.split(" ", 1)[1]
@@ -200,6 +258,7 @@ def _magnitude(match: re.Match[str], british: bool) -> list[Piece]:
 
 
 _LINKS = frozenset({"is", "was", "are", "number", "no", "#"})
+_AIRLINE = re.compile(r"[A-Z]{2}|[A-Z]\d|\d[A-Z]")  # an IATA code between "flight" and its number
 _NUMBER = re.compile(rf"(?<![\w.,/:])(?P<sign>[-−+±](?=[\d.]))?(?P<num>{NUM})(?P<plus>\+)?(?![\w])")
 _YEAR_AFTER = frozenset({*ERA_SUFFIXES, "election", "elections", "season", "census", "budget", "model"})
 
@@ -211,7 +270,7 @@ def _number(match: re.Match[str], british: bool) -> list[Piece] | None:
     if sign in ("-", "−") and not context.negative_allowed(text, match.start()):
         return None
     cue = before.lower().rstrip(".:")
-    if cue in _LINKS:  # "my PIN is 4321"
+    if cue in _LINKS or _AIRLINE.fullmatch(before):  # "my PIN is 4321", "Flight UA 857"
         cue = context.word_before(text, before_start).lower().rstrip(".:")
     if written.isdecimal() and cue in DIGIT_CUES:
         spoken = numbers.digits(written)

@@ -42,6 +42,7 @@ UNITS: dict[str, tuple[str, str]] = {
     "kg": ("kilogram", "kilograms"),
     "µg": ("microgram", "micrograms"),
     "mcg": ("microgram", "micrograms"),
+    "ng": ("nanogram", "nanograms"),
     "lb": ("pound", "pounds"),
     "lbs": ("pound", "pounds"),
     "oz": ("ounce", "ounces"),
@@ -49,6 +50,8 @@ UNITS: dict[str, tuple[str, str]] = {
     "ml": ("milliliter", "milliliters"),
     "mL": ("milliliter", "milliliters"),
     "cl": ("centiliter", "centiliters"),
+    "dL": ("deciliter", "deciliters"),
+    "dl": ("deciliter", "deciliters"),
     "l": ("liter", "liters"),
     "L": ("liter", "liters"),
     "gal": ("gallon", "gallons"),
@@ -66,6 +69,8 @@ UNITS: dict[str, tuple[str, str]] = {
     "sq ft": ("square foot", "square feet"),
     "sq mi": ("square mile", "square miles"),
     "m³": ("cubic meter", "cubic meters"),
+    "cm³": ("cubic centimeter", "cubic centimeters"),
+    "cm3": ("cubic centimeter", "cubic centimeters"),
     "ha": ("hectare", "hectares"),
     # temperature and angle
     "°C": ("degree Celsius", "degrees Celsius"),
@@ -120,6 +125,9 @@ UNITS: dict[str, tuple[str, str]] = {
     "kcal": ("kilocalorie", "kilocalories"),
     "cal": ("calorie", "calories"),
     "kJ": ("kilojoule", "kilojoules"),
+    "mol": ("mole", "moles"),
+    "mmol": ("millimole", "millimoles"),
+    "mmHg": ("millimeter of mercury", "millimeters of mercury"),
     "psi": ("P S I", "P S I"),
     "kPa": ("kilopascal", "kilopascals"),
     "rpm": ("R P M", "R P M"),
@@ -316,6 +324,12 @@ ABBREVIATIONS: dict[str, str] = {
     "aka": "also known as",
     "AKA": "also known as",
     "ext.": "extension",
+    "Ctrl": "Control",
+    "Cmd": "Command",
+    "401(k)": "four oh one K",
+    "401k": "four oh one K",
+    "403(b)": "four oh three B",
+    "457(b)": "four fifty seven B",
     "w/": "with",
     "w/o": "without",
     "b/c": "because",
@@ -339,6 +353,8 @@ PLACE_OR_TITLE: dict[str, tuple[str, str, str]] = {
     "St": ("Saint", "Street", "Street"),
     "Dr.": ("Doctor", "Drive", "Doctor"),
     "Dr": ("Doctor", "Drive", "Doctor"),
+    "Ave": ("Ave", "Avenue", "Avenue"),  # "5th Ave" is an avenue; "Ave Maria" stays
+    "Blvd": ("Blvd", "Boulevard", "Boulevard"),
 }
 # Before a number only: "No. 5", "p. 12", "Vol 3".
 BEFORE_NUMBER: dict[str, str] = {

@@ -110,8 +110,23 @@ def _url(match: re.Match[str], british: bool) -> list[Piece] | None:
 _EXTENSION = "|".join(sorted(SAID_EXTENSIONS | SPELLED_EXTENSIONS, key=len, reverse=True))
 _FILE = re.compile(rf"(?<![\w.\-/])(?P<name>[\w\-]+(?:\.[\w\-]+)*)?\.(?P<ext>{_EXTENSION})(?![\w\-]|\.\w)")
 _PATH = re.compile(
-    rf"(?<![\w/.])(?P<path>(?:~|\.\.?)?/(?:[\w.\-]+/)*[\w.\-]+/?|(?:[\w.\-]+/)+[\w\-]+\.(?:{_EXTENSION}))(?![\w/])"
+    rf"(?<![\w/.])(?P<path>(?:~|\.\.?)?/(?:[\w.\-]+/)*[\w.\-]*[\w\-]/?|(?:[\w.\-]+/)+[\w\-]+\.(?:{_EXTENSION}))(?![\w/])"
 )
+
+
+_WINDOWS_PATH = re.compile(r"(?<![\w\\])(?P<path>[A-Za-z]:\\(?:[\w.\-]+\\)*(?:[\w.\-]*[\w\-])?)(?![\w\\])")
+_HEX = re.compile(r"(?<![\w.])0x(?P<digits>[0-9A-Fa-f]+)(?![\w])")
+
+
+def _windows_path(match: re.Match[str], british: bool) -> list[Piece]:
+    """ "C:\\Users\\Public": C colon backslash Users backslash Public."""
+    return [Piece(match.start(), match.end(), spell_out(match["path"]))]
+
+
+def _hex(match: re.Match[str], british: bool) -> list[Piece]:
+    """ "0x80070005", an error code: zero x, then each digit (letters spelled)."""
+    said = " ".join(numbers.digits(c) if c.isdecimal() else c.upper() for c in match["digits"])
+    return [Piece(match.start(), match.end(), f"zero x {said}")]
 
 
 def _extension(ext: str) -> str:
@@ -249,6 +264,8 @@ RULES = (
     Rule("ip", _IP, _ip),
     Rule("file", _FILE, _file),
     Rule("path", _PATH, _path),
+    Rule("windows_path", _WINDOWS_PATH, _windows_path),
+    Rule("hex", _HEX, _hex),
     Rule("handle", _HANDLE, _handle),
     Rule("hashtag", _HASHTAG, _hashtag),
 )

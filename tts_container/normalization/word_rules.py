@@ -143,11 +143,17 @@ def _roman(match: re.Match[str], british: bool) -> list[Piece] | None:
         context.is_name(before)
         and set(numeral) <= set("IVX")
         and len(numeral) >= 2
-        and not context.starts_sentence(text, before_start)
+        and (not context.starts_sentence(text, before_start) or _sequel_at_start(text, match.end(), numeral))
     )
     if not (cued or titled):
         return None
     return [Piece(match.start(), match.end(), numbers.cardinal(value, british=british))]
+
+
+def _sequel_at_start(text: str, end: int, numeral: str) -> bool:
+    """ "Rocky III came out": a title opening the sentence, then a verb (never "IV", an IV drip)."""
+    after = context.word_after(text, end)
+    return numeral != "IV" and after.isalpha() and after.islower()
 
 
 # --- letter-digit codes: "MP3", "4K", "COVID-19", "x86", "A320", "3D" ----------------------------------
@@ -191,6 +197,9 @@ _MULTI = {"->": "to", "=>": "to", "<-": "from", "<->": "to and from", "<=": "is 
 _SYMBOL = re.compile(
     rf"(?P<sym>{alternation(_MULTI)}|[{re.escape(''.join(SYMBOLS))}{''.join(SUPERSCRIPTS)}%*])"
 )
+_PER_WORDS = {"s": "second", "sec": "second", "min": "minute", "h": "hour", "hr": "hour", "hour": "hour"}
+_PER_WORDS |= {"day": "day", "wk": "week", "week": "week", "mo": "month", "month": "month", "yr": "year"}
+_PER_WORDS |= {"year": "year", "user": "user", "person": "person", "seat": "seat", "query": "query"}
 _SPACED_ONLY = frozenset({"<", ">", "/", "\\", "=", "-"})
 _AFTER_WORD_OR_NUMBER = frozenset({"²", "³", "^2", "^3", "%"})
 
@@ -214,6 +223,16 @@ def _symbol(match: re.Match[str], british: bool) -> list[Piece] | None:
         )
         return [Piece(match.start(), match.end(), "times")] if spaced_numbers else None
     if symbol == "/":
+        denominator = re.match(r"[A-Za-z]+", text[match.end() :])
+        if (
+            left.isalpha()
+            and denominator
+            and denominator[0] in _PER_WORDS
+            and not context.word_follows(text, match.end() + len(denominator[0]))
+        ):  # "100 requests/min", "5 calls/day": per
+            return [
+                Piece(match.start(), match.end() + len(denominator[0]), " per " + _PER_WORDS[denominator[0]])
+            ]
         if left.isalpha() and right.isalpha():
             word = context.word_after(text, context.previous_word(text, match.start())[1])
             plain = left.isupper() or right.isupper() or word.lower().startswith("and/or")
@@ -228,7 +247,14 @@ def _symbol(match: re.Match[str], british: bool) -> list[Piece] | None:
     if symbol == "+" and left.isalpha() and right.isalpha():
         return [Piece(match.start(), match.end(), " plus ")]
     said = _MULTI.get(symbol, SYMBOLS.get(symbol, ""))
+    if said.startswith("is ") and not _is_a_term(context.word_before(text, match.start())):
+        said = said.removeprefix("is ")  # "x ≥ 5": x is greater...; "scores ≥ 90": scores greater...
     return [Piece(match.start(), match.end(), said)]
+
+
+def _is_a_term(word: str) -> bool:
+    """A variable, a number or a bracket closes before a comparison: "x < 5", "f(x) > 0", "2 < 3"."""
+    return len(word) == 1 or word[-1:].isdecimal() or word.endswith(")")
 
 
 _WEEKDAY = alternation(WEEKDAYS)
