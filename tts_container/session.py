@@ -13,8 +13,8 @@ bumps the session's *epoch*: queued requests are dropped, audio frames already q
 segment. Frames carry the epoch they were made in; the sender skips stale ones. The ``cancelled``
 answer itself is never discarded by a later cancel: every cancel gets its own answer, in order.
 
-A session ends only on ``{"type": "close"}`` (queued requests finish first, then the socket closes)
-or on a disconnect (everything stops; the task group cancels the rest, and the inference pool waits
+A session ends only on ``{"type": "close"}`` (queued requests finish first, then the socket closes;
+a ``cancel`` read before the close frame went out is answered first) or on a disconnect (everything stops; the task group cancels the rest, and the inference pool waits
 out the one engine call already running, so no work leaks). After ``close`` the reader goes on reading,
 for two things only: a ``cancel`` (a client that closes an abandoned turn says ``cancel`` first, or
 right after) and the disconnect, which stops the queued work at once. A disconnect is a barge-in: the
@@ -248,18 +248,23 @@ class Session:
                 closing = True
         self._queued = 0
         kept = []
+        ending = False  # the synthesizer already took ``close``: its END is in the outbox
         while not self._outbox.empty():
             item = self._outbox.get_nowait()
             if isinstance(item, Control) and item.epoch is None:
                 kept.append(item)
+            elif item is END:
+                ending = True
         for item in [*kept, *refusals]:
             self._outbox.put_nowait(item)
         self._buffered = 0
         self._room.set()
         self._count_error()
         self._control(Cancelled(dropped), epoch=None)
-        if closing:
-            self._requests.put_nowait(CLOSE)  # a cancel after close: the session still ends
+        if ending:
+            self._outbox.put_nowait(END)  # a cancel after close: answered, then the session ends
+        elif closing:
+            self._requests.put_nowait(CLOSE)  # close still queued behind requests: the session still ends
 
     def _control(self, frame: ControlFrame, epoch: int | None = None) -> None:
         self._outbox.put_nowait(Control(frame, epoch))
