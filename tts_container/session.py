@@ -14,8 +14,9 @@ segment. Frames carry the epoch they were made in; the sender skips stale ones. 
 answer itself is never discarded by a later cancel: every cancel gets its own answer, in order.
 
 A session ends only on ``{"type": "close"}`` (queued requests finish first, then the socket closes;
-a ``cancel`` read before the close frame went out is answered first) or on a disconnect (everything stops; the task group cancels the rest, and the inference pool waits
-out the one engine call already running, so no work leaks). After ``close`` the reader goes on reading,
+a ``cancel`` read before the close frame went out is answered first) or on a disconnect (everything
+stops; the task group cancels the rest, and the inference pool waits out the one engine call already
+running, so no work leaks). After ``close`` the reader goes on reading,
 for two things only: a ``cancel`` (a client that closes an abandoned turn says ``cancel`` first, or
 right after) and the disconnect, which stops the queued work at once. A disconnect is a barge-in: the
 requests it leaves unfinished count as cancelled on ``/stats``.

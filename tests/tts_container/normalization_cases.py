@@ -512,6 +512,30 @@ CASES: tuple[tuple[str, str, str], ...] = (
         "Flight UA 857 departs at 11:50 PM.",
         "Flight UA eight fifty seven departs at eleven fifty P M.",
     ),
+    # found by a third held-out set written blind (375 cases, 358 read right with the rules before these)
+    ("unit", "Pressure is steady at 1013 hPa.", "Pressure is steady at one thousand thirteen hectopascals."),
+    (
+        "unit",
+        "Aim for 0.8 g of protein per kg of body weight.",
+        "Aim for zero point eight grams of protein per kilogram of body weight.",
+    ),
+    (
+        "unit",
+        "Keep your heart rate at 50%–85% of your max.",
+        "Keep your heart rate at fifty percent to eighty five percent of your max.",
+    ),
+    ("unit", "He's 6 ft 2 in and plays basketball.", "He's six feet two inches and plays basketball."),
+    ("symbol", "10 / 2 = 5", "ten divided by two equals five"),
+    ("symbol", "Solve y = 2x + 1.", "Solve y equals two x plus one."),
+    (
+        "cardinal",
+        "A 404 error means the page wasn't found.",
+        "A four oh four error means the page wasn't found.",
+    ),
+    ("abbreviation", "I live in Apt 5B.", "I live in Apartment five B."),
+    ("phone", "Mail it to Washington, DC 20500.", "Mail it to Washington, DC two zero five zero zero."),
+    ("time", "The store is open 10 a.m.–6 p.m.", "The store is open ten A M to six P M."),
+    ("abbreviation", "The 49ers won on Sunday.", "The Forty Niners won on Sunday."),
     # other languages are untouched
     ("other", "Plain words stay the same.", "Plain words stay the same."),
 )

@@ -30,7 +30,7 @@ _MAGNITUDE = r"thousand|million|billion|trillion|bn|mn|tn|[kKmMbBT]"
 _MONEY = re.compile(
     rf"(?:(?<![^\s(\[{{=<>~≈:])(?P<sign>[-−]))?(?<![\w])(?P<sym>{_SYMBOL})\s?(?P<amt>{NUM})(?:(?P<attached>(?:{_MAGNITUDE}))(?![\w])"
     rf"|(?P<space>\s)(?P<word>thousand|million|billion|trillion)\b)?"
-    rf"(?:\s?(?P<dash>[-–—]|to)\s?(?:{_SYMBOL})?(?P<amt2>{NUM})(?P<mag2>{_MAGNITUDE})?(?![\w]))?"
+    rf"(?:\s?(?P<dash>[-–—]|to)\s?(?P<sym2>{_SYMBOL})?(?P<amt2>{NUM})(?P<mag2>{_MAGNITUDE})?(?![\w]))?"
     rf"(?:/(?P<per>[A-Za-z]{{1,12}}))?(?![\w])"
 )
 _PER = {"hr": "hour", "h": "hour", "wk": "week", "mo": "month", "yr": "year"}
@@ -58,6 +58,8 @@ def _money_pieces(match: re.Match[str], british: bool) -> list[Piece]:
         low = numbers.number(match["amt"], british=british)
         magnitude = match["mag2"] or match["attached"]
         low += f" {MAGNITUDES[match['attached']]}" if match["attached"] else ""
+        if match["dash"] == "to" and match["sym2"]:  # "from $30 to $25": two prices, each said whole
+            low = measures.money(match["amt"], names, match["attached"], british)
         high = measures.money(match["amt2"], names, magnitude, british)
         return [Piece(match.start(), match.end(), f"{low} to {high}{per}")]
     if match["word"]:
@@ -126,7 +128,9 @@ def _measure(match: re.Match[str], british: bool) -> list[Piece] | None:
         following = match.string[match.end() : match.end() + context.WINDOW].lstrip()[:1]
         if following.isdecimal():
             return None  # "4 x 4" is a dimension
-        if following and following in "=+-<>≤≥*/^" and not space:  # "2x = 10": algebra, two x
+        preceding = match.string[max(0, match.start() - context.WINDOW) : match.start()].rstrip()[-1:]
+        operator = (following and following in "=+-<>≤≥*/^") or (preceding and preceding in "=+-<>≤≥*/^")
+        if operator and not space:  # "2x = 10", "y = 2x": algebra, two x
             return [Piece(match.start(), match.end(), f"{measures.amount(match['amt'], british)} x")]
     written = match["amt"].replace("−", "-")
     if written.startswith(("-", "±", "+")) and not context.negative_allowed(match.string, match.start()):
@@ -256,6 +260,30 @@ def _scientific(match: re.Match[str], british: bool) -> list[Piece]:
     return [Piece(match.start(), match.end(), said)]
 
 
+_FEET_AND_INCHES = re.compile(
+    rf"{START}(?P<ft>\d+)\s?(?:ft|feet|foot)\.?\s+(?P<in>\d{{1,2}}(?:\.\d+)?)\s?(?:in|inch|inches)\b\.?(?!\w)"
+)
+_PER_UNIT = re.compile(rf"(?<![\w])(?<=per )(?P<unit>{UNIT})(?![\w°²³/])")
+
+
+def _feet_and_inches(match: re.Match[str], british: bool) -> list[Piece]:
+    """ "6 ft 2 in": six feet two inches."""
+    inches = match["in"]
+    said = f"{numbers.cardinal(match['ft'], british=british)} {'foot' if match['ft'] == '1' else 'feet'} "
+    said += f"{numbers.number(inches, british=british)} {INCH[0] if inches == '1' else INCH[1]}"
+    if match[0].endswith(".") and context.ends_sentence(match.string, match.end()):
+        said += "."
+    return [Piece(match.start(), match.end(), said)]
+
+
+def _per_unit(match: re.Match[str], british: bool) -> list[Piece] | None:
+    """ "grams of protein per kg": a unit alone after "per" is one of it."""
+    symbol = match["unit"]
+    if symbol in ATTACHED_ONLY:
+        return None
+    return [Piece(match.start(), match.end(), UNITS[symbol][0])]
+
+
 _BY_BETWEEN_MEASURES = re.compile(r"(?<=\s)[x×](?=\s+\d)")
 
 
@@ -270,10 +298,12 @@ RULES_FIRST = (
     Rule("money_code_first", _MONEY_CODE_FIRST, _money_code_first),
     Rule("money_after", _MONEY_AFTER, _money_after),
     Rule("feet_inches", _FEET_INCHES, _feet_inches),
+    Rule("feet_and_inches", _FEET_AND_INCHES, _feet_and_inches),
     Rule("inches", _INCHES, _inches),
     Rule("scientific", _SCIENTIFIC, _scientific),
     Rule("dimensions", _DIMENSIONS, _dimensions),
     Rule("by_between_measures", _BY_BETWEEN_MEASURES, _by_between_measures),
+    Rule("per_unit", _PER_UNIT, _per_unit),
 )
 # After ranges ("10-20 km" is a range of kilometres), before fractions and plain numbers.
 MEASURE = Rule("measure", _MEASURE, _measure)

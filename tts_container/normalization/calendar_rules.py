@@ -275,14 +275,14 @@ def _dash_between_clocks(match: re.Match[str], british: bool) -> list[Piece]:
 
 
 _DASH_BETWEEN_TIMES = re.compile(
-    r"(?<=[Mm]|\d)(?<![\d.,]\d\d\d)\s?[-–]\s?(?=(?:1[0-2]|0?[1-9])(?::[0-5]\d)?\s?[AaPp]\.?\s?[Mm]\b)"
+    r"(?:(?<=[Mm])|(?<=\d)|(?<=[Mm]\.))(?<![\d.,]\d\d\d)\s?[-–]\s?(?=(?:1[0-2]|0?[1-9])(?::[0-5]\d)?\s?[AaPp]\.?\s?[Mm]\b)"
 )
 
 
 def _dash_between_times(match: re.Match[str], british: bool) -> list[Piece] | None:
     """The dash in "9am-5pm" or "9:00 am - 5:00 pm" is "to"."""
     before = match.string[max(0, match.start() - 16) : match.start()].rstrip()
-    if not re.search(r"(?:[AaPp]\.?\s?[Mm]\.?|\d:[0-5]\d)$", before):
+    if not re.search(r"(?:[AaPp]\.?\s?[Mm]\.?|\d:[0-5]\d|\d)$", before):
         return None
     return [Piece(match.start(), match.end(), " to ")]
 

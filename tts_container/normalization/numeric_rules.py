@@ -20,6 +20,7 @@ from tts_container.normalization.tables import (
     MONTHS,
     PAIRED_CUES,
     UNITS,
+    US_STATES,
     VERSION_CUES,
     VULGAR_FRACTIONS,
     YEAR_CUES,
@@ -74,6 +75,14 @@ def _range(match: re.Match[str], british: bool) -> list[Piece] | None:
     if match["space"]:
         return [Piece(match.start(), match.end("b"), spoken), Piece(match.start("unit"), match.end(), name)]
     return [Piece(match.start(), match.end(), f"{spoken} {name}")]
+
+
+_DASH_AFTER_PERCENT = re.compile(r"(?<=\d%)\s?[-–—]\s?(?=[-−]?\d)")
+
+
+def _dash_after_percent(match: re.Match[str], british: bool) -> list[Piece]:
+    """The dash of "50%–85%" is "to"."""
+    return [Piece(match.start(), match.end(), " to ")]
 
 
 _RATIO = re.compile(rf"{START}(?P<a>\d+):(?P<b>\d+)(?![\w:]|[.,]\d)")
@@ -213,11 +222,16 @@ def _fraction(match: re.Match[str], british: bool) -> list[Piece] | None:
     return [Piece(match.start(), match.end(), part)]
 
 
+_SCORE_CUES = frozenset({"score", "scored", "scores", "rated", "rating", "got", "gets", "get", "earned"})
+
+
 def _rating(match: re.Match[str], british: bool) -> list[Piece] | None:
-    """ "7.5/10" is "seven point five out of ten" (a whole "3/10" stays a fraction, "three tenths")."""
-    if "." not in match["n"]:
+    """ "7.5/10" is "seven point five out of ten"; so is "scored 9/10" (otherwise a whole "3/10" stays a
+    fraction, "three tenths")."""
+    scored = context.word_before(match.string, match.start()).lower() in _SCORE_CUES
+    if "." not in match["n"] and not scored:
         return None
-    score, scale = numbers.decimal(match["n"], british=british), numbers.cardinal(match["d"], british=british)
+    score, scale = numbers.number(match["n"], british=british), numbers.cardinal(match["d"], british=british)
     spoken = f"{score} out of {scale}"
     return [Piece(match.start(), match.end(), spoken)]
 
@@ -272,9 +286,14 @@ def _number(match: re.Match[str], british: bool) -> list[Piece] | None:
     cue = before.lower().rstrip(".:")
     if cue in _LINKS or _AIRLINE.fullmatch(before):  # "my PIN is 4321", "Flight UA 857"
         cue = context.word_before(text, before_start).lower().rstrip(".:")
-    if written.isdecimal() and cue in DIGIT_CUES:
+    zip_code = before.rstrip(",") in US_STATES and len(written) == 5  # "Washington, DC 20500"
+    if written.isdecimal() and (cue in DIGIT_CUES or zip_code):
         spoken = numbers.digits(written)
-    elif written.isdecimal() and cue in PAIRED_CUES and len(written) in (3, 4):
+    elif (
+        written.isdecimal()
+        and len(written) in (3, 4)
+        and (cue in PAIRED_CUES or _status_after(text, match.end()))
+    ):
         spoken = numbers.paired(written, british=british)
     elif "." in written and written[0] != "." and _is_version_context(before):
         spoken = numbers.version(written, british=british)
@@ -293,6 +312,11 @@ def _number(match: re.Match[str], british: bool) -> list[Piece] | None:
     if match["plus"]:
         spoken += " plus"
     return [Piece(match.start(), match.end(), spoken)]
+
+
+def _status_after(text: str, end: int) -> bool:
+    """ "a 404 error", "the 500 status": a status code, said in pairs (four oh four)."""
+    return context.word_after(text, end).lower().rstrip(".,;:!?") in {"error", "errors", "status", "page"}
 
 
 def _is_version_context(before: str) -> bool:
@@ -335,6 +359,7 @@ RULES = (
     Rule("decade", _DECADE, _decade),
     Rule("ordinal", _ORDINAL, _ordinal),
     Rule("range", _RANGE, _range),
+    Rule("dash_after_percent", _DASH_AFTER_PERCENT, _dash_after_percent),
     amount_rules.MEASURE,
     Rule("rating", _RATING, _rating),
     Rule("fraction", _FRACTION, _fraction),

@@ -130,6 +130,7 @@ UNITS: dict[str, tuple[str, str]] = {
     "mmHg": ("millimeter of mercury", "millimeters of mercury"),
     "psi": ("P S I", "P S I"),
     "kPa": ("kilopascal", "kilopascals"),
+    "hPa": ("hectopascal", "hectopascals"),
     "rpm": ("R P M", "R P M"),
     "RPM": ("R P M", "R P M"),
     "fps": ("frame per second", "frames per second"),
@@ -325,6 +326,8 @@ ABBREVIATIONS: dict[str, str] = {
     "AKA": "also known as",
     "ext.": "extension",
     "Ctrl": "Control",
+    "49ers": "Forty Niners",
+    "76ers": "Seventy Sixers",
     "Cmd": "Command",
     "401(k)": "four oh one K",
     "401k": "four oh one K",
@@ -371,6 +374,11 @@ BEFORE_NUMBER: dict[str, str] = {
     "Ex.": "Example",
     "Rm.": "Room",
     "Apt.": "Apartment",
+    "Apt": "Apartment",
+    "Ste.": "Suite",
+    "Ste": "Suite",
+    "Bldg.": "Building",
+    "Bldg": "Building",
     "Ep.": "Episode",
     "ep.": "episode",
     "Pt.": "Part",
@@ -473,12 +481,17 @@ VERSION_CUES = word_set(
     blender photoshop excel office minecraft sdk api protocol spec rfc pep"""
 )
 # Words after which a number is read digit by digit ("call 911", "flight 1234" is not here).
+# A five-digit number after one of these is a ZIP code, said digit by digit ("NY 10118").
+US_STATES = word_set(
+    """AL AK AZ AR CA CO CT DE FL GA HI ID IL IN IA KS KY LA ME MD MA MI MN MS MO MT NE NV NH NJ NM NY NC
+    ND OH OK OR PA RI SC SD TN TX UT VT VA WA WV WI WY DC PR"""
+)
 DIGIT_CUES = frozenset({"call", "dial", "phone", "tel", "telephone", "pin", "code", "extension", "ext"})
 # Words after which a three- or four-digit number is said in pairs ("flight three seventy", "room four
 # oh four", "Boeing seven thirty seven").
 PAIRED_CUES = word_set(
     """flight flights boeing airbus room rooms suite gate platform bus train apartment apt model channel
-    terminal locker"""
+    terminal locker http error status"""
 )
 # Words before a four-digit number that make it a year.
 YEAR_CUES = word_set(

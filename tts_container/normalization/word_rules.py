@@ -52,6 +52,8 @@ def _abbreviation(match: re.Match[str], british: bool) -> list[Piece] | None:
     written = match["abbr"]
     if written in ("v.", "vs") and not context.word_after(match.string, match.end()):
         return None
+    if written == "max." and context.ends_sentence(match.string, match.end()):
+        return None  # "80% of your max.": the word, not an abbreviation
     if written[:-1] in WEEKDAYS and context.word_before(match.string, match.start()).lower() in _DETERMINERS:
         return None  # "the Sun." is the star, not Sunday
     return [Piece(match.start(), match.end(), ABBREVIATIONS[written] + _sentence_period(match, written))]
@@ -237,7 +239,15 @@ def _symbol(match: re.Match[str], british: bool) -> list[Piece] | None:
             word = context.word_after(text, context.previous_word(text, match.start())[1])
             plain = left.isupper() or right.isupper() or word.lower().startswith("and/or")
             return [Piece(match.start(), match.end(), " " if plain else " or ")]
-        return [Piece(match.start(), match.end(), "slash")] if left.isspace() and right.isspace() else None
+        if not (left.isspace() and right.isspace()):
+            return None
+        before = context.word_before(text, match.start())
+        if before[-1:].isdecimal() and context.word_after(text, match.end())[:1].isdecimal():
+            sum_follows = "=" in text[match.end() : match.end() + context.WINDOW]
+            return [
+                Piece(match.start(), match.end(), "divided by" if sum_follows else "over")
+            ]  # "10 / 2 = 5"
+        return [Piece(match.start(), match.end(), "slash")]
     if symbol in _SPACED_ONLY and not (left.isspace() and right.isspace()):
         return None
     if symbol == "~" and not right.isdecimal() and not right.isspace() and right not in "$€£¥":
