@@ -90,7 +90,9 @@ class TurnSocket:
         self._running: _Request | None = None
         self._worker_task: asyncio.Task[Any] | None = None  # set and cleared on the worker loop
         self._stopping = False  # the client cancelled the running turn
-        self._dropped = 0  # queued turns that cancel dropped with it
+        # One entry per cancel read while a turn runs (the queued turns it dropped): each is answered,
+        # in order, once the turn has ended.
+        self._waiting_cancels: list[int] = []
 
     async def serve(self) -> None:
         await self._ws.accept()
@@ -175,7 +177,8 @@ class TurnSocket:
         if self._running is None:
             await self._outbox.put(event_frames.cancelled(len(dropped)))
             return
-        self._stopping, self._dropped = True, len(dropped)
+        self._waiting_cancels.append(len(dropped))
+        self._stopping = True
         self._stop_worker()
 
     def _stop_worker(self) -> None:
@@ -193,14 +196,16 @@ class TurnSocket:
                 self._wake.clear()
                 await self._wake.wait()
             request = self._queued.popleft()
-            self._running, self._stopping, self._dropped = request, False, 0
+            self._running, self._stopping = request, False
             try:
                 status = await self._run(request)
             finally:
                 self._running = None
             await self._outbox.put(event_frames.turn_end(request.request_id, status))
-            if status == "cancelled" and self._stopping:
-                await self._outbox.put(event_frames.cancelled(1 + self._dropped))
+            answers, self._waiting_cancels = self._waiting_cancels, []
+            for index, dropped in enumerate(answers):  # the first cancel also stopped the running turn
+                stopped = 1 if index == 0 and status == "cancelled" else 0
+                await self._outbox.put(event_frames.cancelled(stopped + dropped))
 
     async def _run(self, request: _Request) -> TurnStatus:
         """Run the turn on the worker loop and wait for it; a hang-up here cancels it and waits it out."""

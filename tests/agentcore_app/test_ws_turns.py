@@ -192,6 +192,25 @@ async def test_cancel_stops_the_turn_and_the_next_turn_runs_on_the_same_connecti
     print(f"\nturn over {ended_s:.2f} s after the cancel was answered")
 
 
+async def test_cancels_back_to_back_mid_turn_each_get_their_answer_in_order(
+    model_server: RunningServer, tmp_path: Path
+) -> None:
+    """A blind fault battery sent three cancels at once mid-turn: one answer came back, two never."""
+    slow = ScriptedModel(answer=FOUR_SENTENCES * 10, tokens_per_s=6.5)
+    async with app_url(model_server.ws_url, lambda: slow, tmp_path) as url, connect(local_ws_url(url)) as ws:
+        await ws.send(event_frames.turn_request({"prompt": "Tell me everything."}, "long"))
+        await first_audio(ws)
+        for _ in range(3):
+            await ws.send(event_frames.CANCEL)
+        seen = await read_until(ws, "cancelled")
+        seen += await read_until(ws, "cancelled")
+        seen += await read_until(ws, "cancelled")
+    answers = [e for e in seen if e["type"] == "cancelled"]
+    assert answers == [{"type": "cancelled", "dropped": n} for n in (1, 0, 0)], answers
+    ends = [e for e in seen if e["type"] == "turn_end"]
+    assert [(e["request_id"], e["status"]) for e in ends] == [("long", "cancelled")]
+
+
 async def read_until(ws: ClientConnection, kind: str) -> list[dict[str, Any]]:
     reader = event_frames.FrameReader()
     seen: list[dict[str, Any]] = []
