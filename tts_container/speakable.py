@@ -14,6 +14,11 @@ Why: the engine speaks whatever its G2P makes of the text, and two kinds of text
   refused with ``unsupported_script``; when they are a minority (a name or a word in an English
   sentence), those runs are left out and the rest is spoken.
 
+- **Emoji** are not read aloud (eSpeak says their names: "😀🐱🎉" was "grinning cat party", with no
+  written word to caption it): pictographs and what glues or modifies them (ZWJ, variation selectors,
+  skin tones, flags, tags, keycaps) are left out first, as the client's speech filter does; ©, ® and ™
+  stay (a person says "copyright"). Text of only emoji has nothing to say.
+
 "Sayable" is a letter, a number or a symbol (Unicode ``L``, ``N``, ``S``); its script decides whether
 the language reads it (``Common`` and ``Inherited`` characters, such as digits, math letters and
 combining accents, belong to every language). The scripts come from Unicode's Script property via the
@@ -48,6 +53,11 @@ READABLE_SCRIPTS: dict[str, tuple[str, ...]] = {
 MAX_FOREIGN_SHARE = 0.5
 
 _SAYABLE = regex.compile(r"[\p{L}\p{N}\p{S}]")
+_BEFORE_PUNCTUATION = regex.compile(r"\s+(?=[.,;:!?…)\]}])")  # "a lot 🎉." is "a lot."
+_EMOJI = regex.compile(
+    r"\s*(?:(?![©®™])[\p{Extended_Pictographic}\u200d\ufe0e\ufe0f\u20e3"
+    r"\U0001F3FB-\U0001F3FF\U0001F1E6-\U0001F1FF\U000E0020-\U000E007F])+\s*"
+)
 _NEUTRAL = r"\p{Script=Common}\p{Script=Inherited}"
 
 
@@ -66,7 +76,10 @@ _FOREIGN = {dialect: _foreign_pattern(scripts) for dialect, scripts in READABLE_
 
 
 def screen(request: SynthesizeRequest, dialect: str) -> SynthesizeRequest | ServerError:
-    """The request to speak (foreign runs left out when they are a minority), or why there is nothing."""
+    """The request to speak (emoji left out, and foreign runs when they are a minority), or why there is
+    nothing."""
+    if _EMOJI.search(request.text):
+        request = replace(request, text=_BEFORE_PUNCTUATION.sub("", _EMOJI.sub(" ", request.text)).strip())
     sayable = len(_SAYABLE.findall(request.text))
     if sayable == 0:
         return nothing_to_say(request.request_id)
