@@ -17,7 +17,8 @@ Why: the engine speaks whatever its G2P makes of the text, and two kinds of text
 - **Emoji** are not read aloud (eSpeak says their names: "😀🐱🎉" was "grinning cat party", with no
   written word to caption it): pictographs and what glues or modifies them (ZWJ, variation selectors,
   skin tones, flags, tags, keycaps) are left out first, as the client's speech filter does; ©, ® and ™
-  stay (a person says "copyright"). Text of only emoji has nothing to say.
+  stay (a person says "copyright"). Text of only emoji has nothing to say. Control characters go too,
+  and terminal colour codes whole (``ESC[31m`` was heard as "31 meters"; a NUL reached a caption).
 
 "Sayable" is a letter, a number or a symbol (Unicode ``L``, ``N``, ``S``); its script decides whether
 the language reads it (``Common`` and ``Inherited`` characters, such as digits, math letters and
@@ -53,6 +54,8 @@ READABLE_SCRIPTS: dict[str, tuple[str, ...]] = {
 MAX_FOREIGN_SHARE = 0.5
 
 _SAYABLE = regex.compile(r"[\p{L}\p{N}\p{S}]")
+# An ANSI escape sequence (CSI ... final byte), or a C0/C1 control character other than tab and newlines.
+_CONTROL = regex.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 _BEFORE_PUNCTUATION = regex.compile(r"\s+(?=[.,;:!?…)\]}])")  # "a lot 🎉." is "a lot."
 _EMOJI = regex.compile(
     r"\s*(?:(?![©®™])[\p{Extended_Pictographic}\u200d\ufe0e\ufe0f\u20e3"
@@ -78,6 +81,8 @@ _FOREIGN = {dialect: _foreign_pattern(scripts) for dialect, scripts in READABLE_
 def screen(request: SynthesizeRequest, dialect: str) -> SynthesizeRequest | ServerError:
     """The request to speak (emoji left out, and foreign runs when they are a minority), or why there is
     nothing."""
+    if _CONTROL.search(request.text):
+        request = replace(request, text=_CONTROL.sub("", request.text))
     if _EMOJI.search(request.text):
         request = replace(request, text=_BEFORE_PUNCTUATION.sub("", _EMOJI.sub(" ", request.text)).strip())
     sayable = len(_SAYABLE.findall(request.text))

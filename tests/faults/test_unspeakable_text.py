@@ -87,12 +87,22 @@ async def test_a_word_in_another_script_inside_an_english_sentence_is_left_out_n
     assert len(mixed.pcm) < 1.2 * len(plain.pcm), (len(mixed.pcm), len(plain.pcm))
 
 
-async def test_emoji_inside_a_sentence_are_not_read_aloud(model_server: RunningServer) -> None:
-    """A blind fault battery heard emoji spoken by name; the sentence around one is spoken as without it."""
+LEFT_OUT = {
+    "emoji": ("I love cats 🐱 a lot 🎉.", "I love cats a lot."),  # eSpeak said them by name
+    "terminal colours": ("Hello \x1b[31mWorld\x1b[0m again.", "Hello World again."),  # "31 meters"
+    "a NUL": ("Hello\x00 there.", "Hello there."),  # it reached a caption word
+}
+
+
+@pytest.mark.parametrize(("written", "plain"), LEFT_OUT.values(), ids=list(LEFT_OUT))
+async def test_what_is_not_read_aloud_is_left_out_of_a_sentence(
+    model_server: RunningServer, written: str, plain: str
+) -> None:
+    """A blind fault battery heard these; the sentence around them is spoken as it is without them."""
     async with connect(model_server.ws_url + WS_PATH) as ws:
-        await ws.send(dumps(text="I love cats 🐱 a lot 🎉.", request_id="emoji"))
-        await ws.send(dumps(text="I love cats a lot.", request_id="plain"))
-        emoji, plain = await read_response(ws), await read_response(ws)
-    assert emoji.end is not None and plain.end is not None
-    assert [w["text"] for w in emoji.end["words"]] == [w["text"] for w in plain.end["words"]]
-    assert emoji.pcm == plain.pcm  # the same text reached the engine, which renders deterministically
+        await ws.send(dumps(text=written, request_id="written"))
+        await ws.send(dumps(text=plain, request_id="plain"))
+        with_them, without = await read_response(ws), await read_response(ws)
+    assert with_them.end is not None and without.end is not None
+    assert [w["text"] for w in with_them.end["words"]] == [w["text"] for w in without.end["words"]]
+    assert with_them.pcm == without.pcm  # the same text reached the engine, which renders deterministically
