@@ -60,6 +60,7 @@ from strands_kokoro.serving.deadlines import (
     ReaderDeadline,
     Refusal,
 )
+from strands_kokoro.serving.local_callers import header
 
 if TYPE_CHECKING:
     from strands.agent.conversation_manager import ConversationManager
@@ -116,6 +117,10 @@ class JsonBodyGuard:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"] != "/invocations" or scope["method"] != "POST":
             await self.app(scope, receive, send)
+            return
+        announced = header(scope, b"content-length") or ""
+        if announced.isdecimal() and int(announced) > MAX_BODY_BYTES:  # refused before a byte is awaited
+            await _send_error(send, 413, "payload_too_large", f"body is over {MAX_BODY_BYTES} bytes")
             return
         body = bytearray()
         while True:

@@ -14,7 +14,14 @@ from typing import Any, Literal
 from strands_kokoro.audio_encoding import encoder_available
 from strands_kokoro.errors import CodedError
 from strands_kokoro.events import ErrorEvent, error
-from strands_kokoro.protocol import MAX_SPEED, MIN_SPEED, AudioFormatName, ProtocolError, parse_audio_format
+from strands_kokoro.protocol import (
+    MAX_SPEED,
+    MIN_SPEED,
+    AudioFormatName,
+    ProtocolError,
+    json_type,
+    parse_audio_format,
+)
 
 MAX_PROMPT_CHARS = 4_000
 MAX_VOICE_CHARS = 64
@@ -49,7 +56,7 @@ def parse_turn(payload: Any) -> Turn:
     before it got), ``opus`` or ``mp3``; ``format_unavailable`` where this app cannot encode it.
     """
     if not isinstance(payload, dict):
-        raise PayloadError("bad_payload", f"payload must be a JSON object, got {type(payload).__name__}")
+        raise PayloadError("bad_payload", f"payload must be a JSON object, got {json_type(payload)}")
     prompt = payload.get("prompt")
     if prompt is None:
         raise PayloadError("missing_prompt", "'prompt' is required")
@@ -65,8 +72,8 @@ def parse_turn(payload: Any) -> Turn:
     if mode is None:
         mode = "bidi"
     if not isinstance(mode, str) or mode not in MODES:
-        shown = mode if isinstance(mode, str) else type(mode).__name__
-        raise PayloadError("unknown_mode", f"'mode' must be 'bidi' or 'batch', got {shown[:32]!r}")
+        shown = repr(mode[:32]) if isinstance(mode, str) else json_type(mode)
+        raise PayloadError("unknown_mode", f"'mode' must be 'bidi' or 'batch', got {shown}")
     voice = payload.get("voice")
     if voice is not None and (not isinstance(voice, str) or not voice or len(voice) > MAX_VOICE_CHARS):
         raise PayloadError("bad_voice", f"'voice' must be a voice name of 1-{MAX_VOICE_CHARS} characters")

@@ -41,7 +41,7 @@ from agentcore_app.conversation_settings import ConversationError, check_session
 from agentcore_app.payload import PayloadError, Turn, parse_turn
 from strands_kokoro import event_frames
 from strands_kokoro.event_frames import TurnStatus, WsFrame
-from strands_kokoro.protocol import MAX_REQUEST_ID_CHARS, ProtocolError, decode_text
+from strands_kokoro.protocol import MAX_REQUEST_ID_CHARS, ProtocolError, decode_text, json_type
 
 logger = logging.getLogger(__name__)
 
@@ -139,8 +139,8 @@ class TurnSocket:
         elif kind == "turn":
             await self._accept(obj)
         else:
-            shown = kind if isinstance(kind, str) else type(kind).__name__
-            message = f"unknown message type {shown[:32]!r}; expected turn or cancel"
+            shown = repr(kind[:32]) if isinstance(kind, str) else json_type(kind)
+            message = f"unknown message type {shown}; expected turn or cancel"
             await self._outbox.put(event_frames.refusal(None, "unknown_type", message))
 
     async def _accept(self, obj: dict[str, Any]) -> None:

@@ -106,6 +106,19 @@ class ProtocolError(CodedError):
         return ServerError(self.request_id, self.code, self.message)
 
 
+def json_type(value: object) -> str:
+    """What a client sent, in JSON's words ("null", "an array"), never Python's ("NoneType", "list")."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "an array" if isinstance(value, list | tuple) else "an object"
+
+
 def shown(value: object) -> str:
     """A client's value as it may appear in an error message: its type and a short prefix."""
     text = value if isinstance(value, str) else json.dumps(value, default=str)[: _SHOWN_CHARS + 1]
@@ -217,10 +230,7 @@ def decode_text(payload: bytes | str) -> str:
         text = payload
     else:
         if len(payload) > MAX_MESSAGE_BYTES:
-            raise ProtocolError(
-                ErrorCode.MESSAGE_TOO_LARGE,
-                f"message is {len(payload)} bytes; the limit is {MAX_MESSAGE_BYTES}",
-            )
+            raise ProtocolError(ErrorCode.MESSAGE_TOO_LARGE, f"message is over {MAX_MESSAGE_BYTES} bytes")
         try:
             text = payload.decode("utf-8")
         except UnicodeDecodeError:
@@ -265,7 +275,7 @@ def _encodable(obj: Any) -> bool:
 def _load_object(payload: bytes | str) -> dict[str, Any]:
     obj = _json(decode_text(payload))
     if not isinstance(obj, dict):
-        raise ProtocolError(ErrorCode.BAD_MESSAGE, f"message must be a JSON object, got {type(obj).__name__}")
+        raise ProtocolError(ErrorCode.BAD_MESSAGE, f"message must be a JSON object, got {json_type(obj)}")
     return obj
 
 

@@ -92,6 +92,8 @@ async def invocations(
         return error_response(
             ErrorCode.NOT_READY, "the model is still loading; retry after /ping answers 200"
         )
+    if _announced_length(request) > MAX_MESSAGE_BYTES:  # refused before a byte of it is awaited
+        return error_response(ErrorCode.MESSAGE_TOO_LARGE, f"message is over {MAX_MESSAGE_BYTES} bytes")
     body = await _read_body(request)
     try:
         invocation = parse_invocation(body)
@@ -213,6 +215,12 @@ class _Audio:
             elapsed_ms=(time.perf_counter() - self.started) * 1000,
             words=tuple(self.words),
         )
+
+
+def _announced_length(request: Request) -> int:
+    """The body's Content-Length (0 when absent or not a number: the reader's own limit applies)."""
+    value = request.headers.get("content-length", "")
+    return int(value) if value.isdecimal() else 0
 
 
 async def _read_body(request: Request) -> bytes:

@@ -20,6 +20,7 @@ from typing import Any
 
 __all__ = [
     "BAD_CONTENT_TYPE",
+    "DUPLICATE_HOST",
     "HOST_NOT_ALLOWED",
     "ORIGIN_NOT_ALLOWED",
     "STATUS",
@@ -34,7 +35,8 @@ __all__ = [
 ORIGIN_NOT_ALLOWED = "origin_not_allowed"
 BAD_CONTENT_TYPE = "bad_content_type"
 HOST_NOT_ALLOWED = "host_not_allowed"
-STATUS = {ORIGIN_NOT_ALLOWED: 403, BAD_CONTENT_TYPE: 415, HOST_NOT_ALLOWED: 421}
+DUPLICATE_HOST = "duplicate_host"
+STATUS = {ORIGIN_NOT_ALLOWED: 403, BAD_CONTENT_TYPE: 415, HOST_NOT_ALLOWED: 421, DUPLICATE_HOST: 400}
 
 Scope = Mapping[str, Any]
 
@@ -107,6 +109,9 @@ def local_socket_refusal(
 def _host_or_origin_refusal(
     scope: Scope, origin_allowed: Callable[[str], bool], server: str
 ) -> tuple[str, str] | None:
+    hosts = [value for key, value in scope.get("headers", ()) if key == b"host"]
+    if len(hosts) > 1:  # RFC 9112 §3.2: 400; a proxy and this server could each read a different one
+        return DUPLICATE_HOST, "the request has more than one Host header"
     host = header(scope, b"host")
     if host is None or not is_loopback_host(host_name(host)):
         return HOST_NOT_ALLOWED, f"a local {server} answers only requests addressed to a loopback host"

@@ -229,3 +229,31 @@ async def test_agentcore_callers_off_loopback_are_not_judged() -> None:
             headers={"content-type": "text/plain", "origin": "https://agentcore.example"},
         )
     assert_turn_ran(response.status_code, sse_events(response.content))
+
+
+async def test_two_host_headers_are_refused_by_both_servers_whichever_comes_first() -> None:
+    """RFC 9112 §3.2: a request with two Host headers is a 400. A blind fault battery found the first one
+    winning (a loopback Host, then the attacker's, was served)."""
+    from tests.faults.raw_http import RawConnection
+
+    async def answer(
+        address: str, path: str, body: bytes, hosts: tuple[str, str]
+    ) -> tuple[int | None, bytes]:
+        head = [f"POST {path} HTTP/1.1", *(f"Host: {h}" for h in hosts), "Content-Type: application/json"]
+        head += [f"Content-Length: {len(body)}", "Connection: close", "", ""]
+        async with RawConnection(address) as connection:
+            await connection.send("\r\n".join(head).encode() + body)
+            got = await connection.answer(60)
+        return got.status, got.body
+
+    engine = IdEngine()
+    async with running_app(create_app(lambda: engine)) as model, agent_url() as agent:
+        agent_address = agent.removeprefix("http://")
+        turn = json.dumps({"prompt": "Hi.", "mode": "bidi"}).encode()
+        for address, path, body in (
+            (model, "/invocations", BODY.encode()),
+            (agent_address, "/invocations", turn),
+        ):
+            for hosts in ((address, "evil.example"), ("evil.example", address)):
+                status, text = await answer(address, path, body, hosts)
+                assert status == 400 and b"duplicate_host" in text, (address, hosts, status, text[:200])

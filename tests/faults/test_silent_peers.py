@@ -162,3 +162,19 @@ async def test_an_idle_session_that_answers_pings_stays_open_and_one_that_stops_
             mute_ws.transport.abort()
         assert response.end is not None and response.end["type"] == "synthesis_complete", response.end
         assert response.pcm
+
+
+async def test_a_body_announced_over_the_limit_is_refused_at_once_not_after_the_deadline(
+    model_server: RunningServer, tmp_path: Path
+) -> None:
+    """A blind fault battery sent ``Content-Length: 1000000000000`` and nothing: the body deadline (20 s)
+    answered it. Announced over the limit, it is refused before anything is read (well inside the
+    deadline: the bound here is half of it)."""
+    record = tmp_path / "models.jsonl"
+    with agent_app_process(model_server.ws_url, record, first="short") as agent:
+        for address in (model_server.http_url.removeprefix("http://"), agent.removeprefix("http://")):
+            async with RawConnection(address) as connection:
+                await connection.send(post_head("/invocations", address, 10**12))
+                answer = await connection.answer(BODY_TIMEOUT_S / 2)
+            assert answer.status == 413, (address, answer.data[:200])
+            assert b"too_large" in answer.body, answer.body
