@@ -93,6 +93,20 @@ class ErrorCode(StrEnum):
     REQUEST_TIMEOUT = "request_timeout"
 
 
+# Refusals about a request's settings (voice, language, speed, rate, format), not its text: every request
+# of a turn sent with the same settings gets the same answer, so a client stops after the first.
+SETTING_REFUSALS: frozenset[str] = frozenset(
+    {
+        ErrorCode.UNKNOWN_VOICE,
+        ErrorCode.UNSUPPORTED_LANG,
+        ErrorCode.BAD_SPEED,
+        ErrorCode.BAD_SAMPLE_RATE,
+        ErrorCode.BAD_FORMAT,
+        ErrorCode.FORMAT_UNAVAILABLE,
+    }
+)
+
+
 class ProtocolError(CodedError):
     """A client message the server refuses: a stable code, a message written for humans, and the
     request it is about (if the message named one). Sending the same message again cannot help."""

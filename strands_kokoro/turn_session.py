@@ -19,6 +19,7 @@ import logging
 from strands_kokoro.errors import CodedError
 from strands_kokoro.events import speech_error
 from strands_kokoro.protocol import (
+    SETTING_REFUSALS,
     AudioData,
     ServerError,
     SessionStarted,
@@ -212,7 +213,13 @@ class TurnSession:
                 await self._refused(refused)
             case ServerError(request_id=request_id, code=code, message=message):
                 request = ledger.settle(request_id)
-                if request is None:
+                if state.failed:
+                    pass  # speech already ended for this turn, and its speech_error said why
+                elif code in SETTING_REFUSALS and request is not None:
+                    # Every request of the turn would be refused alike (an unknown voice): say it once.
+                    self.fail(code, f"{message}; the text goes on")
+                    await self.close_if_finished()
+                elif request is None:
                     if not state.muted:
                         output.notice(code, message)
                 else:

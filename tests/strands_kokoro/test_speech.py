@@ -327,3 +327,16 @@ async def test_a_failing_agent_ends_the_turn_with_a_coded_error() -> None:
     [error] = turn.of("error")
     assert error["code"] == "agent_failed" and "secret" not in error["message"]
     assert turn.last("error") < len(turn.events) - 1  # agent_end still closes the turn
+
+
+async def test_an_unknown_voice_is_one_speech_error_and_the_text_goes_on(model_server: RunningServer) -> None:
+    """Every request of the turn would be refused alike; a blind fault battery got 9-10 speech_errors per
+    turn (one per sentence). Said once, then speech stops and the answer is written in full."""
+    speech = KokoroSpeech(endpoint=model_server.ws_url, voice="zz_nobody")
+    agent, _ = make_agent(speech, [ScriptedCall(FOUR_SENTENCES * 2)], tokens_per_s=200)
+    turn = await run_turn(speech.stream(agent, "Tell me about otters."))
+    assert turn.text() == FOUR_SENTENCES * 2
+    [error] = turn.of("speech_error")
+    assert error["code"] == "unknown_voice" and "text goes on" in error["message"]
+    assert not turn.of("audio_chunk") and not turn.of("error")
+    assert turn.events[-1]["type"] == "agent_end"
