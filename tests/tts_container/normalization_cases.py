@@ -560,4 +560,7 @@ WHISPER_SUBSET: tuple[str, ...] = (
     "It has 16GB of memory.",
     "Add 1 1/2 cups of flour.",
     "Bring fruit, e.g. apples.",
+    "Normal blood pressure is below 120/80 mmHg.",
+    "Add 3/4 cup of milk.",
+    "A 404 error means the page wasn't found.",
 )
