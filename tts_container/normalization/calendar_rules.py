@@ -179,10 +179,11 @@ def _numeric_date(match: re.Match[str], british: bool) -> list[Piece] | None:
 
 
 _MONTH_SLASH_DAY = re.compile(r"(?<![\w.\-/])(?P<a>\d{1,2})/(?P<b>\d{1,2})(?![\w]|[/.\-]\d|\.\d|/)")
-# Before "12/25" these make it a date, not a fraction ("on 12/25", "ends 11/30"; "3/4 cup" stays a fraction).
+# Before "12/25" these make it a date, not a fraction ("on 12/25", "ends 11/30"; "3/4 cup" stays a fraction,
+# and so does "from 1/3 to 1/2": "from", "before" and "after" come before fractions as often).
 _DATE_CUES = frozenset(
     {"on", "by", "until", "till", "through", "thru", "ends", "ending", "since", "due", "starting", "starts"}
-    | {"effective", "expires", "before", "after", "from", "dated"}
+    | {"effective", "expires", "dated"}
 )
 
 
