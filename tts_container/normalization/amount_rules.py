@@ -130,7 +130,7 @@ def _measure(match: re.Match[str], british: bool) -> list[Piece] | None:
             return None  # "4 x 4" is a dimension
         preceding = match.string[max(0, match.start() - context.WINDOW) : match.start()].rstrip()[-1:]
         operator = (following and following in "=+-<>≤≥*/^") or (preceding and preceding in "=+-<>≤≥*/^")
-        if operator and not space:  # "2x = 10", "y = 2x": algebra, two x
+        if (operator or _ALGEBRA.search(match.string)) and not space:  # "2x = 10", "y = 2x", "x = 5 ... 2x?"
             return [Piece(match.start(), match.end(), f"{measures.amount(match['amt'], british)} x")]
     written = match["amt"].replace("−", "-")
     if written.startswith(("-", "±", "+")) and not context.negative_allowed(match.string, match.start()):
@@ -157,6 +157,9 @@ def _measure(match: re.Match[str], british: bool) -> list[Piece] | None:
     if space:
         return [piece(match, "amt", amount), Piece(match.start("unit"), match.end(), name)]
     return [Piece(match.start(), match.end(), f"{amount} {name}")]
+
+
+_ALGEBRA = re.compile(r"(?<![\w])x\s*[=<>≤≥]")  # "x = 5" makes every "2x" near it two x
 
 
 def _proper_fraction(written: str) -> tuple[int, int] | None:
