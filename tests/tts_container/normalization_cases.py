@@ -527,6 +527,7 @@ CASES: tuple[tuple[str, str, str], ...] = (
     ("unit", "He's 6 ft 2 in and plays basketball.", "He's six feet two inches and plays basketball."),
     ("symbol", "10 / 2 = 5", "ten divided by two equals five"),
     ("symbol", "Solve y = 2x + 1.", "Solve y equals two x plus one."),
+    ("symbol", "If x = 5, what is 2x?", "If x equals five, what is two x?"),
     (
         "cardinal",
         "A 404 error means the page wasn't found.",
