@@ -49,6 +49,14 @@ class Turn:
     format: AudioFormatName = "pcm"
 
 
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def parse_turn(payload: Any) -> Turn:
     """``{prompt, mode?, voice?, speed?, format?}`` -> :class:`Turn`, or raise :class:`PayloadError`.
 
@@ -64,6 +72,8 @@ def parse_turn(payload: Any) -> Turn:
         raise PayloadError("bad_payload", "'prompt' must be a string")
     if not prompt.strip():
         raise PayloadError("missing_prompt", "'prompt' is empty")
+    if not _encodable(prompt):  # "\ud800" is valid JSON, and no UTF-8 (nor the LLM) can carry it
+        raise PayloadError("bad_utf8", "'prompt' has a lone surrogate (\\ud800-\\udfff)")
     if len(prompt) > MAX_PROMPT_CHARS:
         raise PayloadError(
             "prompt_too_long", f"'prompt' has {len(prompt)} characters; the limit is {MAX_PROMPT_CHARS}"

@@ -363,6 +363,10 @@ def _request_id(obj: dict[str, Any]) -> str | None:
         return None
     if not isinstance(raw, str):
         raise ProtocolError(ErrorCode.BAD_MESSAGE, "'request_id' must be a string")
+    if not raw:  # it names the request's frames: an empty name would be replaced, or match nothing
+        raise ProtocolError(
+            ErrorCode.BAD_MESSAGE, f"'request_id' must be 1-{MAX_REQUEST_ID_CHARS} characters"
+        )
     if len(raw) > MAX_REQUEST_ID_CHARS:
         raise ProtocolError(
             ErrorCode.BAD_MESSAGE,

@@ -122,6 +122,7 @@ def test_event_order_both_modes_with_real_model_server(model_server: RunningServ
         ([1, 2, 3], 200, "bad_payload"),
         ({"prompt": 5}, 200, "bad_payload"),
         ({"prompt": "x" * 4001}, 200, "prompt_too_long"),
+        (b'{"prompt": "Hi \\ud800 there."}', 200, "bad_utf8"),  # a lone surrogate: refused before the turn
         ({"prompt": "hi", "mode": "duplex"}, 200, "unknown_mode"),
         ({"prompt": "hi", "speed": "fast"}, 200, "bad_speed"),
         ({"prompt": "hi", "voice": ["af_heart"]}, 200, "bad_voice"),

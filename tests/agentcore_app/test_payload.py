@@ -17,6 +17,7 @@ from agentcore_app.payload import MAX_PROMPT_CHARS, PayloadError, Turn, parse_tu
         ({"prompt": "   "}, "missing_prompt"),
         ({"prompt": 42}, "bad_payload"),
         ({"prompt": "x" * (MAX_PROMPT_CHARS + 1)}, "prompt_too_long"),
+        ({"prompt": "Hi \ud800 there."}, "bad_utf8"),  # valid JSON; the LLM failed on it (agent_failed)
         ({"prompt": "hi", "mode": "stream"}, "unknown_mode"),
         ({"prompt": "hi", "mode": 1}, "unknown_mode"),
         ({"prompt": "hi", "voice": 7}, "bad_voice"),

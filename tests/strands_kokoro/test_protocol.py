@@ -109,6 +109,7 @@ def test_a_synthesize_request_carries_its_audio_format_only_when_compressed() ->
         (b'{"type": "synthesize", "text": "hi", "sample_rate": 11}', ErrorCode.BAD_SAMPLE_RATE),
         (b'{"type": "synthesize", "text": "hi", "voice": 3}', ErrorCode.BAD_MESSAGE),
         (b'{"type": "synthesize", "text": "hi", "request_id": 7}', ErrorCode.BAD_MESSAGE),
+        (b'{"type": "synthesize", "text": "hi", "request_id": ""}', ErrorCode.BAD_MESSAGE),  # was replaced
         (b'{"type": "dance"}', ErrorCode.UNKNOWN_TYPE),
         (b'{"hello": "world"}', ErrorCode.MISSING_TEXT),
     ],
