@@ -1,4 +1,5 @@
-"""uvicorn's HTTP protocol with a deadline for the request headers, and the settings both servers use.
+"""uvicorn's HTTP protocol with a deadline for the request headers, its WebSocket protocol with refusals that
+complete the handshake, and the settings both servers use.
 
 Why a protocol subclass: uvicorn has no deadline for a request being received (its ``timeout_keep_alive``
 covers only the idle time between two requests and is reset by every byte; encode/uvicorn#157 asks for
@@ -35,6 +36,10 @@ try:
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 except ImportError:  # httptools not installed: uvicorn itself falls back to h11 the same way
     HttpToolsProtocol = None  # type: ignore[assignment,misc]
+try:
+    from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+except ImportError:  # no websockets package: uvicorn picks its other WebSocket protocol itself
+    WebSocketsSansIOProtocol = None  # type: ignore[assignment,misc]
 
 if TYPE_CHECKING:
     _Base = H11Protocol
@@ -82,6 +87,25 @@ class _HeaderDeadline(_Base):
         self.transport.close()
 
 
+if WebSocketsSansIOProtocol is not None:
+
+    class RefusalCompletesHandshake(WebSocketsSansIOProtocol):
+        """uvicorn's WebSocket protocol (``websockets-sansio``, what it picks when ``websockets`` is
+        installed), with a handshake refused by a response counted as complete.
+
+        Why: uvicorn 0.54 logs ``ERROR: ASGI callable returned without completing handshake.`` after
+        every handshake an app refuses through the ``websocket.http.response`` extension, although the
+        caller got the refusal (its ``wsproto`` protocol does not; the fix is proposed upstream in
+        Kludex/uvicorn#3138). Both servers refuse cross-site handshakes that way, with a coded body, so
+        any page probing them wrote server errors into the log.
+        """
+
+        async def send(self, message: Any) -> None:
+            await super().send(message)
+            if message["type"] == "websocket.http.response.body" and not message.get("more_body", False):
+                self.handshake_complete = True
+
+
 def header_deadline_protocol(
     refusal: Refusal, timeout_s: float = HEADER_TIMEOUT_S, *, base: type[Any] | None = None
 ) -> type[asyncio.Protocol]:
@@ -96,9 +120,12 @@ def header_deadline_protocol(
 
 def uvicorn_settings(refusal: Refusal, *, header_timeout_s: float = HEADER_TIMEOUT_S) -> dict[str, Any]:
     """The uvicorn settings for silent peers (``uvicorn.run(app, **uvicorn_settings(...))``)."""
-    return {
+    settings: dict[str, Any] = {
         "http": header_deadline_protocol(refusal, header_timeout_s),
         "timeout_keep_alive": KEEP_ALIVE_S,
         "ws_ping_interval": WS_PING_INTERVAL_S,
         "ws_ping_timeout": WS_PING_TIMEOUT_S,
     }
+    if WebSocketsSansIOProtocol is not None:
+        settings["ws"] = RefusalCompletesHandshake
+    return settings

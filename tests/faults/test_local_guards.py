@@ -10,6 +10,7 @@ pages; AgentCore's callers on a non-loopback address) are checked beside them.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -257,3 +258,32 @@ async def test_two_host_headers_are_refused_by_both_servers_whichever_comes_firs
             for hosts in ((address, "evil.example"), ("evil.example", address)):
                 status, text = await answer(address, path, body, hosts)
                 assert status == 400 and b"duplicate_host" in text, (address, hosts, status, text[:200])
+
+
+class _Records(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+async def test_a_refused_handshake_is_answered_without_a_server_error_in_the_log() -> None:
+    """uvicorn's own WebSocket protocol logged "ASGI callable returned without completing handshake"
+    (ERROR) after every refusal (a blind fault battery counted one per probe); ours counts the refusal.
+    uvicorn configures its loggers when it starts (they do not propagate), so the records are read from
+    its logger once it runs."""
+    logger, seen = logging.getLogger("uvicorn.error"), _Records()
+    async with running_app(create_app(lambda: IdEngine())) as address:
+        logger.addHandler(seen)
+        try:
+            status, body = await ws_refusal(f"ws://{address}{WS_PATH}", "http://evil.example")
+            async with open_ws(f"ws://{address}{WS_PATH}") as ws:  # a caller without an Origin is served
+                await ws.send(dumps(text="Hi.", request_id="ok"))
+                await ws.recv()
+        finally:
+            logger.removeHandler(seen)
+    assert (status, body["code"]) == (403, "origin_not_allowed")
+    errors = [r.getMessage() for r in seen.records if r.levelno >= logging.ERROR]
+    assert errors == [], errors
