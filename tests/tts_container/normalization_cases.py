@@ -464,6 +464,7 @@ CASES: tuple[tuple[str, str, str], ...] = (
     ("unit", "Light is 3×10⁸ m/s.", "Light is three times ten to the eighth meters per second."),
     ("unit", "Jamaica won the 4x100 m relay.", "Jamaica won the four by one hundred meter relay."),
     ("time", "Kipchoge ran 2:01:09 in Berlin.", "Kipchoge ran two oh one oh nine in Berlin."),
+    ("time", "She finished in 2:00:35.", "She finished in two oh oh thirty five."),
     (
         "time",
         "She swam the 200 m freestyle in 1:52.85.",

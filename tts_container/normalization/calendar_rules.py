@@ -41,6 +41,13 @@ def _clock(hour: int, minute: int, has_ampm: bool, british: bool) -> str:
     return f"{numbers.cardinal(hour, british=british)} {minutes}"
 
 
+def _two_digits(value: int, british: bool) -> str:
+    """Minutes or seconds of a race time: "oh oh", "oh nine", "thirty five"."""
+    if value == 0:
+        return "oh oh"
+    return ("oh " if value < 10 else "") + numbers.cardinal(value, british=british)
+
+
 _TIME_OF_DAY_CUES = frozenset({"at", "since", "until", "till", "from", "by", "before", "after"})
 
 
@@ -67,9 +74,9 @@ def _time(match: re.Match[str], british: bool) -> list[Piece] | None:
         said = numbers.cardinal(seconds, british=british)
         if has_ampm or context.word_before(match.string, match.start()).lower() in _TIME_OF_DAY_CUES:
             spoken += f" and {said} {'second' if seconds == 1 else 'seconds'}"
-        else:  # a race or a video time, "ran 2:01:09": two oh one oh nine
-            spoken = _clock(hour, max(minute, 1), False, british) if minute == 0 else spoken
-            spoken += f" {'oh ' if seconds < 10 else ''}{said}"
+        else:  # a race or a video time, "ran 2:01:09": two oh one oh nine ("2:00:35": two oh oh thirty five)
+            spoken = " ".join(_two_digits(n, british) for n in (minute, seconds))
+            spoken = f"{numbers.cardinal(hour, british=british)} {spoken}"
     if not has_ampm:
         return [Piece(match.start(), match.end(), spoken)]
     if match["space"]:
