@@ -21,6 +21,7 @@ from strands_kokoro.protocol import (
     ProtocolError,
     json_type,
     parse_audio_format,
+    utf8_encodable,
 )
 
 MAX_PROMPT_CHARS = 4_000
@@ -49,14 +50,6 @@ class Turn:
     format: AudioFormatName = "pcm"
 
 
-def _encodable(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 def parse_turn(payload: Any) -> Turn:
     """``{prompt, mode?, voice?, speed?, format?}`` -> :class:`Turn`, or raise :class:`PayloadError`.
 
@@ -65,6 +58,8 @@ def parse_turn(payload: Any) -> Turn:
     """
     if not isinstance(payload, dict):
         raise PayloadError("bad_payload", f"payload must be a JSON object, got {json_type(payload)}")
+    if not utf8_encodable(payload):  # "\ud800" is valid JSON, and no UTF-8 (nor the LLM) can carry it
+        raise PayloadError("bad_utf8", "the payload has a lone surrogate (\\ud800-\\udfff) in a string")
     prompt = payload.get("prompt")
     if prompt is None:
         raise PayloadError("missing_prompt", "'prompt' is required")
@@ -72,8 +67,6 @@ def parse_turn(payload: Any) -> Turn:
         raise PayloadError("bad_payload", "'prompt' must be a string")
     if not prompt.strip():
         raise PayloadError("missing_prompt", "'prompt' is empty")
-    if not _encodable(prompt):  # "\ud800" is valid JSON, and no UTF-8 (nor the LLM) can carry it
-        raise PayloadError("bad_utf8", "'prompt' has a lone surrogate (\\ud800-\\udfff)")
     if len(prompt) > MAX_PROMPT_CHARS:
         raise PayloadError(
             "prompt_too_long", f"'prompt' has {len(prompt)} characters; the limit is {MAX_PROMPT_CHARS}"

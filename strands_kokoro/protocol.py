@@ -263,12 +263,12 @@ def _json(text: str) -> Any:
         raise ProtocolError(
             ErrorCode.BAD_JSON, "message is not valid JSON (or a number is too long)"
         ) from None
-    if "\\u" in text and not _encodable(obj):
+    if "\\u" in text and not utf8_encodable(obj):
         raise ProtocolError(ErrorCode.BAD_UTF8, "message has a lone surrogate (\\ud800-\\udfff) in a string")
     return obj
 
 
-def _encodable(obj: Any) -> bool:
+def utf8_encodable(obj: Any) -> bool:
     """Does every string in ``obj`` (keys too) encode as UTF-8? Iterative: the nesting is the client's."""
     stack = [obj]
     while stack:
