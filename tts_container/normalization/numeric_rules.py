@@ -199,9 +199,9 @@ def _fraction(match: re.Match[str], british: bool) -> list[Piece] | None:
     if bottom == 0:
         return None
     text = match.string
-    if not match["whole"] and (
-        _PRESSURE.match(text, match.end()) or _PRESSURE_BEFORE.search(text[: match.start()])
-    ):  # "120/80 mmHg", "a blood pressure of 120/80": one hundred twenty over eighty
+    before = text[max(0, match.start() - context.WINDOW) : match.start()]  # a window: never the whole text
+    # "120/80 mmHg", "a blood pressure of 120/80": one hundred twenty over eighty
+    if not match["whole"] and (_PRESSURE.match(text, match.end()) or _PRESSURE_BEFORE.search(before)):
         spoken = f"{numbers.cardinal(top, british=british)} over {numbers.cardinal(bottom, british=british)}"
         return [Piece(match.start(), match.end(), spoken)]
     if top >= bottom or bottom > 100:  # "24/7", "50/50": two numbers, not a part
