@@ -67,6 +67,14 @@ def test_rewritten_word_at_maps_spoken_offsets_back() -> None:
 def test_british_english_says_dates_day_first_and_keeps_and() -> None:
     assert words(normalize("Due 3/4/2025.", "en-gb")) == words("Due the third of April twenty twenty five.")
     assert words(normalize("She read 101 books.", "en-gb")) == words("She read one hundred and one books.")
+    # after "the" the date keeps one article: "by the third of April", never "by the the third"
+    assert words(normalize("Due by the 3/4/2025.", "en-gb")) == words(
+        "Due by the third of April twenty twenty five."
+    )
+    assert words(normalize("The 2025-03-04 build.", "en-gb")) == words(
+        "The fourth of March twenty twenty five build."
+    )
+    assert words(normalize("Call me on the 12/25.")) == words("Call me on the December twenty fifth.")
     assert words(normalize("Due 3/4/2025.", "en-us")) == words("Due March fourth, twenty twenty five.")
 
 

@@ -17,6 +17,7 @@ from tts_container.normalization.tables import (
     CURRENCY_SYMBOLS,
     INCH,
     MAGNITUDES,
+    SPACED_ONLY,
     UNITS,
 )
 
@@ -124,11 +125,14 @@ def _measure(match: re.Match[str], british: bool) -> list[Piece] | None:
     spaced_before_a_word = space and context.word_follows(match.string, match.end())
     if symbol in ATTACHED_ONLY and spaced_before_a_word and not adjective:
         return None  # "5 s and" stays a letter; "a 60 W bulb" is a sixty watt bulb
+    if symbol in SPACED_ONLY and (not space or context.word_follows(match.string, match.end())):
+        return None  # "0 K." is zero kelvin; "4K" and "a 5 K run" stay letters
     if symbol == "x":
-        following = match.string[match.end() : match.end() + context.WINDOW].lstrip()[:1]
+        following = _EMPHASIS.sub("", match.string[match.end() : match.end() + context.WINDOW]).lstrip()[:1]
         if following.isdecimal():
             return None  # "4 x 4" is a dimension
-        preceding = match.string[max(0, match.start() - context.WINDOW) : match.start()].rstrip()[-1:]
+        preceding = _EMPHASIS.sub("", match.string[max(0, match.start() - context.WINDOW) : match.start()])
+        preceding = preceding.rstrip()[-1:]
         operator = (following and following in "=+-<>≤≥*/^") or (preceding and preceding in "=+-<>≤≥*/^")
         if (operator or _ALGEBRA.search(match.string)) and not space:  # "2x = 10", "y = 2x", "x = 5 ... 2x?"
             return [Piece(match.start(), match.end(), f"{measures.amount(match['amt'], british)} x")]
@@ -159,6 +163,7 @@ def _measure(match: re.Match[str], british: bool) -> list[Piece] | None:
     return [Piece(match.start(), match.end(), f"{amount} {name}")]
 
 
+_EMPHASIS = re.compile(r"\*{2,3}")  # "**3x** faster": emphasis, not a product
 _ALGEBRA = re.compile(r"(?<![\w])x\s*[=<>≤≥]")  # "x = 5" makes every "2x" near it two x
 
 
@@ -204,8 +209,8 @@ def _feet_inches(match: re.Match[str], british: bool) -> list[Piece] | None:
 
 
 _DIMENSIONS = re.compile(
-    rf"{START}(?P<a>{NUM})\s?[x×]\s?(?P<b>{NUM})(?:\s?[x×]\s?(?P<c>{NUM}))?(?![\w]|\.\d)"
-    rf"(?:(?P<space>\s?)(?P<unit>{UNIT})(?![\w°²³/]))?"
+    rf"{START}(?P<a>{NUM})\s?[x×]\s?(?P<b>{NUM})(?:\s?[x×]\s?(?P<c>{NUM}))?"
+    rf"(?:(?P<space>\s?)(?P<unit>{UNIT})(?![\w°²³/])|(?![\w]|\.\d))"
 )
 
 
@@ -228,12 +233,19 @@ def _dimensions(match: re.Match[str], british: bool) -> list[Piece] | None:
         return [Piece(match.start(), match.end(), said)]
     if symbol in ATTACHED_ONLY and context.word_follows(match.string, match.end()):
         return [Piece(match.start(), match.start("space"), said)]  # "4 x 4 s and"
-    adjective = context.word_follows(match.string, match.end())  # "a 4x100 m relay": a meter relay
+    after = context.word_after(match.string, match.end()).rstrip(".,;:!?")
+    adjective = after.isalpha() and after not in _AFTER_A_MEASURE  # "the 4x100m relay", "3 x 4 m wide"
     name = measures.unit(symbol, match["c"] or match["b"], adjective=adjective)
     return [Piece(match.start(), match.start("space"), said), Piece(match.start("unit"), match.end(), name)]
 
 
+# Words after a measure that leave its unit a noun ("3 x 4 m wide": four meters wide).
+_AFTER_A_MEASURE = frozenset(
+    {"wide", "long", "high", "tall", "deep", "thick", "across", "apart", "away", "of", "in", "on", "at", "to"}
+    | {"for", "and", "or", "per", "is", "was", "are", "each"}
+)
 _UNIT_WORDS = frozenset(UNITS) | frozenset(name for names in UNITS.values() for name in names)
+_UNIT_WORDS |= {"in", "in.", *INCH}  # "12 in x 8 in": twelve inches by eight inches
 
 
 def _measured(match: re.Match[str]) -> bool:
@@ -260,6 +272,18 @@ def _scientific(match: re.Match[str], british: bool) -> list[Piece]:
     said = f"{numbers.number(match['m'], british=british)} times ten to the {power}"
     if match["unit"]:  # "3×10⁸ m/s" (the unit's own rule reads "/s" on)
         said += " " + UNITS[match["unit"]][1]
+    return [Piece(match.start(), match.end(), said)]
+
+
+_E_NOTATION = re.compile(rf"{START}(?P<m>\d+(?:\.\d+)?)[eE](?P<e>[-+−]?\d{{1,3}})(?![\w.]|\.\d)")
+
+
+def _e_notation(match: re.Match[str], british: bool) -> list[Piece]:
+    """ "1e-4" as programmers say it: one E minus four."""
+    exponent = match["e"].replace("−", "-")
+    sign = {"-": "minus ", "+": "plus "}.get(exponent[0], "")
+    said = f"{numbers.number(match['m'], british=british)} E {sign}"
+    said += numbers.cardinal(exponent.lstrip("+-"), british=british)
     return [Piece(match.start(), match.end(), said)]
 
 
@@ -291,9 +315,11 @@ _BY_BETWEEN_MEASURES = re.compile(r"(?<=\s)[x×](?=\s+\d)")
 
 
 def _by_between_measures(match: re.Match[str], british: bool) -> list[Piece] | None:
-    """The x of "12 ft x 14 ft" is "by" (after a unit; "3 x 4" is a dimension rule of its own)."""
-    before = context.word_before(match.string, match.start())
-    return [Piece(match.start(), match.end(), "by")] if before in _UNIT_WORDS else None
+    """The x of "12 ft x 14 ft" is "by" (after a unit of a number; "3 x 4" is a dimension rule of its own)."""
+    before, before_start = context.previous_word(match.string, match.start())
+    amount = context.word_before(match.string, before_start)
+    measured = before in _UNIT_WORDS and (amount[-1:].isdecimal() or before not in ("in", "in."))
+    return [Piece(match.start(), match.end(), "by")] if measured else None
 
 
 RULES_FIRST = (
@@ -304,6 +330,7 @@ RULES_FIRST = (
     Rule("feet_and_inches", _FEET_AND_INCHES, _feet_and_inches),
     Rule("inches", _INCHES, _inches),
     Rule("scientific", _SCIENTIFIC, _scientific),
+    Rule("e_notation", _E_NOTATION, _e_notation),
     Rule("dimensions", _DIMENSIONS, _dimensions),
     Rule("by_between_measures", _BY_BETWEEN_MEASURES, _by_between_measures),
     Rule("per_unit", _PER_UNIT, _per_unit),

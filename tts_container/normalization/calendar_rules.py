@@ -135,12 +135,13 @@ def _units_duration(match: re.Match[str], british: bool) -> list[Piece]:
 # --- dates ------------------------------------------------------------------------------------------
 
 
-def _date(year: int | None, month: int, day: int, british: bool) -> str | None:
+def _date(year: int | None, month: int, day: int, british: bool, *, after_the: bool = False) -> str | None:
+    """A date in words; British "the third of April" (without its "the" after one: "by the 3/4/2025")."""
     if not (1 <= month <= 12 and 1 <= day <= 31):
         return None
     name = MONTH_NAMES[month - 1]
     said_day = numbers.ordinal(day, british=british)
-    said = f"the {said_day} of {name}" if british else f"{name} {said_day}"
+    said = f"{'' if after_the else 'the '}{said_day} of {name}" if british else f"{name} {said_day}"
     if year is not None:
         said += (
             f" {numbers.year(year, british=british)}"
@@ -148,6 +149,10 @@ def _date(year: int | None, month: int, day: int, british: bool) -> str | None:
             else f", {numbers.year(year, british=british)}"
         )
     return said
+
+
+def _after_the(match: re.Match[str]) -> bool:
+    return context.word_before(match.string, match.start()).lower() == "the"
 
 
 _ISO_DATE = re.compile(
@@ -159,7 +164,7 @@ def _iso_date(match: re.Match[str], british: bool) -> list[Piece] | None:
     """ "2025-03-04" (also with slashes or dots, year first)."""
     if match["sep"] != match["sep2"]:
         return None
-    said = _date(int(match["y"]), int(match["m"]), int(match["d"]), british)
+    said = _date(int(match["y"]), int(match["m"]), int(match["d"]), british, after_the=_after_the(match))
     return None if said is None else [Piece(match.start(), match.end(), said)]
 
 
@@ -181,7 +186,7 @@ def _numeric_date(match: re.Match[str], british: bool) -> list[Piece] | None:
     year = int(match["y"])
     if len(match["y"]) == 2:
         year += 2000 if year <= 40 else 1900
-    said = _date(year, month, day, british)
+    said = _date(year, month, day, british, after_the=_after_the(match))
     return None if said is None else [Piece(match.start(), match.end(), said)]
 
 
@@ -194,12 +199,30 @@ _DATE_CUES = frozenset(
 )
 
 
+_CARD = re.compile(r"\b(?:card|exp|expiry|expiration|expires|valid thru|valid through)\b", re.IGNORECASE)
+
+
+def _card_digits(written: str, british: bool) -> str:
+    """A month or year of a card's expiry: "05" is "oh five", "26" "twenty six"."""
+    if written.startswith("0") and len(written) == 2:
+        return "oh " + numbers.cardinal(written[1], british=british)
+    return numbers.cardinal(written, british=british)
+
+
 def _month_slash_day(match: re.Match[str], british: bool) -> list[Piece] | None:
-    if context.word_before(match.string, match.start()).lower().rstrip(":") not in _DATE_CUES:
+    before = match.string[max(0, match.start() - context.WINDOW) : match.start()]
+    if match["a"].startswith("0") and int(match["a"]) <= 12 and _CARD.search(before):
+        # a card's expiry, month and year: "valid through 05/26" is "oh five, twenty six"
+        expiry = f"{_card_digits(match['a'], british)}, {_card_digits(match['b'], british)}"
+        return [Piece(match.start(), match.end(), expiry)]
+    cue, cue_start = context.previous_word(match.string, match.start())
+    if cue.lower() == "the":  # "on the 12/25"
+        cue = context.word_before(match.string, cue_start)
+    if cue.lower().rstrip(":") not in _DATE_CUES:
         return None
     first, second = int(match["a"]), int(match["b"])
     day, month = (first, second) if british else (second, first)
-    said = _date(None, month, day, british)
+    said = _date(None, month, day, british, after_the=_after_the(match))
     return None if said is None else [Piece(match.start(), match.end(), said)]
 
 

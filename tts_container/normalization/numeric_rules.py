@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from tts_container.normalization import amount_rules, context, measures, numbers
-from tts_container.normalization.patterns import NUM, START, UNIT
+from tts_container.normalization.patterns import NUM, START, UNIT, piece
 from tts_container.normalization.scanner import Piece, Rule
 from tts_container.normalization.tables import (
     ATTACHED_ONLY,
@@ -19,6 +19,7 @@ from tts_container.normalization.tables import (
     MAGNITUDES,
     MONTHS,
     PAIRED_CUES,
+    SPACED_ONLY,
     UNITS,
     US_STATES,
     VERSION_CUES,
@@ -236,15 +237,27 @@ def _rating(match: re.Match[str], british: bool) -> list[Piece] | None:
     return [Piece(match.start(), match.end(), spoken)]
 
 
+_SPACED_UNIT = re.compile(rf"\s(?P<unit>{UNIT})(?![\w°²³/])")
+
+
 def _vulgar_fraction(match: re.Match[str], british: bool) -> list[Piece]:
     top, bottom = VULGAR_FRACTIONS[match["v"]]
     part = numbers.fraction(top, bottom, british=british)
+    unit = _SPACED_UNIT.match(match.string, match.end())
+    if unit and unit["unit"] in ATTACHED_ONLY | SPACED_ONLY:
+        unit = None
+    if not match["whole"] and unit:  # "¼ tsp": a quarter of a teaspoon
+        name = UNITS[unit["unit"]][0]
+        part = numbers.part_of(top, bottom, name, adjective=False, british=british)
+        return [Piece(match.start(), match.end(), part), piece(unit, "unit", name)]
     if not match["whole"] and (noun := _one_of(match)) is not None:
         part = numbers.part_of(top, bottom, noun[0], adjective=noun[1], british=british)
     if match["whole"]:
         if top == 1:
             part = "a " + part.split(" ", 1)[1]
         part = f"{numbers.cardinal(match['whole'], british=british)} and {part}"
+        if unit:  # "1½ tsp": one and a half teaspoons
+            return [Piece(match.start(), match.end(), part), piece(unit, "unit", UNITS[unit["unit"]][1])]
     return [Piece(match.start(), match.end(), part)]
 
 
@@ -285,7 +298,10 @@ def _number(match: re.Match[str], british: bool) -> list[Piece] | None:
         return None
     cue = before.lower().rstrip(".:")
     if cue in _LINKS or _AIRLINE.fullmatch(before):  # "my PIN is 4321", "Flight UA 857"
-        cue = context.word_before(text, before_start).lower().rstrip(".:")
+        linked, linked_start = context.previous_word(text, before_start)
+        cue = linked.lower().rstrip(".:")
+        if cue == "number":  # "the emergency number is 112"
+            cue = context.word_before(text, linked_start).lower().rstrip(".:")
     zip_code = before.rstrip(",") in US_STATES and len(written) == 5  # "Washington, DC 20500"
     if written.isdecimal() and (cue in DIGIT_CUES or zip_code):
         spoken = numbers.digits(written)

@@ -55,6 +55,7 @@ UNITS: dict[str, tuple[str, str]] = {
     "l": ("liter", "liters"),
     "L": ("liter", "liters"),
     "gal": ("gallon", "gallons"),
+    "qt": ("quart", "quarts"),
     "fl oz": ("fluid ounce", "fluid ounces"),
     "tbsp": ("tablespoon", "tablespoons"),
     "Tbsp": ("tablespoon", "tablespoons"),
@@ -81,6 +82,7 @@ UNITS: dict[str, tuple[str, str]] = {
     "ºF": ("degree Fahrenheit", "degrees Fahrenheit"),
     "℉": ("degree Fahrenheit", "degrees Fahrenheit"),
     "° F": ("degree Fahrenheit", "degrees Fahrenheit"),
+    "K": ("kelvin", "kelvin"),
     "°": ("degree", "degrees"),
     "º": ("degree", "degrees"),
     # ratios
@@ -113,6 +115,9 @@ UNITS: dict[str, tuple[str, str]] = {
     "MHz": ("megahertz", "megahertz"),
     "GHz": ("gigahertz", "gigahertz"),
     "W": ("watt", "watts"),
+    "hp": ("horsepower", "horsepower"),
+    "HP": ("horsepower", "horsepower"),
+    "bhp": ("brake horsepower", "brake horsepower"),
     "kW": ("kilowatt", "kilowatts"),
     "MW": ("megawatt", "megawatts"),
     "kWh": ("kilowatt hour", "kilowatt hours"),
@@ -161,6 +166,8 @@ UNITS: dict[str, tuple[str, str]] = {
 # Units that are also common words or letters: attached to the number ("5s", "60W"), or spaced with
 # nothing word-like after them ("in 4.2 s."); else they stay words ("5 t-shirts", "3 B vitamins").
 ATTACHED_ONLY = frozenset({"s", "W", "V", "x", "pt", "ha", "cal"})
+# Units only after a space and before no word: "0 K." is zero kelvin; "4K" and "a 5 K run" stay letters.
+SPACED_ONLY = frozenset({"K"})
 # Spaced units that read as words after a number only when nothing word-like follows them.
 INCH = ("inch", "inches")
 
@@ -391,7 +398,7 @@ BEFORE_NUMBER: dict[str, str] = {
 # Words after which a Roman numeral counts ("Chapter IV" -> "Chapter four").
 ROMAN_CUES = word_set(
     """chapter chapters part parts book books volume vol act scene section article title appendix
-    phase stage level round episode season class type category series war world bowl psalm canto
+    phase stage level round episode season class type category series war world bowl psalm canto saturn
     grade tier mark mk schedule annex figure table unit lesson"""
 )
 # Names after which a Roman numeral is a regnal ordinal ("Louis XIV" -> "Louis the fourteenth").
@@ -487,11 +494,12 @@ US_STATES = word_set(
     ND OH OK OR PA RI SC SD TN TX UT VT VA WA WV WI WY DC PR"""
 )
 DIGIT_CUES = frozenset({"call", "dial", "phone", "tel", "telephone", "pin", "code", "extension", "ext"})
+DIGIT_CUES |= {"emergency", "hotline", "helpline"}
 # Words after which a three- or four-digit number is said in pairs ("flight three seventy", "room four
 # oh four", "Boeing seven thirty seven").
 PAIRED_CUES = word_set(
     """flight flights boeing airbus room rooms suite gate platform bus train apartment apt model channel
-    terminal locker http error status"""
+    terminal locker http error status rtx gtx"""
 )
 # Words before a four-digit number that make it a year.
 YEAR_CUES = word_set(

@@ -165,7 +165,9 @@ def _path(match: re.Match[str], british: bool) -> list[Piece] | None:
     return [Piece(match.start(), match.end(), said.replace("tilde slash", "home slash"))]
 
 
-_IP = re.compile(r"(?<![\w.])(?P<ip>(?:\d{1,3}\.){3}\d{1,3})(?::(?P<port>\d{1,5}))?(?![\w]|\.\d)")
+_IP = re.compile(
+    r"(?<![\w.])(?P<ip>(?:\d{1,3}\.){3}\d{1,3})(?::(?P<port>\d{1,5})|/(?P<prefix>\d{1,2}))?(?![\w]|\.\d)"
+)
 
 
 def _ip(match: re.Match[str], british: bool) -> list[Piece] | None:
@@ -175,12 +177,14 @@ def _ip(match: re.Match[str], british: bool) -> list[Piece] | None:
     said = " dot ".join(numbers.digits(o) for o in octets)
     if match["port"]:
         said += " colon " + numbers.digits(match["port"])
+    if match["prefix"]:  # a network: "10.0.0.0/8" is ten dot zero dot zero dot zero slash eight
+        said += " slash " + numbers.cardinal(match["prefix"])
     return [Piece(match.start(), match.end(), said)]
 
 
 _PHONE = re.compile(
     r"(?<![\w+.\-/])(?P<cc>\+\d{1,3}[ .\-]?|1[ .\-]?(?=\())?(?P<area>\(\d{1,4}\)[ .\-]?)?"
-    r"(?P<groups>(?:\d{1,4}[ .\-]){1,3}\d{4}|\d{3}[ .\-]\d{4})(?![\w]|[.\-]\d)"
+    r"(?P<groups>(?:\d{1,4}[ .\-]){1,3}\d{4}|\d{3}[ .\-]\d{4}|0\d{3,4}[ .\-]\d{6,7})(?![\w]|[.\-]\d)"
 )
 
 
@@ -199,7 +203,8 @@ def _phone(match: re.Match[str], british: bool) -> list[Piece] | None:
         return None
     before = context.word_before(match.string, match.start()).lower().rstrip(":.")
     cued = bool(match["cc"] or match["area"]) or before in DIGIT_CUES | _PHONE_CUES
-    trunk = groups[0].startswith("0") and len(groups) >= 3  # "020 7946 0958"
+    # "020 7946 0958", "07700 900123": a number with its trunk zero
+    trunk = groups[0].startswith("0") and (len(groups) >= 3 or len(groups[0]) >= 4 <= len(groups[1]))
     if not cued and not trunk:
         if separators == {" "} and [len(g) for g in groups] != [3, 3, 4]:
             return None

@@ -16,6 +16,7 @@ from tts_container.normalization.tables import (
     ABBREVIATIONS,
     BEFORE_NUMBER,
     ERA_SUFFIXES,
+    MONTHS,
     PLACE_OR_TITLE,
     REGNAL_NAMES,
     ROMAN_CUES,
@@ -72,6 +73,8 @@ def _place_or_title(match: re.Match[str], british: bool) -> list[Piece] | None:
     written = match["abbr"]
     title, place, otherwise = PLACE_OR_TITLE[written]
     text = match.string
+    if text[match.end() : match.end() + 1] == "." and f"{written}." in ABBREVIATIONS:
+        return None  # "Park Ave. and": the abbreviation with its period (which ends no sentence here)
     before, before_start = context.previous_word(text, match.start())
     name_before = context.is_name(before) or before[:1].isdecimal() or (before.isupper() and len(before) > 1)
     name_after = context.word_after(text, match.end())[:1].isupper()
@@ -227,11 +230,11 @@ def _symbol(match: re.Match[str], british: bool) -> list[Piece] | None:
     if symbol == "/":
         denominator = re.match(r"[A-Za-z]+", text[match.end() :])
         if (
-            left.isalpha()
-            and denominator
+            denominator
             and denominator[0] in _PER_WORDS
-            and not context.word_follows(text, match.end() + len(denominator[0]))
-        ):  # "100 requests/min", "5 calls/day": per
+            and (left.isdecimal() or left.isalpha())
+            and (left.isdecimal() or not context.word_follows(text, match.end() + len(denominator[0])))
+        ):  # "100 requests/min", "5 calls/day", "max 8/day": per
             return [
                 Piece(match.start(), match.end() + len(denominator[0]), " per " + _PER_WORDS[denominator[0]])
             ]
@@ -279,8 +282,40 @@ def _weekday_range(match: re.Match[str], british: bool) -> list[Piece]:
     return [Piece(match.start(), match.end(), said)]
 
 
+_MONTH_WORD = "|".join(sorted({m.capitalize() for m in MONTHS}, key=len, reverse=True))
+_WEEKDAY_BEFORE_DATE = re.compile(
+    rf"(?<![\w])(?P<day>{_WEEKDAY})(?P<dot>\.)?(?=,?\s+(?:(?:{_MONTH_WORD})\b|\d{{1,2}}"
+    rf"(?:st|nd|rd|th\b|\s+(?:{_MONTH_WORD})\b|\s*(?:[,;)]|$))))"
+)
+
+
+def _weekday_before_date(match: re.Match[str], british: bool) -> list[Piece]:
+    """ "Mon, Feb 10" and "Sat 3 May": the short weekday of a date is said whole ("Monday")."""
+    return [Piece(match.start(), match.end(), WEEKDAYS[match["day"]])]
+
+
+# Markdown marks a reader never says (the client's speech filter removes all markdown; text sent to the
+# server by other callers may still carry these): emphasis stars, heading hashes, quote and bullet marks
+# opening a line. misaki would read "**" as "asterisk asterisk" and "#" as "hash".
+_UNSAID_MARKUP = re.compile(r"(?<!\*)\*{2,3}(?!\*)|(?m:^[ \t]*(?:#{1,6}|>|[*+])(?=[ \t]))")
+
+
+def _unsaid_markup(match: re.Match[str], british: bool) -> list[Piece]:
+    text, start, end = match.string, match.start(), match.end()
+    if match[0] == "**" and start > 0 and end < len(text):  # "2**10", "x ** 2": Python's power
+        spaced = text[start - 1] == " " == text[end]
+        left = text[start - 2 if spaced else start - 1 : start].strip()
+        right = text[end : end + 2 if spaced else end + 1].strip()
+        tight = not text[start - 1].isspace() and not text[end].isspace()
+        if (spaced or tight) and left.isalnum() and right.isalnum():
+            return [Piece(start, end, "to the power of")]
+    return [Piece(start, end, "")]
+
+
 RULES = (
+    Rule("unsaid_markup", _UNSAID_MARKUP, _unsaid_markup),
     Rule("weekday_range", _WEEKDAY_RANGE, _weekday_range),
+    Rule("weekday_before_date", _WEEKDAY_BEFORE_DATE, _weekday_before_date),
     Rule("world_war", _WORLD_WAR, _world_war),
     Rule("before_number", _BEFORE_NUMBER, _before_number),
     Rule("place_or_title", _PLACE_OR_TITLE, _place_or_title),
