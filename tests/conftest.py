@@ -21,7 +21,9 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 def model_server() -> Iterator[RunningServer]:
     """One real model server (onnx engine, real Kokoro weights) shared by the whole test session (one per
     pytest-xdist worker)."""
-    server = start_model_server()
+    # No idle calibration: tests here count engine calls per request and compare audio across runs, so
+    # no voice may start streaming mid-session (tests/tts_container/test_voice_calibration.py tests it).
+    server = start_model_server("--no-idle-calibration")
     try:
         yield server
     finally:

@@ -47,6 +47,7 @@ from tts_container.invocations import invocations
 from tts_container.local_guard import LocalRequestGuard
 from tts_container.session import Session, SessionCounters
 from tts_container.synthesis import Synthesizer
+from tts_container.voice_calibration import VoiceCalibrator
 
 logger = logging.getLogger(__name__)
 
@@ -87,14 +88,20 @@ class ServerState:
 
 
 def create_app(
-    load_engine: Callable[[], Engine], *, workers: int = 1, allowed_origins: Iterable[str] = ()
+    load_engine: Callable[[], Engine],
+    *,
+    workers: int = 1,
+    allowed_origins: Iterable[str] = (),
+    idle_calibration: bool = True,
 ) -> Starlette:
     """Build the app; ``load_engine`` (blocking) runs on the inference pool after the server is up.
 
     ``workers`` is the number of engine calls running at once; one is right for a single shared model
     whose runtime already uses every core (onnxruntime intra-op threads, one GPU stream).
     ``allowed_origins``: browser origins that may open a session (``--allow-origin``); every other
-    ``Origin`` is refused (:mod:`tts_container.local_guard`).
+    ``Origin`` is refused (:mod:`tts_container.local_guard`). ``idle_calibration``: fit every voice
+    requested for streaming in idle time (:mod:`tts_container.voice_calibration`); off, only the voice
+    warm-up fitted streams (what the shared test server uses, so its counters count requests alone).
     """
     state = ServerState(pool=InferencePool(workers))
 
@@ -108,6 +115,7 @@ def create_app(
         """Debug counters: tests use them to see that a disconnect leaks no task or engine work."""
         pool = state.pool.stats()
         counters = state.counters
+        calibrator = state.synthesizer.calibrator if state.synthesizer else None
         return JSONResponse(
             {
                 "ready": state.synthesizer is not None,
@@ -122,6 +130,8 @@ def create_app(
                 "inference_running": pool.running,
                 "inference_completed": pool.completed,
                 "asyncio_tasks": len(asyncio.all_tasks()),
+                "voices_calibrating": calibrator.pending if calibrator else [],
+                "voices_calibrated": calibrator.calibrated if calibrator else [],
             }
         )
 
@@ -141,7 +151,7 @@ def create_app(
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
         async with asyncio.TaskGroup() as tasks:
-            loader = tasks.create_task(_load_and_warm(state, load_engine))
+            loader = tasks.create_task(_load_and_warm(state, load_engine, idle_calibration))
             try:
                 yield
             finally:
@@ -164,7 +174,9 @@ def create_app(
     )
 
 
-async def _load_and_warm(state: ServerState, load_engine: Callable[[], Engine]) -> None:
+async def _load_and_warm(
+    state: ServerState, load_engine: Callable[[], Engine], idle_calibration: bool
+) -> None:
     try:
         engine = await state.pool.run(load_engine)
         synthesizer = Synthesizer(engine, state.pool)
@@ -186,7 +198,10 @@ async def _load_and_warm(state: ServerState, load_engine: Callable[[], Engine]) 
         "grows with its length" if first_audio_ms is None else f"{first_audio_ms:.0f} ms",
     )
     rtf = elapsed_ms / warm_ms if warm_ms > 0 else None
-    state.synthesizer = replace(synthesizer, first_audio_ms=first_audio_ms, rtf=rtf)
+    calibrator = VoiceCalibrator(engine, state.pool) if idle_calibration else None
+    state.synthesizer = replace(synthesizer, first_audio_ms=first_audio_ms, rtf=rtf, calibrator=calibrator)
+    if calibrator is not None:
+        await calibrator.run()  # every other voice requested streams once fitted (in idle time)
 
 
 async def _sentence_first_audio_ms(synthesizer: Synthesizer) -> float | None:

@@ -8,6 +8,7 @@ a disconnect) stops the engine at the next segment boundary. ``aclose()`` (use
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncGenerator, Iterator
 from dataclasses import dataclass
 
@@ -16,17 +17,20 @@ from tts_container.audio import SegmentJoiner, split_frames
 from tts_container.engines.base import Audio, Context, Engine, Segment
 from tts_container.g2p import UnsupportedLanguage, dialect_for
 from tts_container.inference import InferencePool
+from tts_container.voice_calibration import VoiceCalibrator
 
 
 @dataclass(frozen=True, slots=True)
 class Synthesizer:
-    """The shared engine and the pool every engine call goes through, and what sessions advertise in
-    ``session_start`` (measured at warm-up): a sentence's first-audio latency, the real-time factor."""
+    """The shared engine and the pool every engine call goes through, what sessions advertise in
+    ``session_start`` (measured at warm-up): a sentence's first-audio latency, the real-time factor, and
+    the calibrator that readies every voice requested to stream (None during warm-up)."""
 
     engine: Engine
     pool: InferencePool
     first_audio_ms: float | None = None
     rtf: float | None = None
+    calibrator: VoiceCalibrator | None = None
 
     def refusal(self, request: SynthesizeRequest) -> ServerError | None:
         """Why this engine cannot speak ``request`` at all (checked before any audio), or None."""
@@ -48,28 +52,34 @@ class Synthesizer:
         joiner's trimming), segment by segment as their audio goes out.
         """
         context = Context(request.previous_text, request.next_text)
-        # Even starting the iterator goes through the pool: an engine may phonemize eagerly.
-        segments = await self.pool.run(
-            lambda: iter(
-                self.engine.segments(
-                    request.text, voice=request.voice, speed=request.speed, lang=request.lang, context=context
+        serving = self.calibrator.serving(request.voice) if self.calibrator else contextlib.nullcontext()
+        with serving:
+            # Even starting the iterator goes through the pool: an engine may phonemize eagerly.
+            segments = await self.pool.run(
+                lambda: iter(
+                    self.engine.segments(
+                        request.text,
+                        voice=request.voice,
+                        speed=request.speed,
+                        lang=request.lang,
+                        context=context,
+                    )
                 )
             )
-        )
-        joiner = SegmentJoiner(request.sample_rate)
-        try:
-            while (segment := await self.pool.run(lambda: _next_or_none(segments))) is not None:
-                pcm = joiner.segment(segment)
-                if words is not None:
-                    words.extend(joiner.words)
-                for frame in split_frames(pcm):
+            joiner = SegmentJoiner(request.sample_rate)
+            try:
+                while (segment := await self.pool.run(lambda: _next_or_none(segments))) is not None:
+                    pcm = joiner.segment(segment)
+                    if words is not None:
+                        words.extend(joiner.words)
+                    for frame in split_frames(pcm):
+                        yield frame
+                for frame in split_frames(joiner.finish()):
                     yield frame
-            for frame in split_frames(joiner.finish()):
-                yield frame
-        finally:
-            close = getattr(segments, "close", None)
-            if close is not None:
-                close()
+            finally:
+                close = getattr(segments, "close", None)
+                if close is not None:
+                    close()
 
 
 def _next_or_none(segments: Iterator[Segment | Audio]) -> Segment | Audio | None:

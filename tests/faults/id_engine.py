@@ -63,6 +63,10 @@ class IdEngine:
     def voices(self) -> frozenset[str]:
         return VOICES
 
+    def calibration(self, voice: str) -> None:
+        """Nothing to fit: this double renders every segment at once."""
+        return None
+
     def segments(
         self, text: str, *, voice: str, speed: float, lang: str, context: object = None
     ) -> Iterator[Audio]:

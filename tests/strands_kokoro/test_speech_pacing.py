@@ -53,6 +53,10 @@ class PacedEngineDouble:
     def voices(self) -> frozenset[str]:
         return frozenset({"af_heart"})
 
+    def calibration(self, voice: str) -> None:
+        """Nothing to fit: this double renders every segment at once."""
+        return None
+
     def segments(
         self, text: str, *, voice: str, speed: float, lang: str, context: object = None
     ) -> Iterator[Audio]:

@@ -8,7 +8,7 @@ streams and a ``cancel`` lands at the next piece.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -57,6 +57,17 @@ class Segment:
     ending: Ending = "sentence"
 
 
+@dataclass(frozen=True, slots=True)
+class VoiceCalibration:
+    """What an engine needs done before ``voice`` streams, in ``steps`` small enough to run between
+    requests (each renders one calibration sentence, ~0.3-2 s on two CPU cores), then ``finish`` (fits
+    and saves what the steps measured). Each is blocking: the server runs them on its inference pool."""
+
+    voice: str
+    steps: tuple[Callable[[], None], ...]
+    finish: Callable[[], None]
+
+
 class Engine(Protocol):
     """A loaded Kokoro model shared by every session of the server."""
 
@@ -77,4 +88,9 @@ class Engine(Protocol):
         (one whole segment) from an engine that has nothing more to say. Blocking; called from a worker
         thread, one ``next()`` at a time.
         """
+        ...
+
+    def calibration(self, voice: str) -> VoiceCalibration | None:
+        """What must be done before ``voice``'s long segments stream, or None when nothing is (the
+        engine renders whole segments fast enough, or ``voice`` is ready or unknown)."""
         ...

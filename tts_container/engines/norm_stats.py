@@ -187,7 +187,11 @@ class VoiceNormStats:
         """Fit ``voice``'s model on :data:`CALIBRATION_TEXT` (unless known already) and save it."""
         if (known := self.get(voice)) is not None:
             return known
-        model = NormStatsModel.fit(render_whole(CALIBRATION_TEXT, voice))
+        return self.store(voice, render_whole(CALIBRATION_TEXT, voice))
+
+    def store(self, voice: str, samples: Sequence[Sample]) -> NormStatsModel:
+        """Fit ``voice``'s model on ``samples`` (its calibration sentences rendered whole); keep, save."""
+        model = NormStatsModel.fit(samples)
         self._models[voice] = model
         if self._folder is not None:
             try:

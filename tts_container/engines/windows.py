@@ -30,6 +30,7 @@ decision from its speed (a GPU renders whole sentences faster than a window's wo
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import time
@@ -42,8 +43,21 @@ import numpy as np
 import numpy.typing as npt
 
 from strands_kokoro.protocol import Word
-from tts_container.engines.base import NATIVE_SAMPLE_RATE, NO_CONTEXT, Audio, Context, Segment
-from tts_container.engines.norm_stats import NormStats, NormStatsModel, Sample, VoiceNormStats
+from tts_container.engines.base import (
+    NATIVE_SAMPLE_RATE,
+    NO_CONTEXT,
+    Audio,
+    Context,
+    Segment,
+    VoiceCalibration,
+)
+from tts_container.engines.norm_stats import (
+    CALIBRATION_TEXT,
+    NormStats,
+    NormStatsModel,
+    Sample,
+    VoiceNormStats,
+)
 from tts_container.engines.voices import UnknownVoice, VoiceTables
 from tts_container.g2p import FRAME_SAMPLES, ONSET_LEAD_MS, Phonemizer
 from tts_container.utterance import SpokenSegment, plan_utterance
@@ -260,6 +274,24 @@ class WindowedEngine(ABC):
             growth=self.growth,
         )
 
+    def calibration(self, voice: str) -> VoiceCalibration | None:
+        """The calibration sentences of ``voice`` as one step each, when this engine renders in windows
+        and ``voice`` has no statistics yet (warm-up fits the default voice's; the server fits the others
+        in its idle time: :mod:`tts_container.voice_calibration`)."""
+        if self.growth is None or voice not in self.voices or self._stats.get(voice) is not None:
+            return None
+        samples: list[Sample] = []
+        plan = plan_utterance(self._phonemizer, CALIBRATION_TEXT, voice=voice, lang="en-us")
+
+        def measure(segment: SpokenSegment) -> None:
+            if (sample := whole_sample(self, segment, voice=voice)) is not None:
+                samples.append(sample)
+
+        def finish() -> None:
+            self._stats.store(voice, samples)
+
+        return VoiceCalibration(voice, tuple(functools.partial(measure, segment) for segment in plan), finish)
+
 
 def render(
     vocoder: Vocoder,
@@ -335,6 +367,8 @@ def choose_growth(
     if rtf <= WINDOWED_ABOVE_RTF:
         logger.info("vocoder RTF %.3f: every segment rendered in one call", rtf)
         return None
+    if stats.get(voice) is None:  # the first start with these weights: say why /ping waits
+        logger.info("fitting voice %s's vocoder statistics (once per voice and model file)", voice)
     stats.calibrate(voice, lambda text, v: whole_stats(vocoder, phonemizer, text, voice=v))
     logger.info("vocoder RTF %.2f: long segments rendered in windows (voice %s calibrated)", rtf, voice)
     return WINDOW_GROWTH
@@ -355,15 +389,22 @@ def whole_stats(
 ) -> list[Sample]:
     """Each segment of ``text`` rendered in one call: the statistics it was normalized with (its own)
     and its silence share, what a voice's model is fitted on (``VoiceNormStats.calibrate``)."""
-    measured = []
-    for segment in plan_utterance(phonemizer, text, voice=voice, lang=lang):
-        prosody = vocoder.prosody(segment.phonemes.text, voice=voice, speed=1.0)
-        zero = np.zeros(HARMONICS, dtype=np.float32)
-        _, stats = vocoder.vocode(prosody, 0, prosody.steps, phase=zero, stats=None)
-        if stats is not None:
-            silence = silence_share(prosody.durations, segment.phonemes.text, vocoder.vocab)
-            measured.append(Sample(stats, silence))
-    return measured
+    samples = (
+        whole_sample(vocoder, s, voice=voice)
+        for s in plan_utterance(phonemizer, text, voice=voice, lang=lang)
+    )
+    return [sample for sample in samples if sample is not None]
+
+
+def whole_sample(vocoder: Vocoder, segment: SpokenSegment, *, voice: str) -> Sample | None:
+    """One segment rendered in one call: the statistics it was normalized with and its silence share
+    (None from an engine that cannot tell its statistics)."""
+    prosody = vocoder.prosody(segment.phonemes.text, voice=voice, speed=1.0)
+    zero = np.zeros(HARMONICS, dtype=np.float32)
+    _, stats = vocoder.vocode(prosody, 0, prosody.steps, phase=zero, stats=None)
+    if stats is None:
+        return None
+    return Sample(stats, silence_share(prosody.durations, segment.phonemes.text, vocoder.vocab))
 
 
 def _ramp(n: int) -> npt.NDArray[np.float32]:
