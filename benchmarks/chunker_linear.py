@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks.machine import load_average
+from benchmarks.machine import load_average, results_path
 from strands_kokoro.chunker import IncrementalSentenceChunker
 
 RESULTS = Path(__file__).resolve().parent / "results" / "chunker_linear.json"
@@ -65,6 +65,7 @@ def time_naive(tokens: list[str]) -> float:
 
 
 def main() -> int:
+    out = results_path(RESULTS)
     load_before = load_average()
     sizes = [12_500, 25_000, 50_000, 100_000, 200_000]
     rows: list[dict[str, float]] = []
@@ -102,8 +103,8 @@ def main() -> int:
     naive_50 = rows[2]["naive_rescan_seconds"]
     print(f"naive rescan at 50 KB: {naive_50 / rows[2]['seconds']:.0f}x the chunker's time")
 
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(
         json.dumps(
             {
                 "sizes": rows,
@@ -117,7 +118,7 @@ def main() -> int:
         )
         + "\n"
     )
-    print(f"wrote {RESULTS}")
+    print(f"wrote {out}")
     return 0
 
 

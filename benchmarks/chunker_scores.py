@@ -18,7 +18,7 @@ import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from benchmarks.machine import load_average
+from benchmarks.machine import load_average, results_path
 from strands_kokoro.chunker import IncrementalSentenceChunker
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -89,6 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0, help="seed for the random fragmentation")
     parser.add_argument("--show-failures", action="store_true", help="print each failing case")
     args = parser.parse_args(argv)
+    out = results_path(RESULTS)
     results: dict[str, dict[str, int]] = {}
     print(f"{'set':<10} {'whole':>9} {'one_char':>9} {'random':>9}")
     for name in ("golden", "sentencex"):
@@ -101,11 +102,11 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"  FAIL {text!r}\n    expected {expected}\n    got      {got}")
         results[name] = {**row, "total": total}
         print(f"{name:<10} " + " ".join(f"{row[f]:>5}/{total:<3}" for f in FEEDS))
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    out.parent.mkdir(parents=True, exist_ok=True)
     # Scores do not depend on the load; it is recorded like every benchmark's so no reader has to ask.
     record = {"seed": args.seed, "scores": results, "load_average": load_average()}
-    RESULTS.write_text(json.dumps(record, indent=2) + "\n")
-    print(f"wrote {RESULTS.relative_to(ROOT)}")
+    out.write_text(json.dumps(record, indent=2) + "\n")
+    print(f"wrote {out.relative_to(ROOT)}")
     return 0
 
 

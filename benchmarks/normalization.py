@@ -27,6 +27,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from benchmarks.machine import results_path
 from benchmarks.normalization_candidates import installed_mb, licence, run_cases
 from benchmarks.speech_check import words
 
@@ -123,6 +124,7 @@ def main() -> None:
     )
     parser.add_argument("--show-failures", action="store_true")
     args = parser.parse_args()
+    out = results_path(RESULTS)
     from tests.tts_container.normalization_cases import CASES
 
     load_before = os.getloadavg()
@@ -177,8 +179,8 @@ def main() -> None:
                 "timed_runs": len(row["latencies_ms"]),
             }
         )
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(
         json.dumps(
             {
                 "loadavg_before": load_before,
@@ -191,7 +193,7 @@ def main() -> None:
         )
         + "\n"
     )
-    print(f"wrote {RESULTS.relative_to(ROOT)}")
+    print(f"wrote {out.relative_to(ROOT)}")
 
 
 if __name__ == "__main__":

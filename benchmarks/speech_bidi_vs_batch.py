@@ -30,6 +30,7 @@ from typing import Any
 from strands import Agent
 
 from benchmarks.engine_floor import engine_first_audio_ms
+from benchmarks.machine import results_path
 from cdk.local_stack import start_model_server, stop_model_server
 from strands_kokoro import KokoroSpeech
 from tests.scripted_model import FOUR_SENTENCES, ScriptedModel
@@ -117,6 +118,7 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=3)
     parser.add_argument("--tokens-per-s", type=float, default=40.0)
     args = parser.parse_args()
+    out = results_path(RESULTS)
     with ExitStack() as stack:
         endpoint = args.endpoint
         if endpoint is None:
@@ -136,7 +138,7 @@ def main() -> None:
     print(f"{'first audio, bidi':28s}{s['bidi_first_audio_ms']:>12}")
     print(f"{'bidi floor (write + synth)':28s}{s['bidi_floor_ms']:>12}")
     print(f"ratio batch/bidi: {s['ratio_batch_over_bidi']}x sooner in bidi")
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    out.parent.mkdir(parents=True, exist_ok=True)
     # CPU synthesis time scales with contention: a loaded box compresses the ratio, so record the load.
     load = {"load_avg_1m_before": round(load_before, 2), "load_avg_1m_after": round(os.getloadavg()[0], 2)}
     print(f"load average (1 min) before/after: {load['load_avg_1m_before']} / {load['load_avg_1m_after']}")
@@ -148,8 +150,8 @@ def main() -> None:
         "machine": platform.platform(),
         "endpoint": "local server (onnx engine, CPU)" if args.endpoint is None else args.endpoint,
     }
-    RESULTS.write_text(json.dumps({**meta, **result}, indent=2) + "\n")
-    print(f"wrote {RESULTS.relative_to(ROOT)}")
+    out.write_text(json.dumps({**meta, **result}, indent=2) + "\n")
+    print(f"wrote {out.relative_to(ROOT)}")
 
 
 if __name__ == "__main__":
