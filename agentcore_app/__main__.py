@@ -3,8 +3,8 @@
 The defaults pair with a local model server: the agent app on AgentCore's 8080, speech on
 ``ws://127.0.0.1:8081`` (start it with ``python -m tts_container --port 8081``).
 
-A setting the app cannot use (model, tools, conversations) stops it before it listens, with one line
-that names the setting and exit status 2.
+A setting the app cannot use (model, tools, conversations, speech endpoint) stops it before it listens,
+with one line that names the setting and exit status 2. Starting, it says where it will listen, in one line.
 """
 
 from __future__ import annotations
@@ -13,15 +13,15 @@ import argparse
 import dataclasses
 import sys
 
-from agentcore_app.conversation_settings import CONVERSATIONS_ENV, ConversationSettingError
-from agentcore_app.models import DEFAULT_MODEL, MODEL_ENV, ModelSpecError
-from agentcore_app.tools import TOOLS_ENV, ToolSettingError
-
-SETTING_ERRORS = (ModelSpecError, ToolSettingError, ConversationSettingError)
+from agentcore_app.conversation_settings import CONVERSATIONS_ENV
+from agentcore_app.models import DEFAULT_MODEL, MODEL_ENV
+from agentcore_app.setting_errors import SETTING_ERRORS
+from agentcore_app.tools import TOOLS_ENV
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m agentcore_app", description=__doc__)
+    # The docstring without its reST quotes: argparse shows the description as plain text.
+    parser = argparse.ArgumentParser(prog="python -m agentcore_app", description=__doc__.replace("``", ""))
     parser.add_argument(
         "--host", default=None, help="bind address (default: 0.0.0.0 inside a container, else 127.0.0.1)"
     )
@@ -47,16 +47,27 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     try:
         # The module-level app reads the environment when imported, so its errors are caught here too.
-        from agentcore_app.app import create_app, server_settings
+        from agentcore_app.app import create_app, server_settings, speech_endpoint_setting
         from agentcore_app.conversation_settings import ConversationSettings, parse_location
+        from agentcore_app.models import model_setting
 
         settings = ConversationSettings.from_env()
         if args.conversations is not None:
-            settings = dataclasses.replace(settings, location=parse_location(args.conversations))
+            location = parse_location(args.conversations, setting="--conversations")
+            settings = dataclasses.replace(settings, location=location)
         app = create_app(speech_endpoint=args.speech_endpoint, model=args.model, conversations=settings)
     except SETTING_ERRORS as exc:
         print(f"error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
+    speech, model = speech_endpoint_setting(args.speech_endpoint), model_setting(args.model)
+    # Said before uvicorn starts (the SDK's run() says nothing at its default log level): a port that is
+    # taken is reported by uvicorn on the next line.
+    shown = args.host or "127.0.0.1"  # None: the SDK binds 0.0.0.0 in a container, reachable here too
+    print(
+        f"agent app on http://{shown}:{args.port} (speech {speech}, model {model})",
+        file=sys.stderr,
+        flush=True,
+    )
     app.run(port=args.port, host=args.host, **server_settings())
 
 

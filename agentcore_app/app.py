@@ -61,6 +61,7 @@ from strands_kokoro.serving.deadlines import (
     Refusal,
 )
 from strands_kokoro.serving.local_callers import header
+from strands_kokoro.sessions import check_endpoint
 
 if TYPE_CHECKING:
     from strands.agent.conversation_manager import ConversationManager
@@ -176,8 +177,11 @@ def create_app(
     ``STRANDS_KOKORO_TOOLS``, checked now). ``conversations``: where conversations are kept and how they
     are bounded (default: the ``STRANDS_KOKORO_CONVERSATION*`` settings; ``location=None`` turns them
     off), or a ready store. A request without a runtime session id is always a single turn.
+    A speech endpoint no session can open (``unknown_endpoint_scheme``) fails here too, as a
+    :class:`~strands_kokoro.sessions.EndpointError`.
     """
     endpoint = speech_endpoint_setting(speech_endpoint)
+    check_endpoint(endpoint)  # a bad scheme fails now, not as every turn's speech_error
     agent_tools = load_tools() if tools is None else list(tools)
     spoken_options = {**speech_setting(), **(speech_options or {})}  # the tool filler settings, then code's
     store = conversation_store(conversations)

@@ -29,6 +29,10 @@ DEFAULT_MAX_AGE_S = 86_400.0
 """A day: the deployed bucket's lifecycle rule deletes objects a day after this, so it never deletes
 part of a conversation the app still uses."""
 
+_SCHEME_LIKE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+:")
+"""``s3:``, ``file:``, ``https:``...: what starts a URL, not a directory (a lone drive letter ``C:`` is
+not one)."""
+
 SESSION_ID_PATTERN = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9_-]{32,127}\Z")
 """33-128 letters, digits, ``-`` and ``_``, starting with a letter or digit.
 
@@ -42,8 +46,15 @@ class ConversationError(CodedError):
     """A conversation cannot be used for this turn; ``code`` is the stable ``error`` event code."""
 
 
-class ConversationSettingError(ValueError):
-    """A conversation setting cannot be understood; raised when the app is built, not on a request."""
+class ConversationSettingError(CodedError, ValueError):
+    """A conversation setting cannot be understood; raised when the app is built, not on a request.
+
+    Coded like the per-turn :class:`ConversationError`: ``bad_conversations_location`` for where
+    conversations live, ``bad_conversation_setting`` for their bounds.
+    """
+
+    def __init__(self, message: str, code: str = "bad_conversation_setting") -> None:
+        super().__init__(code, message)
 
 
 def check_session_id(session_id: str) -> str:
@@ -103,8 +114,14 @@ class ConversationSettings:
         )
 
 
-def parse_location(raw: str) -> Path | S3Location | None:
-    """``""`` -> the default state dir; ``off`` -> None; ``s3://bucket/prefix``; else a directory."""
+def parse_location(raw: str, *, setting: str = CONVERSATIONS_ENV) -> Path | S3Location | None:
+    """``""`` -> the default state dir; ``off`` -> None; ``s3://bucket/prefix``; else a directory.
+
+    Anything that starts like a URL but is not ``s3://`` (``s3:/bucket``, ``file:///x``, ``http://...``)
+    is refused rather than taken for a directory named ``s3:``: the app would otherwise start, and
+    write conversations under ``./s3:/bucket`` at the first turn. ``setting`` names where the value
+    came from in the message (the environment variable, or a command-line option).
+    """
     raw = raw.strip()
     if not raw:
         return default_state_dir()
@@ -114,12 +131,21 @@ def parse_location(raw: str) -> Path | S3Location | None:
         bucket, _, prefix = raw.removeprefix("s3://").partition("/")
         if not re.fullmatch(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]", bucket):
             raise ConversationSettingError(
-                f"{CONVERSATIONS_ENV}={raw!r}: {bucket!r} is not an S3 bucket name"
+                f"{setting}={raw!r}: {bucket!r} is not an S3 bucket name", "bad_conversations_location"
             )
         return S3Location(bucket, prefix.strip("/"))
-    if "://" in raw:
+    if _SCHEME_LIKE.match(raw) or "://" in raw:
+        if raw[:5].lower() == "s3://":
+            hint = " (s3:// is written in lower case)"
+        elif raw.lower().startswith("s3:"):
+            hint = " (s3: takes two slashes)"
+        elif "://" not in raw:
+            hint = f" (a directory whose name has a colon is written ./{raw})"
+        else:
+            hint = ""
         raise ConversationSettingError(
-            f"{CONVERSATIONS_ENV}={raw!r}: use a directory, s3://<bucket>/<prefix> or '{OFF}'"
+            f"{setting}={raw!r}: use a directory, s3://<bucket>/<prefix> or '{OFF}'{hint}",
+            "bad_conversations_location",
         )
     return Path(raw).expanduser()
 

@@ -29,6 +29,8 @@ import httpx
 
 from agentcore_app.client import INVOKE_TIMEOUT_S, TurnRecord, new_session_id, run_turn
 from agentcore_app.report import (
+    answer_lines,
+    comparison,
     concatenated,
     results_json,
     speedup,
@@ -48,6 +50,33 @@ REQUIRED_MODULES: tuple[str, ...] = ("matplotlib",)
 
 Target = str | contextlib.AbstractAsyncContextManager[str]
 """An agent app URL / runtime ARN, or a context that yields one for as long as the demo runs."""
+
+
+class TargetError(RuntimeError):
+    """The target cannot be asked, or did not answer as an agent app does; the message names it and why."""
+
+
+def check_target(endpoint: str) -> str:
+    """``endpoint`` if a turn can be sent to it (an http(s) URL or a runtime ARN), else ``ValueError``.
+
+    Checked before anything is asked: ``127.0.0.1:8080`` would otherwise fail deep inside httpx.
+    """
+    if endpoint.startswith("arn:"):
+        from agentcore_app.ws_client import runtime_region
+
+        runtime_region(endpoint)  # ValueError when it is not an AgentCore runtime ARN
+        return endpoint
+    if not endpoint.startswith(("http://", "https://")) or not endpoint.split("://", 1)[1].strip("/"):
+        raise ValueError(
+            f"--endpoint-url {endpoint!r}: use an agent app's http://host:port or an AgentCore runtime "
+            "ARN (arn:aws:bedrock-agentcore:...)"
+        )
+    return endpoint
+
+
+def _reason(exc: BaseException) -> str:
+    said = str(exc).strip()
+    return f"{type(exc).__name__}: {said}" if said else type(exc).__name__
 
 
 def add_arguments(
@@ -139,17 +168,25 @@ class Delivery:
         voice: str | None,
         session_id: str | None = None,
     ) -> TurnRecord:
-        """One turn, delivered this way."""
-        return await run_turn(
-            endpoint,
-            prompt,
-            mode,
-            http_client=http_client,
-            voice=voice,
-            session_id=session_id,
-            transport=self.transport,
-            audio_format=self.audio_format,
-        )
+        """One turn, delivered this way; :class:`TargetError` when the endpoint cannot be talked to."""
+        from httpx_sse import SSEError
+        from websockets.exceptions import WebSocketException
+
+        try:
+            return await run_turn(
+                endpoint,
+                prompt,
+                mode,
+                http_client=http_client,
+                voice=voice,
+                session_id=session_id,
+                transport=self.transport,
+                audio_format=self.audio_format,
+            )
+        except (httpx.TransportError, SSEError, WebSocketException, OSError) as exc:
+            # Nothing listening, no scheme, not an agent app, a dropped connection: one line, not httpx's
+            # (or websockets') traceback. OSError: the WebSocket client's connection refused / timed out.
+            raise TargetError(f"{endpoint} did not answer ({_reason(exc)})") from exc
 
 
 async def collect(
@@ -175,11 +212,14 @@ def report(args: argparse.Namespace, records: list[TurnRecord], target: str) -> 
     out_dir: Path = args.out_dir
     print()
     print(f"prompt: {args.prompt}")
-    print(f"answer: {records[0].text.strip()}")
+    for line in answer_lines(records):
+        print(line)
     print()
     print(table(records))
-    print()
-    print(speedup_line(records))
+    compared = speedup_line(records)  # None when only one mode ran
+    if compared is not None:
+        print()
+        print(compared)
     for record in records:
         for error in record.summary()["errors"]:
             print(f"{record.mode}: {error.get('type')} {error.get('code')}: {error.get('message')}")
@@ -196,23 +236,30 @@ def report(args: argparse.Namespace, records: list[TurnRecord], target: str) -> 
 def run(args: argparse.Namespace, target: Target, label: str) -> int:
     """Collect and report; exit status 0 only when every turn produced audio (a silent demo failed).
 
-    2 (and nothing started) when the options contradict each other.
+    2 when the options contradict each other or the target URL cannot be one (nothing is asked then),
+    and when the target cannot be reached or does not answer as an agent app: one line, no traceback.
     """
     try:
         plan = conversation_plan(args)
+        if isinstance(target, str):
+            check_target(target)
     except ValueError as exc:
         print(f"agent-infra demo: {exc}", file=sys.stderr)
         return 2
-    if plan is None:
-        modes = chosen_modes(args)
-        records = asyncio.run(
-            collect(target, args.prompt, voice=args.voice, modes=modes, delivery=Delivery.of(args))
-        )
-        report(args, records, label)
-    else:
-        conversations = asyncio.run(converse(target, plan, voice=args.voice, delivery=Delivery.of(args)))
-        report_conversation(args, plan, conversations, label)
-        records = [record for turns in conversations.values() for record in turns]
+    try:
+        if plan is None:
+            modes = chosen_modes(args)
+            records = asyncio.run(
+                collect(target, args.prompt, voice=args.voice, modes=modes, delivery=Delivery.of(args))
+            )
+            report(args, records, label)
+        else:
+            conversations = asyncio.run(converse(target, plan, voice=args.voice, delivery=Delivery.of(args)))
+            report_conversation(args, plan, conversations, label)
+            records = [record for turns in conversations.values() for record in turns]
+    except TargetError as exc:
+        print(f"agent-infra demo: {exc}", file=sys.stderr)
+        return 2
     return 0 if all(r.first("audio_chunk") is not None for r in records) else 1
 
 
@@ -294,12 +341,10 @@ def report_conversation(
         for number, (bidi, batch) in enumerate(
             zip(conversations["bidi"], conversations["batch"], strict=True), 1
         ):
-            ratio = speedup(batch.summary()["first_audio_ms"], bidi.summary()["first_audio_ms"])
+            batch_ms, bidi_ms = batch.summary()["first_audio_ms"], bidi.summary()["first_audio_ms"]
+            ratio = speedup(batch_ms, bidi_ms)
             ratios.append(None if ratio is None else round(ratio, 2))
-            shown = (
-                "no audio in one of the modes" if ratio is None else f"bidi first audio {ratio:.1f}× sooner"
-            )
-            print(f"turn {number}: {shown}")
+            print(f"turn {number}: {comparison(batch_ms, bidi_ms)}")
     artifacts = {
         f"wav_{mode}": str(write_wav(concatenated(turns), out_dir / f"demo-{mode}.wav"))
         for mode, turns in conversations.items()

@@ -141,14 +141,37 @@ def table(records: Sequence[TurnRecord], *, labels: Sequence[str] | None = None)
     return "\n".join(lines)
 
 
-def speedup_line(records: Sequence[TurnRecord]) -> str:
+SAME_WITHIN = 0.05
+"""First audios within 5 % of each other read as "about the same": the one-decimal ratio would say 1.0×."""
+
+
+def comparison(batch_ms: float | None, bidi_ms: float | None) -> str:
+    """Bidi's first audio against batch's, in words: sooner (×), later, or about the same."""
+    ratio = speedup(batch_ms, bidi_ms)
+    if ratio is None or batch_ms is None or bidi_ms is None:
+        return "no audio in one of the modes, no ratio"
+    if ratio >= 1 + SAME_WITHIN:
+        return f"bidi first audio is {ratio:.1f}× sooner than batch"
+    both = f"{bidi_ms:,.0f} vs {batch_ms:,.0f} ms"
+    if ratio <= 1 / (1 + SAME_WITHIN):
+        return f"bidi first audio is later than batch ({both}: {1 / ratio:.1f}× as long)"
+    return f"bidi and batch first audio about the same ({both})"
+
+
+def speedup_line(records: Sequence[TurnRecord]) -> str | None:
+    """The comparison line, or None when one of the modes did not run (nothing to compare with)."""
     by_mode = {r.mode: r.summary() for r in records}
-    ratio = speedup(
-        by_mode.get("batch", {}).get("first_audio_ms"), by_mode.get("bidi", {}).get("first_audio_ms")
-    )
-    if ratio is None:
-        return "bidi vs batch: no audio in one of the modes, no ratio"
-    return f"bidi first audio is {ratio:.1f}× sooner than batch"
+    if "bidi" not in by_mode or "batch" not in by_mode:
+        return None
+    return comparison(by_mode["batch"]["first_audio_ms"], by_mode["bidi"]["first_audio_ms"])
+
+
+def answer_lines(records: Sequence[TurnRecord]) -> list[str]:
+    """Each mode's answer, labelled with its mode; one line when every mode said the same."""
+    answers = {record.mode: record.text.strip() or "(no text)" for record in records}
+    if len(answers) > 1 and len(set(answers.values())) == 1:
+        return [f"answer ({', '.join(answers)}): {next(iter(answers.values()))}"]
+    return [f"{mode} answer: {text}" for mode, text in answers.items()]
 
 
 def write_wav(record: TurnRecord, path: Path) -> Path:

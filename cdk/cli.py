@@ -27,7 +27,7 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, MutableMapping, Sequence
 from pathlib import Path
 
 from cdk.config import (
@@ -53,6 +53,10 @@ from cdk.tooling import (
 
 ACTIONS = ("deploy", "diff", "synth", "destroy")
 DEFAULT_OUTPUT = REPO_ROOT / "cdk" / "cdk.out"
+# jsii's node prints an 11-line banner per start on a node it no longer supports; the value lists the
+# majors to keep quiet about (20: the oldest the docs ask for, "Node.js 20+"). Both the in-process synth
+# and the CDK CLI's subprocess start node, so both get it from quiet_node().
+QUIET_NODE_ENV = {"JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20"}
 
 SPEECH_LEFT_BEHIND = """\
 Left in place on purpose (they hold data a redeploy reuses):
@@ -153,11 +157,19 @@ def agent_parser() -> argparse.ArgumentParser:
 
 
 def agent_infra(argv: Sequence[str]) -> int:
-    """``agent-infra deploy|diff|synth|destroy ...``."""
+    """``agent-infra deploy|diff|synth|destroy ...``: ``argv`` starts with the command word.
+
+    Each command gets a parser of its own (``prog`` ``agent-infra synth``...), so its ``--help`` and
+    its errors name the command, as ``speech-infra synth`` and ``agent-infra demo`` do.
+    """
+    action, rest = (argv[0], list(argv[1:])) if argv else ("", [])
+    if action not in ACTIONS:
+        argparse.ArgumentParser(prog="agent-infra").error(
+            f"unknown command {action!r} (choose from {', '.join(ACTIONS)})"
+        )
     parser = argparse.ArgumentParser(
-        prog="agent-infra", description="Deploy the speaking agent on AgentCore."
+        prog=f"agent-infra {action}", description=f"cdk {action} of the speaking agent's stacks on AgentCore."
     )
-    parser.add_argument("action", choices=ACTIONS)
     parser.add_argument(
         "--bedrock-model-id", required=True, help="e.g. us.anthropic.claude-haiku-4-5-20251001-v1:0"
     )
@@ -173,7 +185,8 @@ def agent_infra(argv: Sequence[str]) -> int:
     )
     _retention_argument(parser)
     _common_arguments(parser)
-    args = parser.parse_args(list(argv))
+    args = parser.parse_args(rest)
+    args.action = action
     context = {
         "kokoro:stacks": "agent",
         "kokoro:bedrock_model_id": args.bedrock_model_id,
@@ -248,6 +261,7 @@ def _run_agent(args: argparse.Namespace, context: dict[str, str]) -> int:
 
 def synth(context: dict[str, str], output: Path) -> int:
     """Synthesize in-process with cdk-nag; print the templates and the verdict."""
+    quiet_node(os.environ)  # read by the node that importing the CDK starts
     from cdk.app import build_app  # jsii starts node: import only when synthesizing
 
     app = build_app(context, outdir=str(output))
@@ -276,12 +290,18 @@ def run_cdk(
     if args.profile:
         command += ["--profile", args.profile]
     env = dict(os.environ)
+    quiet_node(env)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
-    env.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
     if args.region:
         env["AWS_REGION"] = env["AWS_DEFAULT_REGION"] = args.region
     print("+", " ".join(command), flush=True)
     return subprocess.run(command, cwd=REPO_ROOT / "cdk", env=env, check=False).returncode
+
+
+def quiet_node(env: MutableMapping[str, str]) -> None:
+    """Add :data:`QUIET_NODE_ENV` to ``env`` (``os.environ`` or a child's), where the user set nothing."""
+    for key, value in QUIET_NODE_ENV.items():
+        env.setdefault(key, value)
 
 
 def _fill_weights(config: SpeechConfig) -> None:

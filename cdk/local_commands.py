@@ -10,6 +10,10 @@ commands, so ``speech-infra`` and ``agent-infra deploy`` never load strands or t
   the app's URL to :mod:`agentcore_app.demo` and tears everything down afterwards.
 - ``serve``: the browser voice player with the model server (unless ``--speech-endpoint`` names a running
   one) and the agent app behind it, on 127.0.0.1, until Ctrl-C.
+
+Both stop with one line and exit status 2, as ``python -m agentcore_app`` does, when a setting is one the
+app cannot use (checked before anything starts) or a piece of the stack does not come up
+(:class:`cdk.local_stack.LaunchError`, which quotes the model server's log).
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import argparse
 import asyncio
 import contextlib
 import sys
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
 
 # What a local stack needs besides the demo's own report modules (the model server runs on this Python).
@@ -59,25 +63,77 @@ async def _local_target(args: argparse.Namespace) -> AsyncIterator[str]:
 
 
 def demo_main(args: argparse.Namespace) -> int:
-    """``agent-infra demo``: exit status 0 only when both modes produced audio; 2 when extras are missing."""
+    """``agent-infra demo``: exit status 0 only when both modes produced audio; 2 when extras are missing,
+    a setting is unusable or the local stack does not come up."""
     from agentcore_app import demo
 
     if args.endpoint_url:
         if demo.refuse_missing(demo.REQUIRED_MODULES):
             return 2
-        return demo.run(args, args.endpoint_url, args.endpoint_url)
+        return reported("agent-infra demo", lambda: demo.run(args, args.endpoint_url, args.endpoint_url))
     needed = [*demo.REQUIRED_MODULES, *LOCAL_MODULES]
     if args.model == "local":
         needed += LOCAL_LLM_MODULES
     if demo.refuse_missing(needed):
         return 2
-    return demo.run(args, _local_target(args), f"local ({args.model})")
+
+    def run_locally() -> int:
+        check_settings(args.model)
+        return demo.run(args, _local_target(args), f"local ({args.model})")
+
+    return reported("agent-infra demo", run_locally)
+
+
+def check_settings(model: str, speech_endpoint: str | None = None) -> None:
+    """Raise the app's setting error now, before weights, a model server or the LLM are started.
+
+    Importing ``agentcore_app.app`` builds its module-level app, which checks the environment's
+    settings (tools, conversations); the arguments are checked as the app will read them.
+    """
+    import agentcore_app.app  # noqa: F401  (imported for the check its module-level app makes)
+    from agentcore_app.models import parse_model_spec
+    from strands_kokoro.sessions import check_endpoint
+
+    parse_model_spec(model)
+    if speech_endpoint is not None:
+        check_endpoint(speech_endpoint)
+
+
+def reported(prog: str, run: Callable[[], int]) -> int:
+    """``run()``; a setting the app cannot use, a piece that did not come up or a target that did not
+    answer becomes one line per failure on stderr and exit status 2, as ``python -m agentcore_app`` does.
+
+    ``except*``: a failure inside the local stack's task group arrives wrapped in an exception group.
+    """
+    from agentcore_app.demo import TargetError
+    from agentcore_app.setting_errors import SETTING_ERRORS
+    from cdk.local_stack import LaunchError
+
+    known: tuple[type[Exception], ...] = (LaunchError, TargetError, *SETTING_ERRORS)
+    failures: list[BaseException] = []
+    try:
+        return run()
+    except* known as group:
+        failures = list(_leaves(group))
+    for failure in failures:
+        print(f"{prog}: {failure}", file=sys.stderr)
+    return 2
+
+
+def _leaves(group: BaseExceptionGroup[BaseException]) -> Iterator[BaseException]:
+    for exc in group.exceptions:
+        if isinstance(exc, BaseExceptionGroup):
+            yield from _leaves(exc)
+        else:
+            yield exc
 
 
 # ------------------------------------------------------------------------------------------- serve
 
 
 def serve_parser() -> argparse.ArgumentParser:
+    from cdk.local_stack import MODEL_SERVER_ENGINES
+
     parser = argparse.ArgumentParser(
         prog="agent-infra serve", description="Serve the browser voice player with a local agent stack."
     )
@@ -92,7 +148,12 @@ def serve_parser() -> argparse.ArgumentParser:
         default=None,
         help="use this running model server (ws://host:port, ...) instead of starting one",
     )
-    parser.add_argument("--engine", default="onnx", help="engine of the started model server (onnx|torch)")
+    parser.add_argument(
+        "--engine",
+        choices=MODEL_SERVER_ENGINES,
+        default="onnx",
+        help="engine of the started model server (default onnx; auto: torch when CUDA is available)",
+    )
     parser.add_argument("--threads", type=int, default=None, help="inference threads of the model server")
     parser.add_argument(
         "--cors-origin",
@@ -143,8 +204,13 @@ async def serve(args: argparse.Namespace) -> None:
 
 
 def serve_main(argv: Sequence[str] | None = None) -> int:
-    """``agent-infra serve``; returns the exit status."""
+    """``agent-infra serve``; returns the exit status (2: an unusable setting, a piece that did not start)."""
     args = serve_parser().parse_args(argv)
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(serve(args))
-    return 0
+
+    def run() -> int:
+        check_settings(args.model, args.speech_endpoint)
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(serve(args))
+        return 0
+
+    return reported("agent-infra serve", run)

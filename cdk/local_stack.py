@@ -41,6 +41,7 @@ MODEL_SERVER_READY_TIMEOUT_S = 600.0
 MODEL_SERVER_STOP_TIMEOUT_S = 10.0
 PING_PATH = "/ping"  # the SageMaker container contract: 200 once the model is loaded and warmed
 PING_POLL_S = 0.2
+MAX_LOG_LINE = 300  # a child's last words in a LaunchError: one terminal line or two, not a page
 # The weight cache the model server reads by default; the int8 onnx export is what the CPU engine needs.
 WEIGHTS_FETCH_ARGS = ("-m", "tts_container.weights_cli", "fetch", "--part", "onnx")
 
@@ -102,6 +103,11 @@ class ModelServerProcess:
         return f"ws://127.0.0.1:{self.port}"
 
 
+# What ``python -m tts_container --engine`` accepts (a test pins it to the model server's own list; cdk
+# reaches the model server only through its command line).
+MODEL_SERVER_ENGINES = ("onnx", "torch", "auto")
+
+
 def model_server_command(
     port: int, *, engine: str = "onnx", threads: int | None = None, extra_args: Sequence[str] = ()
 ) -> list[str]:
@@ -145,20 +151,56 @@ def wait_until_ready(
 
     Both our servers answer the SageMaker/AgentCore ``/ping`` contract, so this serves either child.
     ``abandoned`` lets an async caller that was cancelled stop this (threaded) wait at the next poll.
+    A model server that could not load its engine answers ``{"status": "failed"}`` and never gets
+    better, so that fails at once too. Each failure is one line, ending with what the child's log said
+    last.
     """
     stop = abandoned if abandoned is not None else threading.Event()
-    where = "" if log_path is None else f"; see {log_path}"
     deadline = time.monotonic() + timeout_s
     while not stop.is_set():
         code = process.poll()
         if code is not None:
-            raise LaunchError(f"{name} exited with {code} before /ping answered{where}")
-        with contextlib.suppress(httpx.HTTPError):
-            if httpx.get(base_url + PING_PATH, timeout=1.0).status_code == 200:
-                return
+            raise LaunchError(f"{name} exited with {code} before /ping answered{_told(log_path)}")
+        status = _ping(base_url)
+        if status == 200:
+            return
+        if status == "failed":
+            raise LaunchError(f"{name} could not load its engine{_told(log_path)}")
         if time.monotonic() >= deadline:
-            raise LaunchError(f"{name} did not answer /ping within {timeout_s:.0f} s{where}")
+            raise LaunchError(f"{name} did not answer /ping within {timeout_s:.0f} s{_told(log_path)}")
         stop.wait(PING_POLL_S)
+
+
+def _ping(base_url: str) -> int | str | None:
+    """GET /ping: its HTTP status, ``"failed"`` for a model server that gave up loading, None if no answer."""
+    try:
+        answer = httpx.get(base_url + PING_PATH, timeout=1.0)
+        if answer.status_code == 503 and answer.json().get("status") == "failed":
+            return "failed"
+    except (httpx.HTTPError, ValueError, AttributeError):  # not up yet; an answer that is not our JSON
+        return None
+    return answer.status_code
+
+
+def last_log_line(log_path: Path) -> str | None:
+    """The last line of a child's log that says something: not blank, not a traceback's indented frame.
+
+    After a traceback that is the exception itself; after argparse, its ``error:`` line.
+    """
+    try:
+        lines = log_path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    said = [line.strip() for line in lines if line.strip() and not line[:1].isspace()]
+    return said[-1][:MAX_LOG_LINE] if said else None
+
+
+def _told(log_path: Path | None) -> str:
+    """``: <the log's last line>; see <log>`` for a failure message, or nothing without a log."""
+    if log_path is None:
+        return ""
+    last = last_log_line(log_path)
+    return f": {last}; see {log_path}" if last else f"; see {log_path}"
 
 
 def stop_model_server(server: ModelServerProcess, timeout_s: float = MODEL_SERVER_STOP_TIMEOUT_S) -> None:

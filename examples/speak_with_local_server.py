@@ -16,7 +16,9 @@ Then:
 
 The model defaults to the offline SmolLM2 (``--model local``); ``--model bedrock:<model-id>`` or
 ``--model openai:<base-url>#<model>`` use a real provider. Text is printed as it streams; the audio
-(24 kHz mono PCM) is written to a WAV file with the standard library's ``wave``.
+(24 kHz mono PCM) is written to a WAV file (default ``answer.wav`` here) with the standard library's
+``wave``, once the turn has produced some: a turn that failed, or spoke nothing, leaves no file behind
+and exits with status 1.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import sys
 import wave
 
 from strands import Agent
@@ -32,26 +35,41 @@ from agentcore_app.models import create_model, model_setting
 from strands_kokoro import KokoroSpeech
 
 
-async def main(prompt: str, endpoint: str, model: str, mode: str, out: str) -> None:
+def _ms(value: float | None, missing: str) -> str:
+    return missing if value is None else f"{value:,.0f} ms"
+
+
+async def main(prompt: str, endpoint: str, model: str, mode: str, out: str) -> int:
+    """Speak one answer; 0 when it was written to ``out``, 1 when the turn failed or produced no audio."""
     speech = KokoroSpeech(endpoint=endpoint, mode=mode)  # type: ignore[arg-type]
     agent = Agent(model=create_model(model_setting(model)), hooks=[speech], callback_handler=None)
+    audio = bytearray()
+    failed = False
+    async for event in speech.stream(agent, prompt):
+        match event["type"]:
+            case "text_delta":
+                print(event["text"], end="", flush=True)
+            case "audio_chunk":
+                audio += base64.b64decode(event["audio"])
+            case "speech_error" | "error":
+                print(f"\n[{event['type']}: {event['code']}] {event['message']}", file=sys.stderr)
+                failed = failed or event["type"] == "error"  # a speech_error still lets the text go on
+            case "agent_end":
+                first_text = _ms(event["first_text_ms"], "no text")
+                first_audio = _ms(event["first_audio_ms"], "no audio")
+                print(f"\n\nfirst text: {first_text}, first audio: {first_audio}")
+                print(f"{event['audio_ms'] / 1000:.1f} s of audio in {event['total_ms'] / 1000:.1f} s")
+    if failed or not audio:
+        why = "failed" if failed else "produced no audio"
+        print(f"the turn {why}: {out} not written", file=sys.stderr)
+        return 1
     with wave.open(out, "wb") as wav:
         wav.setnchannels(1)
         wav.setsampwidth(2)
         wav.setframerate(24_000)
-        async for event in speech.stream(agent, prompt):
-            match event["type"]:
-                case "text_delta":
-                    print(event["text"], end="", flush=True)
-                case "audio_chunk":
-                    wav.writeframes(base64.b64decode(event["audio"]))
-                case "speech_error" | "error":
-                    print(f"\n[{event['type']}: {event['code']}] {event['message']}")
-                case "agent_end":
-                    audio_s, total_s = event["audio_ms"] / 1000, event["total_ms"] / 1000
-                    first_text, first_audio = event["first_text_ms"], event["first_audio_ms"]
-                    print(f"\n\nfirst text {first_text} ms, first audio {first_audio} ms")
-                    print(f"{audio_s:.1f} s of audio in {total_s:.1f} s -> {out}")
+        wav.writeframes(bytes(audio))
+    print(f"-> {out}")
+    return 0
 
 
 if __name__ == "__main__":
@@ -62,4 +80,4 @@ if __name__ == "__main__":
     parser.add_argument("--mode", choices=("bidi", "batch"), default="bidi")
     parser.add_argument("--out", default="answer.wav", help="WAV file for the spoken answer")
     args = parser.parse_args()
-    asyncio.run(main(args.prompt, args.endpoint, args.model, args.mode, args.out))
+    sys.exit(asyncio.run(main(args.prompt, args.endpoint, args.model, args.mode, args.out)))

@@ -165,8 +165,11 @@ class SpeechTurn:
                 if isinstance(event, dict) and "result" in event:
                     self.result = event["result"]
         except Exception as exc:
-            # Never str(exc): it can carry internals (or a bare key) that look like a message.
-            logger.warning("agent turn %s failed", self.request_id, exc_info=True)
+            # Never str(exc) in the event: it can carry internals (or a bare key) that look like a message.
+            # The log says what failed in one line (a missing credential is not a bug: no traceback at the
+            # default level); the traceback is there for whoever turns DEBUG on.
+            logger.warning("agent turn %s failed: %s: %s", self.request_id, type(exc).__name__, exc)
+            logger.debug("agent turn %s failed", self.request_id, exc_info=True)
             self._state.output.emit(error("agent_failed", f"the agent turn failed ({type(exc).__name__})"))
         finally:
             self._state.inbox.put_nowait(INPUT_ENDED)  # the tap's last model call end is queued before it

@@ -18,6 +18,7 @@ from strands_kokoro.serving.uvicorn_protocol import uvicorn_settings
 from tts_container import metrics
 from tts_container.app import HEADERS_TIMED_OUT, create_app
 from tts_container.engines.base import Engine
+from tts_container.engines.loader import ENGINE_NAMES
 
 # Frames above this size are refused by the WebSocket layer itself (close code 1009); frames between
 # the protocol's MAX_MESSAGE_BYTES and this get a coded `message_too_large` error and the session goes on.
@@ -33,12 +34,13 @@ SERVER_OPTIONS: dict[str, Any] = {**WS_OPTIONS, **uvicorn_settings(HEADERS_TIMED
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m tts_container", description=__doc__)
+    # The docstring without its reST quotes: argparse shows the description as plain text.
+    parser = argparse.ArgumentParser(prog="python -m tts_container", description=__doc__.replace("``", ""))
     parser.add_argument("--host", default="127.0.0.1", help="interface to bind (default: %(default)s)")
     parser.add_argument("--port", type=int, default=8080, help="port to bind (default: %(default)s)")
     parser.add_argument(
         "--engine",
-        choices=("onnx", "torch", "auto"),
+        choices=ENGINE_NAMES,
         default="auto",
         help="inference engine; auto picks torch when CUDA is available, else onnx (default: %(default)s)",
     )
@@ -50,6 +52,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         metavar="ORIGIN",
         help="a browser origin (scheme://host[:port]) allowed to open a WebSocket session; repeatable. "
         "Any other Origin is refused (SageMaker and the Python clients send none)",
+    )
+    parser.add_argument(
+        "--idle-calibration",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="on a CPU, fit each voice requested for streaming in the server's idle time (default: on; "
+        "off: voices other than af_heart are rendered whole, their first audio after the whole sentence)",
     )
     return parser.parse_args(argv)
 
@@ -65,7 +74,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     metrics.configure()
-    app = create_app(functools.partial(_load, args.engine, args.threads), allowed_origins=args.allow_origin)
+    app = create_app(
+        functools.partial(_load, args.engine, args.threads),
+        allowed_origins=args.allow_origin,
+        idle_calibration=args.idle_calibration,
+    )
     uvicorn.run(app, host=args.host, port=args.port, log_level="info", **SERVER_OPTIONS)
 
 

@@ -41,6 +41,7 @@ __all__ = [
     "SynthesisStarted",
     "SynthesizeRequest",
     "WordTimings",
+    "check_endpoint",
     "open_session",
 ]
 
@@ -48,6 +49,7 @@ _SAGEMAKER_MODULES = {
     "sagemaker": "strands_kokoro.sessions.sagemaker",
     "sagemaker-batch": "strands_kokoro.sessions.sagemaker_batch",
 }
+ENDPOINT_SCHEMES: tuple[str, ...] = ("ws", "wss", "http", "https", *_SAGEMAKER_MODULES)
 
 
 class EndpointError(CodedError, ValueError):
@@ -64,13 +66,33 @@ def parse_sagemaker_endpoint(endpoint: str) -> tuple[str, dict[str, str]]:
     return name, dict(parse_qsl(query))
 
 
+def check_endpoint(endpoint: str) -> str:
+    """The scheme that picks ``endpoint``'s session; an :class:`EndpointError` when none would open it.
+
+    Why apart from :func:`open_session`: it connects nothing and imports nothing, so an app checks its
+    setting when it starts (``unknown_endpoint_scheme``, or ``bad_endpoint`` for a SageMaker endpoint
+    without a name) instead of failing its first turn. Options a session may refuse are checked only
+    when it is built, by the session's own module.
+    """
+    scheme = endpoint.partition(":")[0].lower() if ":" in endpoint else ""
+    if scheme not in ENDPOINT_SCHEMES:
+        raise EndpointError(
+            "unknown_endpoint_scheme",
+            f"cannot open {endpoint!r}: expected ws://, wss://, http://, https://, sagemaker:<name> "
+            "or sagemaker-batch:<name>",
+        )
+    if scheme in _SAGEMAKER_MODULES:
+        parse_sagemaker_endpoint(endpoint)
+    return scheme
+
+
 def open_session(endpoint: str, **options: Any) -> SpeechSession:
     """Build the session for ``endpoint`` (not yet connected: use it as ``async with``).
 
     ``options`` go to the chosen session's constructor (e.g. ``open_timeout`` for WebSockets,
     ``timeout`` for HTTP); for SageMaker endpoints the query string (``region=...``) is merged in.
     """
-    scheme = endpoint.partition(":")[0].lower() if ":" in endpoint else ""
+    scheme = check_endpoint(endpoint)
     if scheme in ("ws", "wss"):
         from strands_kokoro.sessions.ws import WebSocketSession
 
@@ -79,27 +101,22 @@ def open_session(endpoint: str, **options: Any) -> SpeechSession:
         from strands_kokoro.sessions.http import HttpSession
 
         return HttpSession(endpoint, **options)
-    if scheme in _SAGEMAKER_MODULES:
-        name, query = parse_sagemaker_endpoint(endpoint)
-        try:
-            module = importlib.import_module(_SAGEMAKER_MODULES[scheme])
-        except ImportError as exc:
-            raise EndpointError(
-                "missing_dependency",
-                f"{scheme}: endpoints need the 'sagemaker' extra (pip install 'strands-kokoro[sagemaker]')",
-            ) from exc
-        try:
-            session: SpeechSession = module.session_for(name, **{**query, **options})
-        except TypeError as exc:
-            if not query:
-                raise
-            # ``?regoin=...``: a typo in the endpoint string is the user's, not a bug; say which options.
-            raise EndpointError(
-                "bad_endpoint_option", f"{scheme}: endpoints take no option among {', '.join(sorted(query))}"
-            ) from exc
-        return session
-    raise EndpointError(
-        "unknown_endpoint_scheme",
-        f"cannot open {endpoint!r}: expected ws://, wss://, http://, https://, sagemaker:<name> "
-        "or sagemaker-batch:<name>",
-    )
+    # Whatever else passed the check is a SageMaker endpoint.
+    name, query = parse_sagemaker_endpoint(endpoint)
+    try:
+        module = importlib.import_module(_SAGEMAKER_MODULES[scheme])
+    except ImportError as exc:
+        raise EndpointError(
+            "missing_dependency",
+            f"{scheme}: endpoints need the 'sagemaker' extra (pip install 'strands-kokoro[sagemaker]')",
+        ) from exc
+    try:
+        session: SpeechSession = module.session_for(name, **{**query, **options})
+    except TypeError as exc:
+        if not query:
+            raise
+        # ``?regoin=...``: a typo in the endpoint string is the user's, not a bug; say which options.
+        raise EndpointError(
+            "bad_endpoint_option", f"{scheme}: endpoints take no option among {', '.join(sorted(query))}"
+        ) from exc
+    return session

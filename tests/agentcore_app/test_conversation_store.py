@@ -63,11 +63,22 @@ def test_settings_from_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path
         ({IDLE_ENV: "-1"}, "positive number of seconds"),
         ({CONVERSATIONS_ENV: "s3://Bad_Bucket/x"}, "is not an S3 bucket name"),
         ({CONVERSATIONS_ENV: "https://example.com/x"}, "use a directory, s3://<bucket>/<prefix> or 'off'"),
+        ({CONVERSATIONS_ENV: "s3:/bad"}, "s3: takes two slashes"),
+        ({CONVERSATIONS_ENV: "S3://bucket"}, "s3:// is written in lower case"),
+        ({CONVERSATIONS_ENV: "file:///tmp/x"}, "use a directory, s3://<bucket>/<prefix> or 'off'"),
+        ({CONVERSATIONS_ENV: "convs:today"}, "a directory whose name has a colon is written ./convs:today"),
     ],
 )
 def test_bad_settings_are_refused_when_the_app_is_built(env: dict[str, str], says: str) -> None:
-    with pytest.raises(ConversationSettingError, match=re.escape(says)):
+    with pytest.raises(ConversationSettingError, match=re.escape(says)) as refused:
         ConversationSettings.from_env(env)
+    where = CONVERSATIONS_ENV in env
+    assert refused.value.code == ("bad_conversations_location" if where else "bad_conversation_setting")
+
+
+def test_a_directory_with_a_colon_is_still_a_directory() -> None:
+    assert parse_location("./convs:today") == Path("convs:today")
+    assert parse_location("/var/lib/convs:today") == Path("/var/lib/convs:today")
 
 
 def test_a_conversation_kept_in_s3_as_deployed_remembers(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -112,6 +112,27 @@ def test_the_classic_demo_sends_no_session(tmp_path: Path) -> None:
     assert code == 0 and asked == [("bidi", None, "hi"), ("batch", None, "hi")]
 
 
+def test_the_classic_demo_prints_each_modes_answer(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The canned app numbers its answers, so the two modes' answers differ: both are shown, labelled."""
+    code, _ = run_demo(["--prompt", "hi"], tmp_path)
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "bidi answer: Answer 1." in out and "batch answer: Answer 2." in out
+    assert "\nanswer: " not in out
+
+
+def test_one_mode_prints_no_comparison_with_the_mode_that_did_not_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, asked = run_demo(["--prompt", "hi", "--mode", "bidi"], tmp_path)
+    out = capsys.readouterr().out
+    assert code == 0 and [mode for mode, _, _ in asked] == ["bidi"]
+    assert "bidi answer: Answer 1." in out
+    assert "batch" not in out and "no ratio" not in out
+
+
 def test_prompt_and_turns_exclude_each_other(tmp_path: Path) -> None:
     with pytest.raises(SystemExit):
         parse(["--prompt", "x", "--turns", "a"], tmp_path)

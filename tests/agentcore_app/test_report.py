@@ -11,7 +11,16 @@ from pathlib import Path
 import pytest
 
 from agentcore_app.client import TimedEvent, TurnRecord
-from agentcore_app.report import cut_pauses_ms, speedup_line, stall_ms, table, write_timeline, write_wav
+from agentcore_app.report import (
+    answer_lines,
+    comparison,
+    cut_pauses_ms,
+    speedup_line,
+    stall_ms,
+    table,
+    write_timeline,
+    write_wav,
+)
 
 
 def _chunk(at_ms: float, audio_ms: float, seq: int = 0) -> TimedEvent:
@@ -54,6 +63,36 @@ def test_table_and_ratio_line() -> None:
     assert speedup_line([bidi, batch]) == "bidi first audio is 5.0× sooner than batch"
     silent = TurnRecord(mode="batch")
     assert "no ratio" in speedup_line([bidi, silent])
+
+
+@pytest.mark.parametrize(
+    ("batch_ms", "bidi_ms", "says"),
+    [
+        (2000.0, 400.0, "bidi first audio is 5.0× sooner than batch"),
+        (1000.0, 1250.0, "bidi first audio is later than batch (1,250 vs 1,000 ms: 1.2× as long)"),
+        (1000.0, 1000.0, "bidi and batch first audio about the same (1,000 vs 1,000 ms)"),
+        (1000.0, 1030.0, "bidi and batch first audio about the same (1,030 vs 1,000 ms)"),
+        (1000.0, None, "no audio in one of the modes, no ratio"),
+    ],
+)
+def test_the_comparison_says_sooner_later_or_about_the_same(
+    batch_ms: float, bidi_ms: float | None, says: str
+) -> None:
+    assert comparison(batch_ms, bidi_ms) == says
+
+
+def test_no_comparison_line_when_only_one_mode_ran() -> None:
+    assert speedup_line([_record("bidi", [(400, 900)])]) is None
+    later = speedup_line([_record("bidi", [(900, 900)]), _record("batch", [(600, 900)])])
+    assert later is not None and "later than batch" in later and "sooner" not in later
+
+
+def test_each_modes_answer_is_labelled() -> None:
+    bidi, batch = _record("bidi", [(400, 900)]), _record("batch", [(900, 900)])
+    assert answer_lines([bidi, batch]) == ["answer (bidi, batch): Hi."]
+    batch.add(TimedEvent(950.0, {"type": "text_delta", "seq": 1, "text": "There."}))
+    assert answer_lines([bidi, batch]) == ["bidi answer: Hi.", "batch answer: Hi. There."]
+    assert answer_lines([TurnRecord(mode="bidi")]) == ["bidi answer: (no text)"]
 
 
 def test_wav_and_timeline_are_written(tmp_path: Path) -> None:

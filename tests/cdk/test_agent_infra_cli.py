@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import types
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from cdk import cli
+from cdk.local_stack import free_port
 
 AGENT_INFRA = str(Path(sys.executable).parent / "agent-infra")
 
@@ -55,3 +57,94 @@ def test_serve_is_delegated_with_fake_local_commands_module(monkeypatch: pytest.
     monkeypatch.setitem(sys.modules, "cdk.local_commands", fake)
     assert cli.agent_main(["serve", "--local", "--port", "9000"]) == 3
     assert calls == [["--local", "--port", "9000"]]
+
+
+# --------------------------------------------------------------------- what a newcomer sees go wrong
+
+
+def _run(
+    *argv: str, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(list(argv), capture_output=True, text=True, timeout=240, env=env, cwd=cwd)
+
+
+def _one_line(result: subprocess.CompletedProcess[str]) -> str:
+    """The whole of stderr, which must be one line (and no traceback)."""
+    lines = result.stderr.strip().splitlines()
+    assert "Traceback" not in result.stderr and len(lines) == 1, result.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize("command", ["deploy", "diff", "synth", "destroy"])
+def test_each_cdk_command_names_itself_in_its_help_and_its_errors(command: str) -> None:
+    shown = _run(AGENT_INFRA, command, "--help")
+    assert shown.returncode == 0 and shown.stdout.startswith(f"usage: agent-infra {command} [-h]")
+    refused = _run(AGENT_INFRA, command)  # --bedrock-model-id is required
+    assert refused.returncode == 2
+    assert f"agent-infra {command}: error: the following arguments are required" in refused.stderr
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [AGENT_INFRA, "synth", "--bedrock-model-id", "X"],
+        [str(Path(sys.executable).parent / "speech-infra"), "synth", "kokoro-82m", "--weights-dir", "none"],
+    ],
+    ids=["agent", "speech"],
+)
+def test_the_in_process_synth_prints_no_node_end_of_life_banner(argv: list[str], tmp_path: Path) -> None:
+    """Both settings fail once the CDK (and so node) has started: the banner would be printed by then.
+
+    The banner silenced is node 20's (cli.QUIET_NODE_ENV); another node prints its own, or none.
+    """
+    env = {k: v for k, v in os.environ.items() if k != "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION"}
+    result = _run(*argv, "--output", str(tmp_path / "out"), env=env, cwd=tmp_path)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "Node 20 is end-of-life" not in result.stdout + result.stderr
+    assert _one_line(result).startswith("error: ")
+
+
+@pytest.mark.parametrize(
+    ("transport", "says"),
+    [("sse", "ConnectError"), ("ws", "ConnectionRefusedError")],
+)
+def test_demo_against_nothing_listening_is_one_line_naming_the_url(
+    transport: str, says: str, tmp_path: Path
+) -> None:
+    url = f"http://127.0.0.1:{free_port()}"
+    result = _run(
+        AGENT_INFRA, "demo", "--endpoint-url", url, "--transport", transport, "--out-dir", str(tmp_path)
+    )
+    assert result.returncode == 2
+    last = result.stderr.strip().splitlines()[-1]  # after the "bidi: asking ..." progress line
+    assert "Traceback" not in result.stderr
+    assert last.startswith(f"agent-infra demo: {url} did not answer (") and says in last
+    assert not any(tmp_path.iterdir())  # nothing reported, nothing written
+
+
+def test_demo_endpoint_url_without_a_scheme_is_refused_before_anything_is_asked(tmp_path: Path) -> None:
+    result = _run(AGENT_INFRA, "demo", "--endpoint-url", "127.0.0.1:8080", "--out-dir", str(tmp_path))
+    assert result.returncode == 2
+    assert _one_line(result).startswith("agent-infra demo: --endpoint-url '127.0.0.1:8080': use ")
+
+
+@pytest.mark.parametrize("command", ["demo --local", "serve"])
+def test_an_unusable_model_setting_stops_the_launcher_in_one_line(command: str, tmp_path: Path) -> None:
+    """Checked before the weights, the model server or the LLM start (as python -m agentcore_app does)."""
+    argv = [AGENT_INFRA, *command.split(), "--model", "nope:x"]
+    argv += ["--out-dir", str(tmp_path)] if command.startswith("demo") else ["--log-dir", str(tmp_path)]
+    result = _run(*argv)
+    assert result.returncode == 2
+    line = _one_line(result)
+    assert line.startswith(f"agent-infra {command.split()[0]}: unknown model setting 'nope:x'")
+    assert not any(tmp_path.iterdir())  # no model server was started (it would have logged here)
+
+
+def test_serve_offers_the_engines_the_model_server_takes() -> None:
+    from cdk.local_commands import serve_parser
+    from tts_container.engines.loader import ENGINE_NAMES
+
+    (engine,) = [a for a in serve_parser()._actions if a.dest == "engine"]
+    assert tuple(engine.choices or ()) == ENGINE_NAMES
+    result = _run(AGENT_INFRA, "serve", "--engine", "bogus")
+    assert result.returncode == 2 and "argument --engine: invalid choice: 'bogus'" in result.stderr

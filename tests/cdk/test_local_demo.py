@@ -10,6 +10,7 @@ ports, and hands the app's URL to :mod:`agentcore_app.demo`.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import wave
@@ -44,7 +45,14 @@ def test_demo_local_writes_wavs_png_and_json(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "time to first audio" in result.stdout
-    assert "bidi first audio is" in result.stdout and "× sooner than batch" in result.stdout
+    # The comparison line, whichever way this run went (speed is the benchmarks' business, not a test's):
+    compared = re.search(
+        r"bidi first audio is [\d.]+× sooner than batch|bidi first audio is later than batch \(|"
+        r"bidi and batch first audio about the same \(",
+        result.stdout,
+    )
+    assert compared is not None, result.stdout
+    assert "bidi answer:" in result.stdout or "answer (bidi, batch):" in result.stdout
 
     numbers = json.loads(json_path.read_text())
     assert set(numbers["modes"]) == {"bidi", "batch"}

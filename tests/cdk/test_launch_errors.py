@@ -1,0 +1,114 @@
+"""A piece of the local stack that does not come up is one line that quotes its log, and exit status 2.
+
+:func:`cdk.local_stack.wait_until_ready` raises :class:`~cdk.local_stack.LaunchError` with the last line of
+the child's log that says something; :func:`cdk.local_commands.reported` turns it (and the app's setting
+errors, also from inside the stack's task group) into one line on stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from cdk.local_commands import reported
+from cdk.local_stack import LaunchError, last_log_line, start_model_server, wait_until_ready
+
+TRACEBACK_LOG = """\
+2026-01-01 12:00:00 INFO uvicorn.error: Uvicorn running on http://127.0.0.1:8080
+2026-01-01 12:00:01 ERROR tts_container.app: loading the engine failed; /ping stays 503
+Traceback (most recent call last):
+  File "/x/tts_container/app.py", line 169, in _load_and_warm
+    engine = await state.pool.run(load_engine)
+             ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+FileNotFoundError: [Errno 2] No such file or directory: 'kokoro-v1.0.int8.onnx'
+
+"""
+
+
+def test_the_last_meaningful_log_line_is_the_exception_after_a_traceback(tmp_path: Path) -> None:
+    log = tmp_path / "model_server.log"
+    log.write_text(TRACEBACK_LOG)
+    assert (
+        last_log_line(log)
+        == "FileNotFoundError: [Errno 2] No such file or directory: 'kokoro-v1.0.int8.onnx'"
+    )
+    assert last_log_line(tmp_path / "absent.log") is None
+
+
+def test_a_model_server_that_exits_before_ping_is_one_line_with_its_own_words(tmp_path: Path) -> None:
+    """The real ``python -m tts_container`` refusing its arguments (as ``serve --engine bogus`` once did)."""
+    log = tmp_path / "model_server.log"
+    with pytest.raises(LaunchError) as refused:
+        start_model_server("--engine", "bogus", log_path=log, ready_timeout_s=120)
+    message = str(refused.value)
+    assert "\n" not in message
+    assert message.startswith("model server exited with 2 before /ping answered: ")
+    assert "argument --engine: invalid choice: 'bogus'" in message and message.endswith(f"; see {log}")
+
+
+class _FailedPing(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        body = json.dumps({"status": "failed"}).encode()
+        self.send_response(503)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def failed_ping() -> Iterator[str]:
+    """What a model server that could not load its engine answers on /ping, forever."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _FailedPing)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_model_server_that_failed_to_load_fails_at_once_not_after_the_timeout(
+    failed_ping: str, tmp_path: Path
+) -> None:
+    log = tmp_path / "model_server.log"
+    log.write_text(TRACEBACK_LOG)
+    alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        with pytest.raises(LaunchError, match="could not load its engine: FileNotFoundError: ") as refused:
+            wait_until_ready(alive, failed_ping, 600, log_path=log)
+    finally:
+        alive.kill()
+        alive.wait()
+    assert "\n" not in str(refused.value)
+
+
+@pytest.mark.parametrize("wrapped", [False, True], ids=["plain", "in-a-task-group"])
+def test_a_launch_error_is_one_line_and_exit_status_2(
+    wrapped: bool, capsys: pytest.CaptureFixture[str]
+) -> None:
+    failure = LaunchError("model server exited with 2 before /ping answered: boom; see x.log")
+
+    def run() -> int:
+        raise ExceptionGroup("unhandled errors in a TaskGroup", [failure]) if wrapped else failure
+
+    assert reported("agent-infra serve", run) == 2
+    assert capsys.readouterr().err == f"agent-infra serve: {failure}\n"
+
+
+def test_other_failures_keep_their_traceback() -> None:
+    def run() -> int:
+        raise KeyError("a bug")
+
+    with pytest.raises(KeyError):
+        reported("agent-infra serve", run)
