@@ -84,20 +84,26 @@ SYSTEM_PROMPT = (
 )
 
 
-def timeout_refusal(message: str) -> Refusal:
-    """The app's 408: one SSE ``error`` event (``request_timeout``), like every other refusal of it."""
-    return Refusal(408, b"text/event-stream", sse_event(events.error(ErrorCode.REQUEST_TIMEOUT, message)))
+def refusal(status: int, code: ErrorCode, message: str) -> Refusal:
+    """An answer of the app's protocol layer or deadlines: one SSE ``error`` event, like every other
+    refusal of it."""
+    return Refusal(status, b"text/event-stream", sse_event(events.error(code, message)))
 
 
-HEADERS_TIMED_OUT = timeout_refusal(f"the request headers did not arrive within {HEADER_TIMEOUT_S:.0f} s")
-BODY_TIMED_OUT = timeout_refusal(f"the request body did not arrive within {BODY_TIMEOUT_S:.0f} s")
+HEADERS_TIMED_OUT = refusal(
+    408, ErrorCode.REQUEST_TIMEOUT, f"the request headers did not arrive within {HEADER_TIMEOUT_S:.0f} s"
+)
+BODY_TIMED_OUT = refusal(
+    408, ErrorCode.REQUEST_TIMEOUT, f"the request body did not arrive within {BODY_TIMEOUT_S:.0f} s"
+)
+NOT_HTTP = refusal(400, ErrorCode.BAD_HTTP, "the request is not valid HTTP/1.1")
 
 
 def server_settings() -> dict[str, Any]:
     """The uvicorn settings the app is served with: the deadlines for silent callers."""
     from strands_kokoro.serving.uvicorn_protocol import uvicorn_settings
 
-    return uvicorn_settings(HEADERS_TIMED_OUT)
+    return uvicorn_settings(HEADERS_TIMED_OUT, NOT_HTTP)
 
 
 def speech_endpoint_setting(explicit: str | None = None) -> str:

@@ -41,7 +41,13 @@ from agentcore_app.conversation_settings import ConversationError, check_session
 from agentcore_app.payload import PayloadError, Turn, parse_turn
 from strands_kokoro import event_frames
 from strands_kokoro.event_frames import TurnStatus, WsFrame
-from strands_kokoro.protocol import MAX_REQUEST_ID_CHARS, ProtocolError, decode_text, json_type
+from strands_kokoro.protocol import (
+    MAX_REQUEST_ID_CHARS,
+    ProtocolError,
+    decode_text,
+    json_type,
+    utf8_encodable,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -149,6 +155,9 @@ class TurnSocket:
         if raw_id is not None and bad_id:
             message = f"'request_id' must be a string of 1-{MAX_REQUEST_ID_CHARS} characters"
             await self._refuse(None, "bad_payload", message)
+            return
+        if raw_id is not None and not utf8_encodable(raw_id):  # echoed in every frame: it must encode
+            await self._refuse(None, "bad_utf8", "'request_id' has a lone surrogate (\\ud800-\\udfff)")
             return
         request_id = raw_id or uuid.uuid4().hex[:12]
         obj.pop("type", None)

@@ -69,6 +69,7 @@ class ErrorCode(StrEnum):
     BAD_JSON = "bad_json"
     BAD_UTF8 = "bad_utf8"
     BAD_MESSAGE = "bad_message"  # valid JSON, but not an object or a field has the wrong type
+    BAD_HTTP = "bad_http"  # the request is not valid HTTP/1.1 (answered by the server's protocol layer)
     MESSAGE_TOO_LARGE = "message_too_large"
     MISSING_TEXT = "missing_text"
     TEXT_TOO_LONG = "text_too_long"

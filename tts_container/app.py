@@ -67,14 +67,19 @@ WARMUP_TEXTS = (WARMUP_TEXT, *((PROBE_SHORT, PROBE_LONG) * PROBE_ROUNDS))
 TRY_AGAIN_LATER = 1013
 
 
-def timeout_refusal(message: str) -> Refusal:
-    """The model server's 408: its usual coded error frame (``request_timeout``), as JSON."""
-    frame = ServerError(None, ErrorCode.REQUEST_TIMEOUT, message).to_wire().encode("utf-8")
-    return Refusal(408, b"application/json", frame)
+def refusal(status: int, code: ErrorCode, message: str) -> Refusal:
+    """An answer of the server's protocol layer or deadlines: its usual coded error frame, as JSON."""
+    frame = ServerError(None, code, message).to_wire().encode("utf-8")
+    return Refusal(status, b"application/json", frame)
 
 
-HEADERS_TIMED_OUT = timeout_refusal(f"the request headers did not arrive within {HEADER_TIMEOUT_S:.0f} s")
-BODY_TIMED_OUT = timeout_refusal(f"the request body did not arrive within {BODY_TIMEOUT_S:.0f} s")
+HEADERS_TIMED_OUT = refusal(
+    408, ErrorCode.REQUEST_TIMEOUT, f"the request headers did not arrive within {HEADER_TIMEOUT_S:.0f} s"
+)
+BODY_TIMED_OUT = refusal(
+    408, ErrorCode.REQUEST_TIMEOUT, f"the request body did not arrive within {BODY_TIMEOUT_S:.0f} s"
+)
+NOT_HTTP = refusal(400, ErrorCode.BAD_HTTP, "the request is not valid HTTP/1.1")
 
 
 @dataclass(slots=True)

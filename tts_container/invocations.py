@@ -29,7 +29,7 @@ from contextlib import aclosing
 from dataclasses import dataclass, replace
 from typing import Any
 
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
@@ -94,7 +94,11 @@ async def invocations(
         )
     if _announced_length(request) > MAX_MESSAGE_BYTES:  # refused before a byte of it is awaited
         return error_response(ErrorCode.MESSAGE_TOO_LARGE, f"message is over {MAX_MESSAGE_BYTES} bytes")
-    body = await _read_body(request)
+    try:
+        body = await _read_body(request)
+    except ClientDisconnect:  # the caller left before its body was complete: nobody is left to answer
+        logger.info("a POST's caller left before its body was complete")
+        return Response(status_code=400)
     try:
         invocation = parse_invocation(body)
     except ProtocolError as exc:

@@ -31,6 +31,7 @@ import asyncio
 import contextlib
 import logging
 from dataclasses import dataclass
+from http import HTTPStatus
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -48,7 +49,8 @@ WS_PING_TIMEOUT_S = 60.0  # a pong later than this: the peer is gone
 
 @dataclass(frozen=True, slots=True)
 class Refusal:
-    """A server's own coded answer to a stalled request (each server writes it in its own format)."""
+    """A server's own coded answer to a stalled or malformed request (each server writes it in its own
+    format)."""
 
     status: int
     content_type: bytes
@@ -63,7 +65,7 @@ class Refusal:
 
     def raw(self) -> bytes:
         """The whole HTTP/1.1 response, for the protocol layer (headers never finished: no app ran)."""
-        lines = [f"HTTP/1.1 {self.status} Request Timeout".encode()]
+        lines = [f"HTTP/1.1 {self.status} {HTTPStatus(self.status).phrase}".encode()]
         lines += [name + b": " + value for name, value in self.headers()]
         return b"\r\n".join(lines) + b"\r\n\r\n" + self.body
 

@@ -1,5 +1,6 @@
-"""uvicorn's HTTP protocol with a deadline for the request headers, its WebSocket protocol with refusals that
-complete the handshake, and the settings both servers use.
+"""uvicorn's HTTP protocol with a deadline for the request headers, its WebSocket protocol without the
+ERROR logs a caller can cause (refused handshakes, text frames that are not UTF-8), and the settings both
+servers use.
 
 Why a protocol subclass: uvicorn has no deadline for a request being received (its ``timeout_keep_alive``
 covers only the idle time between two requests and is reset by every byte; encode/uvicorn#157 asks for
@@ -51,8 +52,18 @@ class _HeaderDeadline(_Base):
     """The mixin: a request's headers must be complete ``header_timeout_s`` after it began."""
 
     refusal: bytes = b""  # the raw 408 response; set by :func:`header_deadline_protocol`
+    malformed: bytes = b""  # the raw coded 400 for what is not HTTP/1.1 (empty: uvicorn's plain one)
     header_timeout_s: float = HEADER_TIMEOUT_S
     _header_timer: asyncio.TimerHandle | None = None
+
+    def send_400_response(self, msg: str) -> None:
+        """What uvicorn answers a request its parser refuses (a bad chunk size, a header with a NUL,
+        both Content-Length and chunked): the server's own coded 400 instead of plain text."""
+        if not self.malformed:
+            super().send_400_response(msg)
+            return
+        self.transport.write(self.malformed)
+        self.transport.close()
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -89,15 +100,17 @@ class _HeaderDeadline(_Base):
 
 if WebSocketsSansIOProtocol is not None:
 
-    class RefusalCompletesHandshake(WebSocketsSansIOProtocol):
+    class QuietWebSocketProtocol(WebSocketsSansIOProtocol):
         """uvicorn's WebSocket protocol (``websockets-sansio``, what it picks when ``websockets`` is
-        installed), with a handshake refused by a response counted as complete.
+        installed) without the two ERROR logs any caller could write into a server's log at will.
 
-        Why: uvicorn 0.54 logs ``ERROR: ASGI callable returned without completing handshake.`` after
-        every handshake an app refuses through the ``websocket.http.response`` extension, although the
-        caller got the refusal (its ``wsproto`` protocol does not; the fix is proposed upstream in
-        Kludex/uvicorn#3138). Both servers refuse cross-site handshakes that way, with a coded body, so
-        any page probing them wrote server errors into the log.
+        - A handshake refused by a response counts as complete: uvicorn 0.54 logs ``ERROR: ASGI callable
+          returned without completing handshake.`` after every handshake an app refuses through the
+          ``websocket.http.response`` extension, although the caller got the refusal (its ``wsproto``
+          protocol does not; the fix is proposed upstream in Kludex/uvicorn#3138). Both servers refuse
+          cross-site handshakes that way, with a coded body.
+        - A text frame that is not UTF-8 is closed 1007 as uvicorn does, logged at INFO: uvicorn logs it
+          with ``logger.exception`` (a traceback at ERROR per frame, found by a blind fault battery).
         """
 
         async def send(self, message: Any) -> None:
@@ -105,27 +118,50 @@ if WebSocketsSansIOProtocol is not None:
             if message["type"] == "websocket.http.response.body" and not message.get("more_body", False):
                 self.handshake_complete = True
 
+        def send_receive_event_to_app(self) -> None:
+            if self.curr_msg_data_type == "text" and not self.close_sent:
+                try:
+                    b"".join(self.frames).decode()
+                except UnicodeDecodeError:
+                    self.frames = []
+                    self.logger.info("a WebSocket text frame that is not UTF-8: closed with 1007")
+                    self.conn.send_close(1007)
+                    self.handle_parser_exception()
+                    return
+            super().send_receive_event_to_app()
+
 
 def header_deadline_protocol(
-    refusal: Refusal, timeout_s: float = HEADER_TIMEOUT_S, *, base: type[Any] | None = None
+    refusal: Refusal,
+    timeout_s: float = HEADER_TIMEOUT_S,
+    *,
+    malformed: Refusal | None = None,
+    base: type[Any] | None = None,
 ) -> type[asyncio.Protocol]:
-    """uvicorn's preferred HTTP protocol class (or ``base``), answering ``refusal`` to headers that stall."""
+    """uvicorn's preferred HTTP protocol class (or ``base``), answering ``refusal`` to headers that stall
+    and ``malformed`` to a request its parser refuses."""
     if base is None:
         base = HttpToolsProtocol if HttpToolsProtocol is not None else H11Protocol
-    attributes = {"refusal": refusal.raw(), "header_timeout_s": timeout_s}
+    attributes = {
+        "refusal": refusal.raw(),
+        "malformed": malformed.raw() if malformed else b"",
+        "header_timeout_s": timeout_s,
+    }
     name = f"HeaderDeadline{base.__name__}"
     protocol: type[asyncio.Protocol] = type(name, (_HeaderDeadline, base), attributes)
     return protocol
 
 
-def uvicorn_settings(refusal: Refusal, *, header_timeout_s: float = HEADER_TIMEOUT_S) -> dict[str, Any]:
-    """The uvicorn settings for silent peers (``uvicorn.run(app, **uvicorn_settings(...))``)."""
+def uvicorn_settings(
+    refusal: Refusal, malformed: Refusal, *, header_timeout_s: float = HEADER_TIMEOUT_S
+) -> dict[str, Any]:
+    """The uvicorn settings for silent peers and malformed requests (``uvicorn.run(app, **...)``)."""
     settings: dict[str, Any] = {
-        "http": header_deadline_protocol(refusal, header_timeout_s),
+        "http": header_deadline_protocol(refusal, header_timeout_s, malformed=malformed),
         "timeout_keep_alive": KEEP_ALIVE_S,
         "ws_ping_interval": WS_PING_INTERVAL_S,
         "ws_ping_timeout": WS_PING_TIMEOUT_S,
     }
     if WebSocketsSansIOProtocol is not None:
-        settings["ws"] = RefusalCompletesHandshake
+        settings["ws"] = QuietWebSocketProtocol
     return settings

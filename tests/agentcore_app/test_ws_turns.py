@@ -123,6 +123,8 @@ async def test_bad_messages_get_coded_errors_and_the_connection_goes_on(
         flac = [json.loads(await ws.recv()), json.loads(await ws.recv())]
         await ws.send(json.dumps({"prompt": "Hi", "request_id": "x" * 500}))
         long_id, long_end = json.loads(await ws.recv()), json.loads(await ws.recv())
+        await ws.send('{"type": "turn", "prompt": "Hi", "request_id": "ok\\udbff"}')  # echoed: must encode
+        surrogate_id, surrogate_end = json.loads(await ws.recv()), json.loads(await ws.recv())
         await ws.send(event_frames.turn_request({"prompt": "Are you there?"}, "ok"))
         spoken = await read_turn(ws)
     assert [a["code"] for a in answers] == [
@@ -139,6 +141,8 @@ async def test_bad_messages_get_coded_errors_and_the_connection_goes_on(
     assert flac[1] == {"type": "turn_end", "request_id": "f", "status": "refused"}
     assert long_id["code"] == "bad_payload" and long_id["request_id"] is None
     assert long_end == {"type": "turn_end", "request_id": None, "status": "refused"}
+    assert surrogate_id["code"] == "bad_utf8" and surrogate_id["request_id"] is None
+    assert surrogate_end == {"type": "turn_end", "request_id": None, "status": "refused"}
     assert_one_turn(spoken, "ok", "Still here.")
 
 

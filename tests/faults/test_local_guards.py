@@ -9,6 +9,7 @@ pages; AgentCore's callers on a non-loopback address) are checked beside them.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator
@@ -19,9 +20,10 @@ import httpx
 import pytest
 from starlette.types import Receive, Scope, Send
 from websockets.asyncio.client import connect
-from websockets.exceptions import InvalidStatus
+from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from agentcore_app.app import create_app as create_agent_app
+from agentcore_app.app import server_settings as agent_server_settings
 from agentcore_app.player import with_page
 from cdk.local_stack import free_port, serve_asgi
 from strands_kokoro.protocol import WS_PATH
@@ -287,3 +289,92 @@ async def test_a_refused_handshake_is_answered_without_a_server_error_in_the_log
     assert (status, body["code"]) == (403, "origin_not_allowed")
     errors = [r.getMessage() for r in seen.records if r.levelno >= logging.ERROR]
     assert errors == [], errors
+
+
+async def _send_text_that_is_not_utf8(url: str) -> int | None:
+    """A text frame whose payload is not UTF-8 (the client library would refuse to write one: the frame
+    goes through its protocol object); the close code the server answers."""
+    async with connect(url) as ws:
+        async with ws.send_context():
+            ws.protocol.send_text(b"\xc3\x28\xa0\xa1")
+        with pytest.raises(ConnectionClosed):
+            async with asyncio.timeout(10):
+                while True:  # the model server's session_start may come first
+                    await ws.recv()
+    return ws.protocol.close_rcvd.code if ws.protocol.close_rcvd else None
+
+
+async def test_a_text_frame_that_is_not_utf8_is_closed_1007_without_a_server_error_in_the_log() -> None:
+    """uvicorn logged a traceback at ERROR for each such frame (a blind fault battery): any client could
+    write server errors into the log at will. Both servers' protocol closes it 1007 and logs INFO."""
+    logger, seen = logging.getLogger("uvicorn.error"), _Records()
+    agent = create_agent_app(
+        speech_endpoint=f"ws://127.0.0.1:{free_port()}",
+        model=lambda: ScriptedModel(ANSWER, tokens_per_s=500),
+        speech_options={"reconnect_attempts": 0},
+    )
+    async with (
+        running_app(create_app(lambda: IdEngine())) as address,
+        serve_asgi(agent, **agent_server_settings()) as agent_http,
+    ):
+        logger.addHandler(seen)
+        try:
+            codes = [
+                await _send_text_that_is_not_utf8(f"ws://{address}{WS_PATH}"),
+                await _send_text_that_is_not_utf8(agent_http.replace("http://", "ws://") + "/ws"),
+            ]
+            async with open_ws(f"ws://{address}{WS_PATH}") as ws:  # the next caller is served
+                await ws.send(dumps(text="Hi.", request_id="ok"))
+                await ws.recv()
+        finally:
+            logger.removeHandler(seen)
+    assert codes == [1007, 1007]
+    errors = [r.getMessage() for r in seen.records if r.levelno >= logging.ERROR]
+    assert errors == [], errors
+
+
+async def test_a_post_whose_caller_leaves_mid_body_leaves_no_server_error_in_the_log() -> None:
+    """Starlette raised ClientDisconnect out of the model server's body read: "Exception in ASGI
+    application" with a traceback (a blind fault battery). The caller is gone: nothing to answer."""
+    logger, seen = logging.getLogger("uvicorn.error"), _Records()
+    async with running_app(create_app(lambda: IdEngine())) as address:
+        logger.addHandler(seen)
+        try:
+            host, port = address.rsplit(":", 1)
+            _, writer = await asyncio.open_connection(host, int(port))
+            head = f"POST /invocations HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\n"
+            writer.write(f"{head}Content-Length: 100\r\n\r\n".encode() + b'{"text":')
+            await writer.drain()
+            await asyncio.sleep(0.3)  # the app is reading the body
+            writer.close()
+            await asyncio.sleep(0.3)
+            async with httpx.AsyncClient() as client:  # the next caller is served
+                served = await client.post(f"http://{address}/invocations", json={"text": "Hi."})
+        finally:
+            logger.removeHandler(seen)
+    assert served.status_code == 200 and served.content
+    errors = [r.getMessage() for r in seen.records if r.levelno >= logging.ERROR]
+    assert errors == [], errors
+
+
+async def test_both_servers_answer_a_request_that_is_not_http_with_their_coded_400() -> None:
+    from tests.faults.raw_http import RawConnection
+
+    agent = create_agent_app(
+        speech_endpoint=f"ws://127.0.0.1:{free_port()}",
+        model=lambda: ScriptedModel(ANSWER, tokens_per_s=500),
+        speech_options={"reconnect_attempts": 0},
+    )
+    bad_chunk = b"POST /invocations HTTP/1.1\r\nHost: {host}\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"
+    async with (
+        running_app(create_app(lambda: IdEngine())) as model,
+        serve_asgi(agent, **agent_server_settings()) as agent_http,
+    ):
+        answers = []
+        for address in (model, agent_http.removeprefix("http://")):
+            async with RawConnection(address) as connection:
+                await connection.send(bad_chunk.replace(b"{host}", address.encode()))
+                answers.append(await connection.answer(30))
+    assert [a.status for a in answers] == [400, 400]
+    assert b'"code": "bad_http"' in answers[0].body or b'"code":"bad_http"' in answers[0].body
+    assert answers[1].body.startswith(b"data: ") and b"bad_http" in answers[1].body

@@ -107,3 +107,31 @@ async def test_the_body_deadline_answers_a_stalled_body_and_lets_a_whole_one_thr
                 whole = await connection.read_until(b"whole")
     assert stalled.closed and stalled.status == 408 and b"body_timeout" in stalled.body
     assert whole.startswith(b"HTTP/1.1 200")
+
+
+NOT_HTTP = Refusal(400, b"application/json", b'{"type":"error","code":"bad_http"}')
+
+
+@pytest.mark.parametrize("base", [HttpToolsProtocol, H11Protocol], ids=["httptools", "h11"])
+@pytest.mark.parametrize(
+    "request_bytes",
+    [
+        b"POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n",
+        b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n",
+        b"POST /echo HTTP/1.1\r\nHost: x\r\nFoo: a\x00b\r\nContent-Length: 0\r\n\r\n",  # a NUL in a header
+    ],
+    ids=["chunk-size", "negative-length", "nul-in-header"],
+)
+async def test_a_request_the_parser_refuses_gets_the_servers_coded_400(
+    base: type[Any], request_bytes: bytes
+) -> None:
+    """uvicorn answered these with a plain-text "Invalid HTTP request received." (a blind fault battery):
+    the one answer of either server without a code."""
+    protocol = header_deadline_protocol(REFUSAL, WAIT_S, malformed=NOT_HTTP, base=base)
+    async with (
+        serve_asgi(app(), http=protocol) as url,
+        RawConnection(url.removeprefix("http://")) as connection,
+    ):
+        await connection.send(request_bytes)
+        answer = await connection.answer(WAIT_S)
+    assert answer.closed and answer.status == 400 and b'"code":"bad_http"' in answer.body, answer

@@ -156,3 +156,14 @@ def test_a_letter_the_normalizer_spelled_is_the_letter_a_not_the_article(phonemi
     assert "ɐ" not in gate and "ˈA θɹˈi" in gate, gate
     assert "ɐ" not in code and code.startswith("ði ˈA bˈi"), code
     assert article.startswith("ɐ dˈɔɡ"), article
+
+
+def test_a_long_chain_of_joined_pieces_is_read_as_words_it_stands_for(phonemizer: Phonemizer) -> None:
+    # misaki's merge of a hyphenated token's pieces is cubic in their number: 999 pieces (a text under
+    # the request limit) held the engine for over six minutes; past MAX_JOINED_PIECES they are words.
+    chain = "-".join(["word"] * 999)
+    assert g2p.break_long_chains(chain) == " ".join(["word"] * 999)
+    assert phonemizer.phonemize(chain) == phonemizer.phonemize(" ".join(["word"] * 999))
+    for kept in ("state-of-the-art", "snake_case_name", "-".join("abcdefgh")):  # at most 8 pieces: as written
+        assert g2p.break_long_chains(kept) == kept
+    assert g2p.break_long_chains("x_" * 20 + "x") == "x " * 20 + "x"

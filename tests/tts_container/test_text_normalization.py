@@ -112,7 +112,8 @@ _TOKENS = st.sampled_from(
     ["5", "3.5", "-2", "1,000", "12:30", "3/4", "1990s", "22nd", "km/h", "kg", "%", "°C", "$", "€", "£", "¥",
      "pm", "a.m.", "St.", "Dr.", "IV", "I", "www.x.com", "a@b.io", "main.py", "+", "&", "#", "@", "~", "±",
      "→", "×", "x", "-", "–", "/", ":", ".", ",", "(", ")", "'", "\"", "v2", "555-0123", "192.168.0.1",
-     "March", "the", "Chapter", "Louis", "in", "ft", "00", "0", "½", "²"]
+     "March", "the", "Chapter", "Louis", "in", "ft", "00", "0", "½", "²", "1500", "2024", "−", "e", "**",
+     "-".join(["x"] * 12)]
 )  # fmt: skip
 
 
@@ -132,6 +133,10 @@ def test_any_mix_is_read_without_a_digit_left_and_every_word_kept(parts: list[tu
         ("#pm5", "hashtag pm five"),  # a hashtag's digits are read, not left for G2P
         ("5×53.5", "five by fifty three point five"),  # a four-character side that is no screen size
         ("²@3.5", None),  # a superscript digit is no digit for int(): read without a crash
+        # a year-range number with a sign was parsed with it: a crash, answered engine_failed (fault battery)
+        ("We have 1200+ stars.", "We have one thousand two hundred plus stars."),
+        ("It was −1500 meters down.", "It was minus one thousand five hundred meters down."),
+        ("about ±1000 units", "about plus or minus one thousand units"),
     ],
 )
 def test_inputs_the_property_test_found_are_read(written: str, spoken: str | None) -> None:

@@ -315,7 +315,12 @@ def _number(match: re.Match[str], british: bool) -> list[Piece] | None:
         spoken = numbers.version(written, british=british)
     elif written.isdecimal() and len(written) > 1 and written.startswith("0"):
         spoken = numbers.digits(written)
-    elif _is_year(written) and _reads_as_year(text, match.start(), match.end(), before):
+    elif (
+        _is_year(written)
+        and not sign
+        and not match["plus"]
+        and _reads_as_year(text, written, match.end(), before)
+    ):
         spoken = numbers.year(written, british=british)
     else:
         spoken = numbers.number(written, british=british)
@@ -347,10 +352,11 @@ _COUNTED = frozenset(
 _NOT_PLURAL = frozenset({"is", "was", "has", "as", "its", "this", "us", "his", "thus", "yes", "plus", "less"})
 
 
-def _reads_as_year(text: str, start: int, end: int, before: str) -> bool:
+def _reads_as_year(text: str, written: str, end: int, before: str) -> bool:
     """A four-digit number from 1000 to 2099 in running text is mostly a year ("nineteen ninety"); it is
-    a count after "about", "over", ... or before a plural noun ("1500 people", "1200 calories")."""
-    value = int(text[start:end].lstrip("+-"))
+    a count after "about", "over", ... or before a plural noun ("1500 people", "1200 calories"). A signed
+    one ("-1500", "±1000", "1200+") is never a year; the caller checks that."""
+    value = int(written)
     after = context.word_after(text, end)
     cue = before.lower().rstrip(".")
     if cue in YEAR_CUES or cue in MONTHS or after in _YEAR_AFTER or (value % 100 == 0 and value < 2000):
