@@ -47,6 +47,8 @@ SENTENCE = (
 
 
 def cache_knowing_only_af_heart(root: Path) -> Path:
+    """A weight cache of the real files (linked, not copied) whose statistics are af_heart's alone (the
+    real cache must hold the weights and af_heart's fit: any model server started once has made them)."""
     real = default_cache_dir()
     for name in (MANIFEST_FILE, "config.json", "kokoro-v1.0.int8.onnx", "voices.npz"):
         (root / name).symlink_to(real / name)

@@ -11,20 +11,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
+from benchmarks.voice_calibration import cache_knowing_only_af_heart
 from cdk.local_stack import start_model_server, stop_model_server
 from tests.tts_container.server_harness import stats, wait_for_stats
 from tts_container import voice_calibration
 from tts_container.engines.base import VoiceCalibration
 from tts_container.inference import InferencePool
 from tts_container.voice_calibration import VoiceCalibrator
-from tts_container.weights import CACHE_ENV, MANIFEST_FILE, default_cache_dir
+from tts_container.weights import CACHE_ENV
 
 pytestmark = pytest.mark.anyio
 
@@ -126,17 +126,6 @@ LONG_SENTENCE = (
 )
 
 
-def _cache_knowing_only_af_heart(root: Path) -> Path:
-    """A weight cache of the real files (linked, not copied) whose statistics are af_heart's alone."""
-    real = default_cache_dir()
-    for name in (MANIFEST_FILE, "config.json", "kokoro-v1.0.int8.onnx", "voices.npz"):
-        (root / name).symlink_to(real / name)
-    for saved in (real / "norm-stats").glob("*/af_heart.npz"):
-        (root / "norm-stats" / saved.parent.name).mkdir(parents=True)
-        shutil.copy(saved, root / "norm-stats" / saved.parent.name / saved.name)
-    return root
-
-
 def _saved_stats(root: Path) -> list[Path]:
     return list(root.glob("norm-stats/*/*.npz"))
 
@@ -147,7 +136,7 @@ async def test_a_voice_other_than_the_default_streams_once_fitted_in_idle_time(
     model_server: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # model_server: the shared server has filled the real cache (weights and af_heart's statistics).
-    monkeypatch.setenv(CACHE_ENV, str(_cache_knowing_only_af_heart(tmp_path)))
+    monkeypatch.setenv(CACHE_ENV, str(cache_knowing_only_af_heart(tmp_path)))
     server = await asyncio.to_thread(start_model_server, ready_timeout_s=300)
     address = server.http_url.removeprefix("http://")
     try:
