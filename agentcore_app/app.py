@@ -38,7 +38,10 @@ from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
 from bedrock_agentcore.runtime import BedrockAgentCoreApp, RequestContext
+from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from agentcore_app.conversation_settings import ConversationError, ConversationSettings, check_session_id
@@ -164,6 +167,21 @@ async def _send_error(send: Send, status: int, code: str, message: str) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
+_ROUTE_REFUSALS = {404: ErrorCode.NOT_FOUND, 405: ErrorCode.METHOD_NOT_ALLOWED}
+
+
+async def route_refusal(request: Request, exc: Exception) -> Response:
+    """A path the app does not serve, or a method it does not take there: one SSE ``error`` event like
+    every other refusal of the app (Starlette's own answer is plain text), its ``Allow`` kept."""
+    assert isinstance(exc, HTTPException)
+    code = _ROUTE_REFUSALS[exc.status_code]
+    message = (
+        "no such path" if exc.status_code == 404 else f"{request.method} is not served at {request.url.path}"
+    )
+    body = sse_event(events.error(code, message))
+    return Response(body, exc.status_code, headers=exc.headers, media_type="text/event-stream")
+
+
 def create_app(
     *,
     speech_endpoint: str | None = None,
@@ -209,8 +227,10 @@ def create_app(
             Middleware(ReaderDeadline),
             Middleware(JsonBodyGuard),
             Middleware(HangUpWatcher),
-        ]
+        ],
     )
+    for status in _ROUTE_REFUSALS:  # the SDK's constructor takes no exception_handlers
+        agentcore.add_exception_handler(status, route_refusal)
 
     async def spoken(turn: Turn, session_id: str | None) -> AsyncGenerator[Mapping[str, Any]]:
         """One validated turn, spoken in ``turn.mode``: architecture §4 events, for SSE and ``/ws``.

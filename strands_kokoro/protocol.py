@@ -70,6 +70,8 @@ class ErrorCode(StrEnum):
     BAD_UTF8 = "bad_utf8"
     BAD_MESSAGE = "bad_message"  # valid JSON, but not an object or a field has the wrong type
     BAD_HTTP = "bad_http"  # the request is not valid HTTP/1.1 (answered by the server's protocol layer)
+    NOT_FOUND = "not_found"  # no such path (HTTP 404)
+    METHOD_NOT_ALLOWED = "method_not_allowed"  # the path takes another method (HTTP 405)
     MESSAGE_TOO_LARGE = "message_too_large"
     MISSING_TEXT = "missing_text"
     TEXT_TOO_LONG = "text_too_long"

@@ -18,6 +18,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -43,7 +44,7 @@ from strands_kokoro.serving.deadlines import (
 )
 from tts_container.engines.base import Engine
 from tts_container.inference import InferencePool
-from tts_container.invocations import invocations
+from tts_container.invocations import error_response, invocations
 from tts_container.local_guard import LocalRequestGuard
 from tts_container.session import Session, SessionCounters
 from tts_container.synthesis import Synthesizer
@@ -164,6 +165,7 @@ def create_app(
         state.pool.shutdown()
 
     return Starlette(
+        exception_handlers={404: route_refusal, 405: route_refusal},
         routes=[
             Route(PING_PATH, ping, methods=["GET"]),
             Route("/stats", stats, methods=["GET"]),
@@ -177,6 +179,20 @@ def create_app(
         ],
         lifespan=lifespan,
     )
+
+
+ROUTE_REFUSALS = {404: (ErrorCode.NOT_FOUND, "no such path"), 405: (ErrorCode.METHOD_NOT_ALLOWED, "")}
+
+
+async def route_refusal(request: Request, exc: Exception) -> Response:
+    """A path the server does not serve, or a method it does not take there: the coded error frame
+    every other refusal of the server is (Starlette's own answer is plain text), its ``Allow`` kept."""
+    assert isinstance(exc, HTTPException)
+    code, message = ROUTE_REFUSALS[exc.status_code]
+    message = message or f"{request.method} is not served at {request.url.path}"
+    response = error_response(code, message)
+    response.headers.update(exc.headers or {})
+    return response
 
 
 async def _load_and_warm(

@@ -68,6 +68,8 @@ _STATUS = {
     ErrorCode.UNSUPPORTED_SCRIPT: 422,
     ErrorCode.REQUEST_TIMEOUT: 408,
     ErrorCode.FORMAT_UNAVAILABLE: 501,
+    ErrorCode.NOT_FOUND: 404,
+    ErrorCode.METHOD_NOT_ALLOWED: 405,
 }
 _MEDIA_TYPES = {"opus": "audio/ogg; codecs=opus", "mp3": "audio/mpeg"}
 _UNKNOWN_SIZE = 0xFFFFFFFF

@@ -378,3 +378,23 @@ async def test_both_servers_answer_a_request_that_is_not_http_with_their_coded_4
     assert [a.status for a in answers] == [400, 400]
     assert b'"code": "bad_http"' in answers[0].body or b'"code":"bad_http"' in answers[0].body
     assert answers[1].body.startswith(b"data: ") and b"bad_http" in answers[1].body
+
+
+async def test_both_servers_answer_an_unknown_path_or_method_with_a_code() -> None:
+    """Starlette's 404 and 405 were plain text: the one answer of either server without a code (a
+    blind fault battery). The model server's is its JSON error frame, the app's an SSE ``error``."""
+    async with (
+        running_app(create_app(lambda: IdEngine())) as model,
+        agent_url() as agent,
+        httpx.AsyncClient(timeout=30) as client,
+    ):
+        answers = [
+            await client.get(f"http://{model}/nope"),
+            await client.get(f"http://{model}/invocations"),
+            await client.get(f"{agent}/nope"),
+            await client.delete(f"{agent}/ping"),
+        ]
+    assert [a.status_code for a in answers] == [404, 405, 404, 405]
+    assert [answers[0].json()["code"], answers[1].json()["code"]] == ["not_found", "method_not_allowed"]
+    assert [sse_events(a.content)[0]["code"] for a in answers[2:]] == ["not_found", "method_not_allowed"]
+    assert answers[1].headers["allow"] == "POST" and "GET" in answers[3].headers["allow"]
