@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 import os
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -165,9 +165,8 @@ class NormStatsModel:
 class VoiceNormStats:
     """One :class:`NormStatsModel` per voice, fitted on demand and kept on disk under ``folder``.
 
-    ``render_whole(text, voice)`` renders each sentence of ``text`` in one call and returns what it was
-    normalized with (its own statistics) and its silence share: the engine supplies it. Called from the
-    engine's one inference thread.
+    The samples come from the engine, :data:`CALIBRATION_TEXT` rendered sentence by sentence
+    (``tts_container.engines.windows.voice_calibration``). Called from the engine's one inference thread.
     """
 
     def __init__(self, folder: Path | None, layers: int) -> None:
@@ -182,12 +181,6 @@ class VoiceNormStats:
             if saved is not None:
                 self._models[voice] = saved
         return self._models.get(voice)
-
-    def calibrate(self, voice: str, render_whole: Callable[[str, str], list[Sample]]) -> NormStatsModel:
-        """Fit ``voice``'s model on :data:`CALIBRATION_TEXT` (unless known already) and save it."""
-        if (known := self.get(voice)) is not None:
-            return known
-        return self.store(voice, render_whole(CALIBRATION_TEXT, voice))
 
     def store(self, voice: str, samples: Sequence[Sample]) -> NormStatsModel:
         """Fit ``voice``'s model on ``samples`` (its calibration sentences rendered whole); keep, save."""

@@ -275,22 +275,12 @@ class WindowedEngine(ABC):
         )
 
     def calibration(self, voice: str) -> VoiceCalibration | None:
-        """The calibration sentences of ``voice`` as one step each, when this engine renders in windows
-        and ``voice`` has no statistics yet (warm-up fits the default voice's; the server fits the others
-        in its idle time: :mod:`tts_container.voice_calibration`)."""
-        if self.growth is None or voice not in self.voices or self._stats.get(voice) is not None:
+        """What readies ``voice`` to stream, when this engine renders in windows and ``voice`` has no
+        statistics yet (warm-up fits the default voice's; the server fits the others in its idle time:
+        :mod:`tts_container.voice_calibration`)."""
+        if self.growth is None or voice not in self.voices:
             return None
-        samples: list[Sample] = []
-        plan = plan_utterance(self._phonemizer, CALIBRATION_TEXT, voice=voice, lang="en-us")
-
-        def measure(segment: SpokenSegment) -> None:
-            if (sample := whole_sample(self, segment, voice=voice)) is not None:
-                samples.append(sample)
-
-        def finish() -> None:
-            self._stats.store(voice, samples)
-
-        return VoiceCalibration(voice, tuple(functools.partial(measure, segment) for segment in plan), finish)
+        return voice_calibration(self, self._phonemizer, self._stats, voice)
 
 
 def render(
@@ -367,9 +357,11 @@ def choose_growth(
     if rtf <= WINDOWED_ABOVE_RTF:
         logger.info("vocoder RTF %.3f: every segment rendered in one call", rtf)
         return None
-    if stats.get(voice) is None:  # the first start with these weights: say why /ping waits
+    if (calibration := voice_calibration(vocoder, phonemizer, stats, voice)) is not None:
         logger.info("fitting voice %s's vocoder statistics (once per voice and model file)", voice)
-    stats.calibrate(voice, lambda text, v: whole_stats(vocoder, phonemizer, text, voice=v))
+        for step in calibration.steps:  # the first start with these weights: why /ping waits
+            step()
+        calibration.finish()
     logger.info("vocoder RTF %.2f: long segments rendered in windows (voice %s calibrated)", rtf, voice)
     return WINDOW_GROWTH
 
@@ -384,16 +376,24 @@ def silence_share(durations: Sequence[int], phonemes: str, known: Container[str]
     return (durations[0] + durations[-1] + pauses) / total
 
 
-def whole_stats(
-    vocoder: Vocoder, phonemizer: Phonemizer, text: str, *, voice: str, lang: str = "en-us"
-) -> list[Sample]:
-    """Each segment of ``text`` rendered in one call: the statistics it was normalized with (its own)
-    and its silence share, what a voice's model is fitted on (``VoiceNormStats.calibrate``)."""
-    samples = (
-        whole_sample(vocoder, s, voice=voice)
-        for s in plan_utterance(phonemizer, text, voice=voice, lang=lang)
-    )
-    return [sample for sample in samples if sample is not None]
+def voice_calibration(
+    vocoder: Vocoder, phonemizer: Phonemizer, stats: VoiceNormStats, voice: str
+) -> VoiceCalibration | None:
+    """Fitting ``voice``'s statistics as one step per calibration sentence (each rendered whole), then
+    the fit; None when they are known (fitted in this process, or saved by an earlier one)."""
+    if stats.get(voice) is not None:
+        return None
+    samples: list[Sample] = []
+
+    def measure(segment: SpokenSegment) -> None:
+        if (sample := whole_sample(vocoder, segment, voice=voice)) is not None:
+            samples.append(sample)
+
+    def finish() -> None:
+        stats.store(voice, samples)
+
+    plan = plan_utterance(phonemizer, CALIBRATION_TEXT, voice=voice, lang="en-us")
+    return VoiceCalibration(voice, tuple(functools.partial(measure, segment) for segment in plan), finish)
 
 
 def whole_sample(vocoder: Vocoder, segment: SpokenSegment, *, voice: str) -> Sample | None:
