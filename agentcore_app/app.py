@@ -38,7 +38,6 @@ from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
 from bedrock_agentcore.runtime import BedrockAgentCoreApp, RequestContext
-from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
@@ -64,6 +63,7 @@ from strands_kokoro.serving.deadlines import (
     Refusal,
 )
 from strands_kokoro.serving.local_callers import header
+from strands_kokoro.serving.routes import ROUTE_STATUSES, route_refusal
 from strands_kokoro.sessions import check_endpoint
 
 if TYPE_CHECKING:
@@ -167,19 +167,11 @@ async def _send_error(send: Send, status: int, code: str, message: str) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-_ROUTE_REFUSALS = {404: ErrorCode.NOT_FOUND, 405: ErrorCode.METHOD_NOT_ALLOWED}
-
-
-async def route_refusal(request: Request, exc: Exception) -> Response:
-    """A path the app does not serve, or a method it does not take there: one SSE ``error`` event like
-    every other refusal of the app (Starlette's own answer is plain text), its ``Allow`` kept."""
-    assert isinstance(exc, HTTPException)
-    code = _ROUTE_REFUSALS[exc.status_code]
-    message = (
-        "no such path" if exc.status_code == 404 else f"{request.method} is not served at {request.url.path}"
-    )
-    body = sse_event(events.error(code, message))
-    return Response(body, exc.status_code, headers=exc.headers, media_type="text/event-stream")
+async def refuse_route(request: Request, exc: Exception) -> Response:
+    """An unknown path or method: one SSE ``error`` event (``serving.routes``), ``Allow`` kept."""
+    refusal = route_refusal(request, exc)
+    body = sse_event(events.error(refusal.code, refusal.message))
+    return Response(body, refusal.status, refusal.headers, media_type="text/event-stream")
 
 
 def create_app(
@@ -229,8 +221,8 @@ def create_app(
             Middleware(HangUpWatcher),
         ],
     )
-    for status in _ROUTE_REFUSALS:  # the SDK's constructor takes no exception_handlers
-        agentcore.add_exception_handler(status, route_refusal)
+    for status in ROUTE_STATUSES:  # the SDK's constructor takes no exception_handlers
+        agentcore.add_exception_handler(status, refuse_route)
 
     async def spoken(turn: Turn, session_id: str | None) -> AsyncGenerator[Mapping[str, Any]]:
         """One validated turn, spoken in ``turn.mode``: architecture §4 events, for SSE and ``/ws``.

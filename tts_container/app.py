@@ -18,7 +18,6 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 
 from starlette.applications import Starlette
-from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -42,6 +41,7 @@ from strands_kokoro.serving.deadlines import (
     ReaderDeadline,
     Refusal,
 )
+from strands_kokoro.serving.routes import ROUTE_STATUSES, route_refusal
 from tts_container.engines.base import Engine
 from tts_container.inference import InferencePool
 from tts_container.invocations import error_response, invocations
@@ -165,7 +165,7 @@ def create_app(
         state.pool.shutdown()
 
     return Starlette(
-        exception_handlers={404: route_refusal, 405: route_refusal},
+        exception_handlers=dict.fromkeys(ROUTE_STATUSES, refuse_route),
         routes=[
             Route(PING_PATH, ping, methods=["GET"]),
             Route("/stats", stats, methods=["GET"]),
@@ -181,17 +181,11 @@ def create_app(
     )
 
 
-ROUTE_REFUSALS = {404: (ErrorCode.NOT_FOUND, "no such path"), 405: (ErrorCode.METHOD_NOT_ALLOWED, "")}
-
-
-async def route_refusal(request: Request, exc: Exception) -> Response:
-    """A path the server does not serve, or a method it does not take there: the coded error frame
-    every other refusal of the server is (Starlette's own answer is plain text), its ``Allow`` kept."""
-    assert isinstance(exc, HTTPException)
-    code, message = ROUTE_REFUSALS[exc.status_code]
-    message = message or f"{request.method} is not served at {request.url.path}"
-    response = error_response(code, message)
-    response.headers.update(exc.headers or {})
+async def refuse_route(request: Request, exc: Exception) -> Response:
+    """An unknown path or method: the server's coded error frame (``serving.routes``), ``Allow`` kept."""
+    refusal = route_refusal(request, exc)
+    response = error_response(refusal.code, refusal.message)
+    response.headers.update(refusal.headers)
     return response
 
 
