@@ -72,7 +72,8 @@ _LONG_NUMBER = re.compile(rf"\d{{{MAX_NUMBER_DIGITS + 1},}}")
 # engine held for everyone). No word has this many; past it the joiners are read as the spaces they
 # stand for ("x-x-x-..." is "x x x ..."), the same length, so word offsets do not move.
 MAX_JOINED_PIECES = 8
-_LONG_CHAIN = re.compile(rf"(?:[^\s_-]*[_-]){{{MAX_JOINED_PIECES},}}[^\s_-]*")
+# Tried only where a token starts (``(?<!\S)``): a 5,000-character word is one linear try, not 5,000.
+_LONG_CHAIN = re.compile(rf"(?<!\S)(?:[^\s_-]*[_-]){{{MAX_JOINED_PIECES},}}[^\s_-]*")
 _SENTENCE_END = re.compile(r"(?<=[.!?…])\s+")
 _CLAUSE_END = re.compile(r"(?<=[,;:—])\s+")
 _SPACE = re.compile(r"\s+")
