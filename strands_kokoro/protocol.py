@@ -242,14 +242,18 @@ class Invocation:
 
 
 def decode_text(payload: bytes | str) -> str:
-    """Decode a client payload: SageMaker delivers every client message as a binary frame."""
+    """Decode a client payload: SageMaker delivers every client message as a binary frame.
+
+    A leading byte order mark is ignored (RFC 8259 §8.1 allows it), as Python's ``json.loads`` of bytes
+    does for the agent app's POST body, so every path of both servers reads the same message alike.
+    """
     if isinstance(payload, str):
-        text = payload
+        text = payload.removeprefix("\ufeff")
     else:
         if len(payload) > MAX_MESSAGE_BYTES:
             raise ProtocolError(ErrorCode.MESSAGE_TOO_LARGE, f"message is over {MAX_MESSAGE_BYTES} bytes")
         try:
-            text = payload.decode("utf-8")
+            text = payload.decode("utf-8-sig")
         except UnicodeDecodeError:
             raise ProtocolError(ErrorCode.BAD_UTF8, "message is not valid UTF-8") from None
     if len(text) > MAX_MESSAGE_BYTES or len(text.encode("utf-8", "surrogatepass")) > MAX_MESSAGE_BYTES:

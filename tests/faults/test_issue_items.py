@@ -73,6 +73,17 @@ async def test_item2_a_4301_digit_integer_over_post_is_a_coded_400(model_server:
     assert refused.status_code == 400 and refused.json()["code"] == "bad_json"
 
 
+async def test_a_post_body_with_a_byte_order_mark_is_spoken_as_the_agent_app_reads_it(
+    model_server: RunningServer,
+) -> None:
+    body = b"\xef\xbb\xbf" + json.dumps({"text": "Hello there.", "format": "pcm"}).encode()
+    async with httpx.AsyncClient(timeout=60) as client:
+        spoken = await client.post(
+            model_server.http_url + "/invocations", content=body, headers={"content-type": "application/json"}
+        )
+    assert spoken.status_code == 200 and len(spoken.content) > 24_000  # over half a second of 24 kHz s16
+
+
 def test_item2_the_clients_frame_parser_survives_a_4301_digit_integer() -> None:
     """The receiving side's classifier: not a control frame (never an exception in the receiver task)."""
     frame = '{"type": "synthesis_complete", "request_id": "r", "audio_ms": ' + BIG_INT + "}"

@@ -47,6 +47,15 @@ def test_text_without_type_is_synthesize_like_the_aws_sample() -> None:
     assert parsed.sample_rate == protocol.DEFAULT_SAMPLE_RATE
 
 
+def test_a_leading_byte_order_mark_is_ignored_on_text_and_binary_frames_and_posts() -> None:
+    msg = json.dumps({"text": "Hi.", "request_id": "r1"})
+    plain = protocol.parse_client_message(msg)
+    assert protocol.parse_client_message("\ufeff" + msg) == plain
+    assert protocol.parse_client_message(b"\xef\xbb\xbf" + msg.encode()) == plain
+    assert protocol.parse_invocation(b"\xef\xbb\xbf" + msg.encode()).request == plain
+    assert code_of("\ufeff\ufeff" + msg) == ErrorCode.BAD_JSON  # one mark, not any number of them
+
+
 def test_every_client_message_round_trips() -> None:
     request = SynthesizeRequest(
         "Hi.", request_id="r1", voice="am_michael", speed=0.8, sample_rate=16_000, lang="en-gb"
