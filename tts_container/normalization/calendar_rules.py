@@ -209,19 +209,39 @@ def _card_digits(written: str, british: bool) -> str:
     return numbers.cardinal(written, british=british)
 
 
+# Parts of a whole people write with these denominators ("3/16 inch", "5/32"), so they stay fractions.
+_FRACTION_DENOMINATORS = frozenset({16, 32, 64, 100})
+_PART_OF = re.compile(r"\s*(?:-\s*)?(?:of\b|inch|in\b|in\.|\"|mile|cup|oz\b|lb\b|th\b)")
+
+
+def _only_a_date(match: re.Match[str], day: int, month: int) -> bool:
+    """ "Her birthday is 11/22": no fraction has 22 parts, so a day after a month is a date, unless the
+    denominator is one of a fraction's or a measure follows ("5/32 of", "3/16 inch")."""
+    denominator = int(match["b"])
+    return (
+        13 <= day <= 31
+        and 1 <= month <= 12
+        and denominator == day
+        and denominator not in _FRACTION_DENOMINATORS
+        and not _PART_OF.match(match.string, match.end())
+    )
+
+
 def _month_slash_day(match: re.Match[str], british: bool) -> list[Piece] | None:
     before = match.string[max(0, match.start() - context.WINDOW) : match.start()]
     if match["a"].startswith("0") and int(match["a"]) <= 12 and _CARD.search(before):
         # a card's expiry, month and year: "valid through 05/26" is "oh five, twenty six"
         expiry = f"{_card_digits(match['a'], british)}, {_card_digits(match['b'], british)}"
         return [Piece(match.start(), match.end(), expiry)]
+    first, second = int(match["a"]), int(match["b"])
+    day, month = (first, second) if british else (second, first)
     cue, cue_start = context.previous_word(match.string, match.start())
     if cue.lower() == "the":  # "on the 12/25"
         cue = context.word_before(match.string, cue_start)
-    if cue.lower().rstrip(":") not in _DATE_CUES:
+    if cue.lower().rstrip(":") not in _DATE_CUES and not _only_a_date(match, day, month):
+        if (first, second) == (9, 11):
+            return [Piece(match.start(), match.end(), "nine eleven")]  # the day's name, not a fraction
         return None
-    first, second = int(match["a"]), int(match["b"])
-    day, month = (first, second) if british else (second, first)
     said = _date(None, month, day, british, after_the=_after_the(match))
     return None if said is None else [Piece(match.start(), match.end(), said)]
 
@@ -318,7 +338,24 @@ def _dash_between_times(match: re.Match[str], british: bool) -> list[Piece] | No
     return [Piece(match.start(), match.end(), " to ")]
 
 
+_NOON_RANGE = re.compile(
+    r"(?<![\w])(?P<word>noon|midnight)\s?[-–]\s?(?=(?:1[0-2]|0?[1-9])(?::[0-5]\d)?\s?(?:[AaPp]\.?\s?[Mm]\b|\s*$|\s*[,.;]))"
+    r"|(?<=[\dMm.])\s?[-–]\s?(?=(?:noon|midnight)\b)"
+)
+
+
+def _noon_range(match: re.Match[str], british: bool) -> list[Piece] | None:
+    """ "noon-6 pm", "9am-noon": the dash is "to" ("noon-6" would otherwise be a code like "COVID-19")."""
+    if match["word"]:
+        return [Piece(match.start(), match.end(), f"{match['word']} to ")]
+    before = match.string[max(0, match.start() - 16) : match.start()].rstrip()
+    if not re.search(r"(?:[AaPp]\.?\s?[Mm]\.?|\d:[0-5]\d|(?<![\d.,])(?:1[0-2]|0?[1-9]))$", before):
+        return None
+    return [Piece(match.start(), match.end(), " to ")]
+
+
 RULES = (
+    Rule("noon_range", _NOON_RANGE, _noon_range),
     Rule("dash_between_times", _DASH_BETWEEN_TIMES, _dash_between_times),
     Rule("dash_between_clocks", _DASH_BETWEEN_CLOCKS, _dash_between_clocks),
     Rule("iso_date", _ISO_DATE, _iso_date),

@@ -38,6 +38,10 @@ _RANGE = re.compile(
 )
 
 
+_TOLL_FREE_AREAS = {"800": "eight hundred", "888": "eight eight eight", "877": "eight seven seven"}
+_TOLL_FREE_AREAS |= {"866": "eight six six", "855": "eight five five", "844": "eight four four"}
+
+
 def _is_year(text: str) -> bool:
     return len(text) == 4 and text.isdecimal() and 1000 <= int(text) <= 2099
 
@@ -59,6 +63,12 @@ def _range(match: re.Match[str], british: bool) -> list[Piece] | None:
     ):
         symbol = None
     joiner = "to"
+    if (
+        low == "1"
+        and high in _TOLL_FREE_AREAS
+        and context.word_after(match.string, match.end("b")).rstrip(".,;:!?") == "number"
+    ):
+        return [Piece(match.start(), match.end("b"), f"one {_TOLL_FREE_AREAS[high]}")]  # "a 1-800 number"
     if low == high == "50" and not symbol:
         return [Piece(match.start(), match.end("b"), "fifty fifty")]  # the idiom; a 1-1 score is "one to one"
     if (
@@ -105,7 +115,12 @@ def _ordinal(match: re.Match[str], british: bool) -> list[Piece]:
     return [Piece(match.start(), match.end(), numbers.ordinal(match["n"], british=british))]
 
 
-_DECADE = re.compile(r"(?<![\w.,])(?:(?P<mark>['’])(?P<short>\d0)|(?P<full>\d{1,4}0))(?:['’]?s)(?!\w)")
+_DECADE = re.compile(
+    r"(?<![\w.,])(?:(?P<mark>['’])(?P<short>\d0)|(?P<full>\d{1,4}0|1(?:0{1,2})?(?:,000)+))(?:['’]?s)(?!\w)"
+)
+# "10s of", "1,000s of birds": a round number in the plural is a count of them ("tens", "thousands").
+_PLURAL_COUNTS = {"10": "tens", "100": "hundreds", "1000": "thousands", "10000": "tens of thousands"}
+_PLURAL_COUNTS |= {"100000": "hundreds of thousands", "1000000": "millions"}
 # Before "30s" these make it thirty seconds, not the thirties.
 _SECONDS_CUES = frozenset(
     {
@@ -138,9 +153,13 @@ _DECADE_NAMES |= {"7": "seventies", "8": "eighties", "9": "nineties", "0": "hund
 
 
 def _decade(match: re.Match[str], british: bool) -> list[Piece] | None:
-    digits = match["short"] or match["full"]
-    if digits in ("100", "1000") and context.word_after(match.string, match.end()) == "of":
-        return [Piece(match.start(), match.end(), "hundreds" if digits == "100" else "thousands")]
+    digits = (match["short"] or match["full"]).replace(",", "")
+    if digits in _PLURAL_COUNTS and (
+        "," in match["full"]
+        or context.word_after(match.string, match.end()) == "of"
+        or (digits == "100" and context.word_before(match.string, match.start()).lower() == "the")
+    ):
+        return [Piece(match.start(), match.end(), _PLURAL_COUNTS[digits])]
     if len(digits) == 2:
         before = context.word_before(match.string, match.start()).lower()
         if not match["mark"] and (digits == "10" or before in _SECONDS_CUES):
@@ -159,6 +178,16 @@ def _decade(match: re.Match[str], british: bool) -> list[Piece] | None:
     else:
         word += "s"
     return [Piece(match.start(), match.end(), head + word)]
+
+
+# "back in '08": a year by its last two digits ("oh eight", "ninety eight"); "'90s" is a decade.
+_SHORT_YEAR = re.compile(r"(?<![\w'’])['’](?P<yy>\d\d)(?![\w'’]|[.,]\d)")
+
+
+def _short_year(match: re.Match[str], british: bool) -> list[Piece]:
+    yy = match["yy"]
+    said = "oh " + numbers.cardinal(yy[1]) if yy[0] == "0" else numbers.cardinal(yy, british=british)
+    return [Piece(match.start(), match.end(), said)]
 
 
 _FRACTION = re.compile(rf"{START}(?:(?P<whole>\d+)(?P<space>\s+))?(?P<n>\d+)/(?P<d>\d+)(?![\w/]|[.,]\d)")
@@ -379,6 +408,7 @@ def _digits_left(match: re.Match[str], british: bool) -> list[Piece]:
 RULES = (
     *amount_rules.RULES_FIRST,
     Rule("decade", _DECADE, _decade),
+    Rule("short_year", _SHORT_YEAR, _short_year),
     Rule("ordinal", _ORDINAL, _ordinal),
     Rule("range", _RANGE, _range),
     Rule("dash_after_percent", _DASH_AFTER_PERCENT, _dash_after_percent),

@@ -229,6 +229,18 @@ def _phone(match: re.Match[str], british: bool) -> list[Piece] | None:
 
 
 _TOLL_FREE = re.compile(r"\(?(?P<digit>[2-9])00\)?")
+# "1-800-FLOWERS", "1-888-GOT-JUNK": a toll-free number dialled by its letters; the word is said as a word.
+_VANITY = re.compile(
+    r"(?<![\w+.\-/])(?P<one>1[ .\-])?(?P<area>[2-9]00|8[3-8]{2})[ .\-](?P<word>[A-Z]{2,}(?:-[A-Z]+)*)(?![\w\-])"
+)
+
+
+def _vanity(match: re.Match[str], british: bool) -> list[Piece] | None:
+    if len(match["word"].replace("-", "")) < 4:
+        return None
+    said = ("one, " if match["one"] else "") + _phone_group(match["area"], area=True) + ", "
+    said += match["word"].replace("-", " ").lower()
+    return [Piece(match.start(), match.end(), said)]
 
 
 def _phone_group(group: str, *, area: bool = False) -> str:
@@ -253,6 +265,8 @@ def _hashtag(match: re.Match[str], british: bool) -> list[Piece]:
     if match["number"]:
         return [Piece(match.start(), match.end(), "number " + numbers.cardinal(match["number"]))]
     words = " ".join(_tag_word(part) for part in _CAMEL.findall(match["tag"])) or match["tag"]
+    if context.word_before(match.string, match.start()).lower() in ("hashtag", "hashtags"):
+        return [Piece(match.start(), match.end(), words)]  # "use the hashtag #TravelTips"
     return [Piece(match.start(), match.end(), "hashtag " + words)]
 
 
@@ -276,6 +290,7 @@ RULES = (
 )
 # After the dates: "31-12-2023" is a date, not a number to dial.
 PHONE_RULES = (
+    Rule("vanity_phone", _VANITY, _vanity),
     Rule("phone_international", _PHONE_INTERNATIONAL, _phone),
     Rule("phone", _PHONE, _phone),
 )

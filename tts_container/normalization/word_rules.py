@@ -295,13 +295,24 @@ def _weekday_before_date(match: re.Match[str], british: bool) -> list[Piece]:
 
 
 # Markdown marks a reader never says (the client's speech filter removes all markdown; text sent to the
-# server by other callers may still carry these): emphasis stars, heading hashes, quote and bullet marks
-# opening a line. misaki would read "**" as "asterisk asterisk" and "#" as "hash".
-_UNSAID_MARKUP = re.compile(r"(?<!\*)\*{2,3}(?!\*)|(?m:^[ \t]*(?:#{1,6}|>|[*+])(?=[ \t]))")
+# server by other callers may still carry these): emphasis stars and underscores, code backticks, heading
+# hashes, quote and bullet marks opening a line, a link's brackets and address ("[docs](https://...)" is
+# "docs"). misaki would read "**" as "asterisk asterisk", "#" as "hash", and "`" as a quotation mark.
+_UNSAID_MARKUP = re.compile(
+    r"(?<!\*)\*{2,3}(?!\*)|(?m:^[ \t]*(?:#{1,6}|>|[*+])(?=[ \t]))|`+"
+    r"|(?<![\w*])\*(?=[^\s*][^*\n]{0,80}(?<=[^\s*])\*(?![\w*]))|(?<=[^\s*])\*(?![\w*])"
+    r"|(?<!\w)__(?=[^\s_])|(?<=[^\s_])__(?!\w)"
+    r"|\[(?=[^\[\]\n]{1,200}\]\([^()\s]{1,500}\))|\]\([^()\s]{1,500}\)"
+)
 
 
-def _unsaid_markup(match: re.Match[str], british: bool) -> list[Piece]:
+def _unsaid_markup(match: re.Match[str], british: bool) -> list[Piece] | None:
     text, start, end = match.string, match.start(), match.end()
+    closing = start > 0 and not text[start - 1].isspace()  # the pattern saw an opening mark's close
+    if match[0] in ("*", "__") and closing and text.rfind(match[0], max(0, start - 202), start) < 0:
+        return None  # a closing mark with no opening one
+    if match[0].startswith("](") and text.rfind("[", max(0, start - 201), start) <= text.rfind("]", 0, start):
+        return None  # no "[" of a link before it
     if match[0] == "**" and start > 0 and end < len(text):  # "2**10", "x ** 2": Python's power
         spaced = text[start - 1] == " " == text[end]
         left = text[start - 2 if spaced else start - 1 : start].strip()
@@ -312,8 +323,17 @@ def _unsaid_markup(match: re.Match[str], british: bool) -> list[Piece]:
     return [Piece(start, end, "")]
 
 
+# "C#", "F#": the note and the languages named after it.
+_SHARP = re.compile(r"(?<![\w#])(?P<note>[A-G])#(?![\w#])")
+
+
+def _sharp(match: re.Match[str], british: bool) -> list[Piece]:
+    return [Piece(match.start(), match.end(), f"{match['note']} sharp")]
+
+
 RULES = (
     Rule("unsaid_markup", _UNSAID_MARKUP, _unsaid_markup),
+    Rule("sharp", _SHARP, _sharp),
     Rule("weekday_range", _WEEKDAY_RANGE, _weekday_range),
     Rule("weekday_before_date", _WEEKDAY_BEFORE_DATE, _weekday_before_date),
     Rule("world_war", _WORLD_WAR, _world_war),
