@@ -35,6 +35,8 @@ CHANNELS = 1
 SAMPLE_WIDTH_BYTES = 2
 DEFAULT_SAMPLE_RATE = 24_000
 DEFAULT_VOICE = "af_heart"
+# A request without ``lang`` is read in its voice's language (the name's first letter: ``ff_siwis`` is
+# French), and in this one where the server has no G2P for that language.
 DEFAULT_LANG = "en-us"
 # Rates the server resamples to (soxr); 24 kHz is Kokoro's native rate.
 SUPPORTED_SAMPLE_RATES: tuple[int, ...] = (8_000, 16_000, 22_050, 24_000, 32_000, 44_100, 48_000)
@@ -172,6 +174,9 @@ class SynthesizeRequest(_JsonMessage):
     as if spoken whole: no pause, lengthened word or falling pitch at the cut. Fields added after the
     first release: older servers ignore them, older clients never send them.
 
+    ``lang``: the G2P to read ``text`` with; ``None`` (not sent): the voice's language (see
+    ``DEFAULT_LANG``). Older clients always sent one, ``en-us`` unless told otherwise.
+
     ``format``: the audio the request's binary frames carry (``pcm``, ``opus``: one Ogg Opus stream per
     request, ``mp3``). Sent only when not ``pcm``; an older server ignores it and sends PCM, which its
     ``synthesis_start`` says (``format: "pcm_s16le"``), so a client reads the format from there.
@@ -182,7 +187,7 @@ class SynthesizeRequest(_JsonMessage):
     voice: str = DEFAULT_VOICE
     speed: float = 1.0
     sample_rate: int = DEFAULT_SAMPLE_RATE
-    lang: str = DEFAULT_LANG
+    lang: str | None = None
     previous_text: str | None = None
     next_text: str | None = None
     format: AudioFormatName = "pcm"
@@ -195,8 +200,9 @@ class SynthesizeRequest(_JsonMessage):
             "voice": self.voice,
             "speed": self.speed,
             "sample_rate": self.sample_rate,
-            "lang": self.lang,
         }
+        if self.lang is not None:
+            body["lang"] = self.lang
         if self.previous_text:
             body["previous_text"] = self.previous_text
         if self.next_text:
@@ -402,7 +408,7 @@ def _synthesize(obj: dict[str, Any]) -> SynthesizeRequest:
         voice=_optional_str(obj, "voice", request_id) or DEFAULT_VOICE,
         speed=parse_speed(obj.get("speed"), request_id),
         sample_rate=_sample_rate(obj.get("sample_rate"), request_id),
-        lang=_optional_str(obj, "lang", request_id) or DEFAULT_LANG,
+        lang=_optional_str(obj, "lang", request_id) or None,
         previous_text=_context(obj, "previous_text", request_id),
         next_text=_context(obj, "next_text", request_id),
         format=parse_audio_format(obj.get("format"), request_id),

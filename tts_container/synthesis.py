@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from strands_kokoro.protocol import DEFAULT_VOICE, ErrorCode, ServerError, SynthesizeRequest, Word, shown
 from tts_container.audio import SegmentJoiner, split_frames
 from tts_container.engines.base import Audio, Context, Engine, Segment
-from tts_container.g2p import UnsupportedLanguage, dialect_for
+from tts_container.g2p import UnsupportedLanguage, dialect_for, request_lang
 from tts_container.inference import InferencePool
 from tts_container.voice_calibration import VoiceCalibrator
 
@@ -61,7 +61,7 @@ class Synthesizer:
                         request.text,
                         voice=request.voice,
                         speed=request.speed,
-                        lang=request.lang,
+                        lang=request_lang(request.lang, request.voice),
                         context=context,
                     )
                 )

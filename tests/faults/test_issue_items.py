@@ -84,6 +84,23 @@ async def test_a_post_body_with_a_byte_order_mark_is_spoken_as_the_agent_app_rea
     assert spoken.status_code == 200 and len(spoken.content) > 24_000  # over half a second of 24 kHz s16
 
 
+async def test_a_french_voice_without_lang_reads_french_as_with_lang_fr(model_server: RunningServer) -> None:
+    text = "Bonjour tout le monde, nous sommes prêts."
+
+    async def spoken(**fields: str) -> bytes:
+        body = json.dumps({"text": text, "voice": "ff_siwis", "format": "pcm"} | fields)
+        async with httpx.AsyncClient(timeout=120) as client:
+            response = await client.post(
+                model_server.http_url + "/invocations", content=body, headers={"content-type": "application/json"}
+            )
+        assert response.status_code == 200
+        return response.content
+
+    own_language = await spoken()
+    assert own_language == await spoken(lang="fr")  # a request renders deterministically
+    assert own_language != await spoken(lang="en-us")
+
+
 def test_item2_the_clients_frame_parser_survives_a_4301_digit_integer() -> None:
     """The receiving side's classifier: not a control frame (never an exception in the receiver task)."""
     frame = '{"type": "synthesis_complete", "request_id": "r", "audio_ms": ' + BIG_INT + "}"

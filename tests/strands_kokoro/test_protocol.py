@@ -56,6 +56,13 @@ def test_a_leading_byte_order_mark_is_ignored_on_text_and_binary_frames_and_post
     assert code_of("\ufeff\ufeff" + msg) == ErrorCode.BAD_JSON  # one mark, not any number of them
 
 
+def test_a_request_without_lang_leaves_it_to_the_voice_and_does_not_send_one() -> None:
+    parsed = protocol.parse_client_message(b'{"text": "Bonjour.", "voice": "ff_siwis"}')
+    assert isinstance(parsed, SynthesizeRequest) and parsed.lang is None
+    assert "lang" not in json.loads(SynthesizeRequest("Bonjour.", voice="ff_siwis").to_wire())
+    assert protocol.parse_client_message(b'{"text": "Hi.", "lang": ""}') == SynthesizeRequest("Hi.")
+
+
 def test_every_client_message_round_trips() -> None:
     request = SynthesizeRequest(
         "Hi.", request_id="r1", voice="am_michael", speed=0.8, sample_rate=16_000, lang="en-gb"

@@ -87,6 +87,22 @@ def test_dialect_for(lang: str, voice: str, dialect: str) -> None:
     assert dialect_for(lang, voice) == dialect
 
 
+@pytest.mark.parametrize(
+    ("voice", "dialect"),
+    [
+        ("af_heart", "en-us"),
+        ("bf_emma", "en-gb"),
+        ("ff_siwis", "fr-fr"),
+        ("ef_dora", "es"),
+        ("pf_dora", "pt-br"),
+        ("jf_alpha", "en-us"),  # no G2P for Japanese here: read as English, as before lang followed voices
+        ("zf_xiaobei", "en-us"),
+    ],
+)
+def test_a_request_without_lang_is_read_in_its_voices_language(voice: str, dialect: str) -> None:
+    assert dialect_for(None, voice) == dialect
+
+
 @pytest.mark.parametrize("lang", ["ja", "zh", "klingon", ""])
 def test_unsupported_languages_are_refused_with_the_supported_list(lang: str) -> None:
     with pytest.raises(UnsupportedLanguage, match="supported: "):

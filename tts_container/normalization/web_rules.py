@@ -231,7 +231,8 @@ def _phone(match: re.Match[str], british: bool) -> list[Piece] | None:
 _TOLL_FREE = re.compile(r"\(?(?P<digit>[2-9])00\)?")
 # "1-800-FLOWERS", "1-888-GOT-JUNK": a toll-free number dialled by its letters; the word is said as a word.
 _VANITY = re.compile(
-    r"(?<![\w+.\-/])(?P<one>1[ .\-])?(?P<area>[2-9]00|8[3-8]{2})[ .\-](?P<word>[A-Z]{2,}(?:-[A-Z]+)*)(?![\w\-])"
+    r"(?<![\w+.\-/])(?P<one>1[ .\-])?(?P<area>[2-9]00|8[3-8]{2})[ .\-]"
+    r"(?P<word>[A-Z]{2,}(?:-[A-Z]+)*)(?![\w\-])"
 )
 
 
