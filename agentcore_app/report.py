@@ -74,14 +74,17 @@ def stall_ms(record: TurnRecord) -> float:
     return stalled
 
 
-_SENTENCE_END = (".", "!", "?", "…", '"', "”", "'", ")")
+# A join after one of these is one a reader pauses at too (a sentence's end, a clause's comma or colon):
+# its silence is the text's, not the cut's (the same sentence spoken whole has it).
+_PAUSE_MARKS = (".", "!", "?", "…", '"', "”", "'", ")", ",", ";", ":", "—", "–", "-")
 QUIET_DB = -40.0  # below this a 10 ms frame counts as silence
 
 
 def cut_pauses_ms(record: TurnRecord) -> list[float]:
-    """The silence at every join between two requests of one sentence (the pacer cut it there).
+    """The silence at every join between two requests of one sentence, where the pacer cut it between two
+    words (not at a comma or colon, where a reader pauses and the whole sentence has the same pause).
 
-    A reader does not pause between two words of a sentence, so whatever silence is at such a join was
+    A reader does not pause between two words of a clause, so whatever silence is at such a join was
     added by the cut: the run of 10 ms frames below -40 dBFS that reaches the join (from 20 ms either
     side of it, at most one second each way).
     """
@@ -100,7 +103,7 @@ def cut_pauses_ms(record: TurnRecord) -> list[float]:
     completes = [e.event for e in record.of_type("sentence_complete")]
     for complete, following in itertools.pairwise(completes):
         position_ms += float(complete.get("audio_ms") or 0.0)
-        if str(complete.get("text", "")).rstrip().endswith(_SENTENCE_END) or not following.get("audio_ms"):
+        if str(complete.get("text", "")).rstrip().endswith(_PAUSE_MARKS) or not following.get("audio_ms"):
             continue
         at = round(position_ms * record.sample_rate / 1000)
         before = next((k for k in range(2, 100) if not quiet(at - k * frame)), 100) - 2

@@ -105,8 +105,8 @@ def test_wav_and_timeline_are_written(tmp_path: Path) -> None:
 
 
 def test_pauses_added_by_cuts_are_the_silences_at_joins_inside_a_sentence() -> None:
-    """Synthetic audio: a tone, 300 ms of silence where the pacer cut a sentence, a tone, a sentence end
-    (its pause is a reader's, not counted), a tone. Only the join inside the sentence is reported."""
+    """Synthetic audio: a tone, 300 ms of silence where the pacer cut a sentence, a tone, a comma's pause
+    and a sentence end's (a reader's, not counted), a tone. Only the join between two words is reported."""
     rate = 24_000
 
     def tone(ms: float) -> bytes:
@@ -117,7 +117,8 @@ def test_pauses_added_by_cuts_are_the_silences_at_joins_inside_a_sentence() -> N
     record = TurnRecord(mode="bidi", sample_rate=rate)
     parts = [
         ("The sky appears", tone(800) + silence),
-        ("blue today.", tone(700) + bytes(2 * 6000)),
+        ("blue today,", tone(700) + bytes(2 * 6000)),
+        ("and clear.", tone(700) + bytes(2 * 6000)),
         ("Yes.", tone(500)),
     ]
     for index, (text, pcm) in enumerate(parts):
