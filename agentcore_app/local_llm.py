@@ -207,6 +207,14 @@ class LocalSmolLM2Model(Model):
         """Load the model now (off the event loop) instead of on the first request."""
         await asyncio.to_thread(_LoadedServer.get, self.threads)
 
+    async def warm_up(self, system_prompt: str | None) -> None:
+        """Load the weights and read ``system_prompt`` once, so the first caller's turn costs what every
+        later one does: llama.cpp keeps the prompt it last read and reads only what a new one adds."""
+        greeting: Messages = [{"role": "user", "content": [{"text": "Hi."}]}]
+        async for event in self.stream(greeting, system_prompt=system_prompt):
+            if "contentBlockDelta" in event:
+                break  # one token sampled: the prompt is read; closing the stream stops sampling
+
     async def stream(
         self,
         messages: Messages,

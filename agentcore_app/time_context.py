@@ -22,12 +22,15 @@ PLUGIN_NAME = "strands-kokoro:time"
 def now_line(now: datetime | None = None) -> str:
     """The injected text, e.g.
 
-    ``<now>Tuesday 1 December 2026, 14:05 UTC (ISO 2026-12-01T14:05:09+00:00)</now>``
+    ``<now>Tuesday 1 December 2026, 14:05 UTC (ISO 2026-12-01T14:05+00:00)</now>``
+
+    To the minute: turns asked within the same minute see the same line, so a model that samples with a
+    fixed seed answers them alike (the demo's two modes compare the same answer).
     """
     moment = datetime.now().astimezone() if now is None else now if now.tzinfo else now.astimezone()
     zone = moment.tzname() or f"{moment:%z}"
     spoken = f"{moment:%A} {moment.day} {moment:%B %Y, %H:%M} {zone}"
-    return f"<now>{spoken} (ISO {moment.isoformat(timespec='seconds')})</now>"
+    return f"<now>{spoken} (ISO {moment.isoformat(timespec='minutes')})</now>"
 
 
 def render_now(context: InjectionContext) -> str:

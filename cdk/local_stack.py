@@ -172,11 +172,14 @@ def wait_until_ready(
 
 
 def _ping(base_url: str) -> int | str | None:
-    """GET /ping: its HTTP status, ``"failed"`` for a model server that gave up loading, None if no answer."""
+    """GET /ping: its HTTP status, ``"failed"`` for a model server that gave up loading, None if no answer
+    or an agent app still busy (``HealthyBusy``: nobody asked it anything yet, so it is warming its model)."""
     try:
         answer = httpx.get(base_url + PING_PATH, timeout=1.0)
         if answer.status_code == 503 and answer.json().get("status") == "failed":
             return "failed"
+        if answer.status_code == 200 and answer.json().get("status") == "HealthyBusy":
+            return None
     except (httpx.HTTPError, ValueError, AttributeError):  # not up yet; an answer that is not our JSON
         return None
     return answer.status_code

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -11,6 +12,7 @@ import pytest
 from strands.models.bedrock import BedrockModel
 from strands.models.openai import OpenAIModel
 
+from agentcore_app.conversation_settings import ConversationSettings
 from agentcore_app.local_llm import LocalSmolLM2Model, _LoadedServer, chat_messages, find_gguf
 from agentcore_app.models import ModelSpec, ModelSpecError, create_model, model_setting, parse_model_spec
 
@@ -149,3 +151,42 @@ def test_local_model_stops_when_the_consumer_goes_away(counting_server: Counting
     counting_server.sampled = 0
     again = asyncio.run(_deltas(LocalSmolLM2Model(max_tokens=8), counting_server, "Say hello."))
     assert 1 <= len(again) <= 8 and counting_server.sampled >= len(again)
+
+
+@pytest.mark.slow
+def test_the_app_reads_the_system_prompt_while_it_starts(counting_server: CountingServer) -> None:
+    """With the embedded model, the app's start-up loads it and reads the system prompt once (one token
+    sampled, no more), so a caller's first turn does not pay for either; a remote model is not called."""
+    from starlette.testclient import TestClient
+
+    from agentcore_app.app import SYSTEM_PROMPT, create_app
+
+    requests: list[dict[str, Any]] = []
+    recorded = counting_server.handle_chat_completions
+
+    def recording(request: dict[str, Any], callback: Callable[[Any], bool]) -> Any:
+        requests.append(request)
+        return recorded(request, callback)
+
+    counting_server.handle_chat_completions = recording  # type: ignore[method-assign]
+    app = create_app(
+        model="local", speech_endpoint="ws://127.0.0.1:9", conversations=ConversationSettings(None)
+    )
+    with TestClient(app) as client:
+        for _ in range(600):  # the warm-up runs beside the server; wait for it, not for a clock
+            if requests and not counting_server.generating:
+                break
+            time.sleep(0.05)
+        assert client.get("/ping").status_code == 200
+    (warm_up,) = requests
+    assert warm_up["messages"][0] == {"role": "system", "content": SYSTEM_PROMPT}
+    assert 1 <= counting_server.sampled <= 3
+    requests.clear()
+    remote = create_app(
+        model="openai:http://127.0.0.1:9/v1",
+        speech_endpoint="ws://127.0.0.1:9",
+        conversations=ConversationSettings(None),
+    )
+    with TestClient(remote):
+        pass
+    assert requests == []

@@ -79,7 +79,7 @@ def test_the_default_tool_and_the_time_reach_the_model_offline() -> None:
 
 def test_the_time_line_names_the_day_the_time_and_the_zone() -> None:
     moment = datetime(2026, 12, 1, 14, 5, 9, tzinfo=timezone(timedelta(hours=-5), "EST"))
-    assert now_line(moment) == "<now>Tuesday 1 December 2026, 14:05 EST (ISO 2026-12-01T14:05:09-05:00)</now>"
+    assert now_line(moment) == "<now>Tuesday 1 December 2026, 14:05 EST (ISO 2026-12-01T14:05-05:00)</now>"
 
 
 def test_a_bad_tool_argument_is_an_error_result_and_the_turn_goes_on() -> None:

@@ -112,3 +112,37 @@ def test_other_failures_keep_their_traceback() -> None:
 
     with pytest.raises(KeyError):
         reported("agent-infra serve", run)
+
+
+class _WarmingPing(BaseHTTPRequestHandler):
+    """A stand-in of the agent app's /ping (the SDK's shape): ``HealthyBusy`` for the first answers
+    (its model is warming), then ``Healthy``."""
+
+    answers: list[str] = []
+
+    def do_GET(self) -> None:
+        status = "HealthyBusy" if len(self.answers) < 3 else "Healthy"
+        self.answers.append(status)
+        body = json.dumps({"status": status, "time_of_last_update": 0}).encode()
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_an_agent_app_still_warming_its_model_is_waited_for() -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _WarmingPing)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        wait_until_ready(alive, f"http://127.0.0.1:{server.server_address[1]}", 60, name="agent app")
+    finally:
+        alive.kill()
+        alive.wait()
+        server.shutdown()
+        server.server_close()
+    assert _WarmingPing.answers == ["HealthyBusy"] * 3 + ["Healthy"]

@@ -91,7 +91,9 @@ async def test_a_french_voice_without_lang_reads_french_as_with_lang_fr(model_se
         body = json.dumps({"text": text, "voice": "ff_siwis", "format": "pcm"} | fields)
         async with httpx.AsyncClient(timeout=120) as client:
             response = await client.post(
-                model_server.http_url + "/invocations", content=body, headers={"content-type": "application/json"}
+                model_server.http_url + "/invocations",
+                content=body,
+                headers={"content-type": "application/json"},
             )
         assert response.status_code == 200
         return response.content

@@ -589,6 +589,17 @@ CASES: tuple[tuple[str, str, str], ...] = (
     ("symbol", "Run `pip install requests` first.", "Run pip install requests first."),
     ("symbol", "[Click here](https://example.com) to sign up.", "Click here to sign up."),
     ("symbol", "*Tip*: use a __kitchen__ timer.", "Tip: use a kitchen timer."),
+    # a new user's walkthrough: the time line the agent app gives the model, repeated by it
+    (
+        "date",
+        "The time is 2026-12-01T20:01:01+00:00.",
+        "The time is December first, twenty twenty six, twenty oh one and one second U T C.",
+    ),
+    (
+        "date",
+        "It is 2026-12-01T14:05-05:00 in New York.",
+        "It is December first, twenty twenty six, fourteen oh five U T C minus five in New York.",
+    ),
     # other languages are untouched
     ("other", "Plain words stay the same.", "Plain words stay the same."),
 )

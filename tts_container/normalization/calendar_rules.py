@@ -168,6 +168,31 @@ def _iso_date(match: re.Match[str], british: bool) -> list[Piece] | None:
     return None if said is None else [Piece(match.start(), match.end(), said)]
 
 
+# "2026-12-01T14:05:09+00:00" (ISO 8601, RFC 3339): the date, the clock, the zone ("UTC", "UTC minus five").
+_ISO_DATETIME = re.compile(
+    r"(?<![\w.\-/])(?P<y>\d{4})-(?P<mo>\d\d)-(?P<d>\d\d)[T ](?P<h>[01]\d|2[0-3]):(?P<mi>[0-5]\d)"
+    r"(?::(?P<s>[0-5]\d)(?:\.\d+)?)?(?P<zone>Z|[+\-−](?P<zh>[01]\d|2[0-3]):?(?P<zm>[0-5]\d))?(?![\w:+\-]|\.\d)"
+)
+
+
+def _iso_datetime(match: re.Match[str], british: bool) -> list[Piece] | None:
+    said = _date(int(match["y"]), int(match["mo"]), int(match["d"]), british, after_the=_after_the(match))
+    if said is None:
+        return None
+    said += ", " + _clock(int(match["h"]), int(match["mi"]), False, british)
+    if match["s"] and (seconds := int(match["s"])):
+        said += f" and {numbers.cardinal(seconds, british=british)} second{'' if seconds == 1 else 's'}"
+    if match["zone"] == "Z" or (match["zone"] and int(match["zh"]) == int(match["zm"]) == 0):
+        said += " U T C"
+    elif match["zone"]:
+        sign = "plus" if match["zone"][0] == "+" else "minus"
+        offset = numbers.cardinal(int(match["zh"]), british=british)
+        if int(match["zm"]):
+            offset += " " + numbers.cardinal(int(match["zm"]), british=british)
+        said += f" U T C {sign} {offset}"
+    return [Piece(match.start(), match.end(), said)]
+
+
 _NUMERIC_DATE = re.compile(
     r"(?<![\w.\-/])(?P<a>\d{1,2})(?P<sep>[/.\-])(?P<b>\d{1,2})(?P<sep2>[/.\-])(?P<y>\d{4}|\d{2})(?![\w]|[/.\-]\d)"
 )
@@ -358,6 +383,7 @@ RULES = (
     Rule("noon_range", _NOON_RANGE, _noon_range),
     Rule("dash_between_times", _DASH_BETWEEN_TIMES, _dash_between_times),
     Rule("dash_between_clocks", _DASH_BETWEEN_CLOCKS, _dash_between_clocks),
+    Rule("iso_datetime", _ISO_DATETIME, _iso_datetime),
     Rule("iso_date", _ISO_DATE, _iso_date),
     Rule("numeric_date", _NUMERIC_DATE, _numeric_date),
     Rule("month_slash_day", _MONTH_SLASH_DAY, _month_slash_day),
