@@ -19,6 +19,10 @@ Why: the engine speaks whatever its G2P makes of the text, and two kinds of text
   skin tones, flags, tags, keycaps) are left out first, as the client's speech filter does; ©, ® and ™
   stay (a person says "copyright"). Text of only emoji has nothing to say. Control characters go too,
   and terminal colour codes whole (``ESC[31m`` was heard as "31 meters"; a NUL reached a caption).
+- **Invisible characters** go as well (zero-width spaces and joiners, soft hyphens, byte order and
+  direction marks: Unicode ``Cf``), and every other space is a plain one: a zero-width joiner split
+  "Hel\u200dlo" into two words (a quarter longer), a no-break space merged five caption words into two,
+  and a right-to-left override inside a caption word would draw it backwards.
 
 "Sayable" is a letter, a number or a symbol (Unicode ``L``, ``N``, ``S``); its script decides whether
 the language reads it (``Common`` and ``Inherited`` characters, such as digits, math letters and
@@ -56,6 +60,8 @@ MAX_FOREIGN_SHARE = 0.5
 _SAYABLE = regex.compile(r"[\p{L}\p{N}\p{S}]")
 # An ANSI escape sequence (CSI ... final byte), or a C0/C1 control character other than tab and newlines.
 _CONTROL = regex.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+_INVISIBLE = regex.compile(r"\p{Cf}+")
+_OTHER_SPACE = regex.compile(r"[^\S \t\n\r]")  # no-break, thin, ideographic... spaces, line separators
 _BEFORE_PUNCTUATION = regex.compile(r"\s+(?=[.,;:!?…)\]}])")  # "a lot 🎉." is "a lot."
 _EMOJI = regex.compile(
     r"\s*(?:(?![©®™])[\p{Extended_Pictographic}\u200d\ufe0e\ufe0f\u20e3"
@@ -83,6 +89,8 @@ def screen(request: SynthesizeRequest, dialect: str) -> SynthesizeRequest | Serv
     nothing."""
     if _CONTROL.search(request.text):
         request = replace(request, text=_CONTROL.sub("", request.text))
+    if _INVISIBLE.search(request.text) or _OTHER_SPACE.search(request.text):  # before emoji: their ZWJ
+        request = replace(request, text=_OTHER_SPACE.sub(" ", _INVISIBLE.sub("", request.text)))
     if _EMOJI.search(request.text):
         request = replace(request, text=_BEFORE_PUNCTUATION.sub("", _EMOJI.sub(" ", request.text)).strip())
     sayable = len(_SAYABLE.findall(request.text))

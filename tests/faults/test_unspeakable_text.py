@@ -91,6 +91,14 @@ LEFT_OUT = {
     "emoji": ("I love cats 🐱 a lot 🎉.", "I love cats a lot."),  # eSpeak said them by name
     "terminal colours": ("Hello \x1b[31mWorld\x1b[0m again.", "Hello World again."),  # "31 meters"
     "a NUL": ("Hello\x00 there.", "Hello there."),  # it reached a caption word
+    # fault battery 4: a no-break space merged five caption words into two, a zero-width joiner split a
+    # word (a quarter longer), marks and a right-to-left override stayed inside caption words
+    "no-break spaces": ("Hello\u00a0there, my\u00a0good\u00a0friend.", "Hello there, my good friend."),
+    "a joiner inside a word": ("Hel\u200dlo there.", "Hello there."),
+    "marks inside words": (
+        "\ufeffHello \u200fthere\u200e, soft\u00adware \u202efriend.",
+        "Hello there, software friend.",
+    ),
 }
 
 
