@@ -277,8 +277,20 @@ def _json(text: str) -> Any:
             ErrorCode.BAD_JSON, "message is not valid JSON (or a number is too long)"
         ) from None
     if "\\u" in text and not utf8_encodable(obj):
-        raise ProtocolError(ErrorCode.BAD_UTF8, "message has a lone surrogate (\\ud800-\\udfff) in a string")
+        raise ProtocolError(
+            ErrorCode.BAD_UTF8,
+            "message has a lone surrogate (\\ud800-\\udfff) in a string",
+            _echoable_id(obj),
+        )
     return obj
+
+
+def _echoable_id(obj: Any) -> str | None:
+    """The message's ``request_id`` where an error may name it (a short string UTF-8 can carry)."""
+    raw = obj.get("request_id") if isinstance(obj, dict) else None
+    if isinstance(raw, str) and 0 < len(raw) <= MAX_REQUEST_ID_CHARS and utf8_encodable(raw):
+        return raw
+    return None
 
 
 def utf8_encodable(obj: Any) -> bool:
@@ -431,8 +443,7 @@ def parse_client_message(payload: bytes | str) -> ClientMessage:
         return Cancel()
     if kind == "close":
         return Close()
-    raw_id = obj.get("request_id")
-    request_id = raw_id if isinstance(raw_id, str) and len(raw_id) <= MAX_REQUEST_ID_CHARS else None
+    request_id = _echoable_id(obj)
     if kind is None:
         raise ProtocolError(ErrorCode.MISSING_TEXT, "message has neither 'type' nor 'text'", request_id)
     raise ProtocolError(

@@ -14,6 +14,7 @@ import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -118,7 +119,7 @@ class _WarmingPing(BaseHTTPRequestHandler):
     """A stand-in of the agent app's /ping (the SDK's shape): ``HealthyBusy`` for the first answers
     (its model is warming), then ``Healthy``."""
 
-    answers: list[str] = []
+    answers: ClassVar[list[str]] = []
 
     def do_GET(self) -> None:
         status = "HealthyBusy" if len(self.answers) < 3 else "Healthy"

@@ -173,6 +173,15 @@ def test_errors_never_echo_more_than_a_short_prefix_of_what_the_client_sent() ->
     assert info.value.code == ErrorCode.UNKNOWN_TYPE and len(info.value.frame().to_wire()) < 300
 
 
+def test_a_lone_surrogate_in_the_text_is_refused_under_the_requests_own_id() -> None:
+    with pytest.raises(ProtocolError) as refused:
+        protocol.parse_client_message('{"type": "synthesize", "request_id": "e4", "text": "\\ud800Hello."}')
+    assert (refused.value.code, refused.value.request_id) == (ErrorCode.BAD_UTF8, "e4")
+    with pytest.raises(ProtocolError) as unnamed:  # an id no frame could carry is not echoed
+        protocol.parse_client_message('{"request_id": "\\udc00", "text": "Hello."}')
+    assert (unnamed.value.code, unnamed.value.request_id) == (ErrorCode.BAD_UTF8, None)
+
+
 def test_request_id_is_kept_on_field_errors() -> None:
     with pytest.raises(ProtocolError) as info:
         protocol.parse_client_message(b'{"text": "hi", "request_id": "r9", "speed": 9}')
