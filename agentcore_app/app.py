@@ -102,13 +102,16 @@ BODY_TIMED_OUT = refusal(
     408, ErrorCode.REQUEST_TIMEOUT, f"the request body did not arrive within {BODY_TIMEOUT_S:.0f} s"
 )
 NOT_HTTP = refusal(400, ErrorCode.BAD_HTTP, "the request is not valid HTTP/1.1")
+HANDSHAKE_TOO_LARGE = refusal(
+    431, ErrorCode.BAD_HTTP, "the WebSocket handshake's request line or a header is over 8192 bytes"
+)
 
 
 def server_settings() -> dict[str, Any]:
     """The uvicorn settings the app is served with: the deadlines for silent callers."""
     from strands_kokoro.serving.uvicorn_protocol import uvicorn_settings
 
-    return uvicorn_settings(HEADERS_TIMED_OUT, NOT_HTTP)
+    return uvicorn_settings(HEADERS_TIMED_OUT, NOT_HTTP, handshake_refused=HANDSHAKE_TOO_LARGE)
 
 
 def speech_endpoint_setting(explicit: str | None = None) -> str:

@@ -16,7 +16,7 @@ import uvicorn
 from strands_kokoro.protocol import MAX_MESSAGE_BYTES
 from strands_kokoro.serving.uvicorn_protocol import uvicorn_settings
 from tts_container import metrics
-from tts_container.app import HEADERS_TIMED_OUT, NOT_HTTP, create_app
+from tts_container.app import HANDSHAKE_TOO_LARGE, HEADERS_TIMED_OUT, NOT_HTTP, create_app
 from tts_container.engines.base import Engine
 from tts_container.engines.loader import ENGINE_NAMES
 
@@ -30,7 +30,10 @@ WS_OPTIONS: dict[str, Any] = {"ws_max_size": WS_MAX_FRAME_BYTES, "ws_per_message
 # Everything uvicorn is told (the tests' in-process servers and the soak use the same): the WebSocket
 # settings above and the deadlines for silent peers (strands_kokoro.serving: headers 10 s, the
 # WebSocket keep-alive of SageMaker's contract).
-SERVER_OPTIONS: dict[str, Any] = {**WS_OPTIONS, **uvicorn_settings(HEADERS_TIMED_OUT, NOT_HTTP)}
+SERVER_OPTIONS: dict[str, Any] = {
+    **WS_OPTIONS,
+    **uvicorn_settings(HEADERS_TIMED_OUT, NOT_HTTP, handshake_refused=HANDSHAKE_TOO_LARGE),
+}
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:

@@ -81,6 +81,9 @@ BODY_TIMED_OUT = refusal(
     408, ErrorCode.REQUEST_TIMEOUT, f"the request body did not arrive within {BODY_TIMEOUT_S:.0f} s"
 )
 NOT_HTTP = refusal(400, ErrorCode.BAD_HTTP, "the request is not valid HTTP/1.1")
+HANDSHAKE_TOO_LARGE = refusal(
+    431, ErrorCode.BAD_HTTP, "the WebSocket handshake's request line or a header is over 8192 bytes"
+)
 
 
 @dataclass(slots=True)

@@ -111,7 +111,21 @@ if WebSocketsSansIOProtocol is not None:
           cross-site handshakes that way, with a coded body.
         - A text frame that is not UTF-8 is closed 1007 as uvicorn does, logged at INFO: uvicorn logs it
           with ``logger.exception`` (a traceback at ERROR per frame, found by a blind fault battery).
+        - A handshake the ``websockets`` parser refuses before any request event (a request line or a
+          header over its 8,192 bytes) is answered with ``handshake_refusal`` and closed: uvicorn 0.54
+          wrote nothing and kept the connection open for good (a fourth fault battery held one 75 s), so
+          one write per connection could hold any number of them.
         """
+
+        handshake_refusal: bytes = b""  # the server's coded answer; set by :func:`uvicorn_settings`
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            refused = self.conn.handshake_exc is not None and not self.handshake_initiated
+            if refused and not self.transport.is_closing():
+                self.handshake_initiated = self.handshake_complete = self.close_sent = True
+                self.transport.write(self.handshake_refusal or b"".join(self.conn.data_to_send()))
+                self.transport.close()
 
         async def send(self, message: Any) -> None:
             await super().send(message)
@@ -153,9 +167,15 @@ def header_deadline_protocol(
 
 
 def uvicorn_settings(
-    refusal: Refusal, malformed: Refusal, *, header_timeout_s: float = HEADER_TIMEOUT_S
+    refusal: Refusal,
+    malformed: Refusal,
+    *,
+    handshake_refused: Refusal | None = None,
+    header_timeout_s: float = HEADER_TIMEOUT_S,
 ) -> dict[str, Any]:
-    """The uvicorn settings for silent peers and malformed requests (``uvicorn.run(app, **...)``)."""
+    """The uvicorn settings for silent peers and malformed requests (``uvicorn.run(app, **...)``):
+    ``refusal`` answers headers that stall, ``malformed`` what is not HTTP/1.1, ``handshake_refused`` a
+    WebSocket handshake too large for the WebSocket parser (default: ``malformed``)."""
     settings: dict[str, Any] = {
         "http": header_deadline_protocol(refusal, header_timeout_s, malformed=malformed),
         "timeout_keep_alive": KEEP_ALIVE_S,
@@ -163,5 +183,8 @@ def uvicorn_settings(
         "ws_ping_timeout": WS_PING_TIMEOUT_S,
     }
     if WebSocketsSansIOProtocol is not None:
-        settings["ws"] = QuietWebSocketProtocol
+        answer = (handshake_refused or malformed).raw()
+        settings["ws"] = type(
+            "QuietWebSocketProtocol", (QuietWebSocketProtocol,), {"handshake_refusal": answer}
+        )
     return settings

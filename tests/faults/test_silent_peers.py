@@ -178,3 +178,35 @@ async def test_a_body_announced_over_the_limit_is_refused_at_once_not_after_the_
                 answer = await connection.answer(BODY_TIMEOUT_S / 2)
             assert answer.status == 413, (address, answer.data[:200])
             assert b"too_large" in answer.body, answer.body
+
+
+def upgrade_head(address: str, path: str) -> bytes:
+    return (
+        f"GET {path} HTTP/1.1\r\nHost: {address}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+    ).encode()
+
+
+async def test_a_websocket_handshake_too_large_to_parse_is_a_coded_refusal_not_a_held_connection(
+    model_server: RunningServer, tmp_path: Path
+) -> None:
+    """Fault battery 4: a handshake whose request line is over the WebSocket parser's 8,192 bytes got no
+    byte back and stayed open (75 s and counting) on both servers. It is refused with the server's own
+    coded answer and closed at once (bound: half the header deadline); the WebSocket still serves."""
+    record = tmp_path / "models.jsonl"
+    with agent_app_process(model_server.ws_url, record, first="short") as agent:
+        ends = {
+            model_server.http_url.removeprefix("http://"): WS_PATH,
+            agent.removeprefix("http://"): "/ws",
+        }
+        for address, path in ends.items():
+            async with RawConnection(address) as connection:
+                await connection.send(upgrade_head(address, f"{path}?x={'a' * 10_000}"))
+                answer = await connection.answer(HEADER_TIMEOUT_S / 2)
+            assert answer.closed and answer.status == 431, (address, answer.data[:200])
+            error = control_object(answer.body.removeprefix(b"data: ").strip())
+            assert error is not None and error["code"] == ErrorCode.BAD_HTTP, answer.body[:300]
+        async with connect(model_server.ws_url + WS_PATH) as ws:
+            await ws.send(dumps(text="Still here.", request_id="after"))
+            response = await read_response(ws, timeout_s=60)
+    assert response.end is not None and response.end["type"] == "synthesis_complete" and response.pcm
