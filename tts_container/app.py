@@ -49,6 +49,7 @@ from tts_container.local_guard import LocalRequestGuard
 from tts_container.session import Session, SessionCounters
 from tts_container.synthesis import Synthesizer
 from tts_container.voice_calibration import VoiceCalibrator
+from tts_container.weights import WeightsUnavailable
 
 logger = logging.getLogger(__name__)
 
@@ -205,6 +206,10 @@ async def _load_and_warm(
         elapsed_ms = (time.perf_counter() - started) * 1000
         warm_ms = audio_ms(n_bytes, DEFAULT_SAMPLE_RATE)
         first_audio_ms = await _sentence_first_audio_ms(synthesizer)
+    except WeightsUnavailable as unavailable:  # an operator's problem, said whole: no traceback helps
+        logger.error("loading the engine failed; /ping stays 503: %s", unavailable)
+        state.load_failed = True
+        return
     except Exception:
         logger.exception("loading the engine failed; /ping stays 503")
         state.load_failed = True

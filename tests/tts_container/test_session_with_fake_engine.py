@@ -7,6 +7,7 @@ model in test_server_real.py.
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import time
 
@@ -27,6 +28,7 @@ from tests.tts_container.server_harness import (
     wait_for_stats,
 )
 from tts_container.app import create_app
+from tts_container.weights import WeightsUnavailable
 
 pytestmark = pytest.mark.anyio
 
@@ -235,3 +237,26 @@ async def test_ping_is_503_until_loaded_and_warm_with_fake_engine() -> None:
         started = time.monotonic()
         await wait_for_ping(address)
         assert time.monotonic() - started < 10
+
+
+async def test_weights_no_source_provides_are_one_error_line_and_a_failed_ping(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Offline, ``--engine torch`` has no checkpoint: the server said so under a 30-line traceback."""
+
+    def unavailable() -> ToneEngine:
+        raise WeightsUnavailable([("registry packages", "no registry package carries kokoro-v1_0.pth")])
+
+    caplog.set_level(logging.ERROR, logger="tts_container.app")
+    async with (
+        running_app(create_app(unavailable), wait_ready=False) as address,
+        httpx.AsyncClient() as client,
+    ):
+        for _ in range(200):
+            ping = await client.get(f"http://{address}/ping")
+            if ping.json()["status"] == "failed":
+                break
+            await asyncio.sleep(0.05)
+    assert ping.status_code == 503 and ping.json()["status"] == "failed"
+    (record,) = [r for r in caplog.records if "loading the engine failed" in r.getMessage()]
+    assert record.exc_info is None and "kokoro-v1_0.pth" in record.getMessage()
