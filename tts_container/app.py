@@ -26,6 +26,7 @@ from starlette.websockets import WebSocket
 
 from strands_kokoro.protocol import (
     DEFAULT_SAMPLE_RATE,
+    DEFAULT_VOICE,
     INVOCATIONS_PATH,
     PING_PATH,
     WS_PATH,
@@ -221,7 +222,8 @@ async def _load_and_warm(
         "grows with its length" if first_audio_ms is None else f"{first_audio_ms:.0f} ms",
     )
     rtf = elapsed_ms / warm_ms if warm_ms > 0 else None
-    calibrator = VoiceCalibrator(engine, state.pool) if idle_calibration else None
+    warmed = None if first_audio_ms is None else DEFAULT_VOICE  # warm-up fitted it, where windows pay
+    calibrator = VoiceCalibrator(engine, state.pool, warmed=warmed) if idle_calibration else None
     state.synthesizer = replace(synthesizer, first_audio_ms=first_audio_ms, rtf=rtf, calibrator=calibrator)
     if calibrator is not None:
         await calibrator.run()  # every other voice requested streams once fitted (in idle time)

@@ -37,15 +37,18 @@ POLL_S = 0.1  # how often a waiting step looks again (idle is a lack of events, 
 class VoiceCalibrator:
     """The voices requested that need calibrating, and the one task that calibrates them in idle time."""
 
-    def __init__(self, engine: Engine, pool: InferencePool) -> None:
+    def __init__(self, engine: Engine, pool: InferencePool, *, warmed: str | None = None) -> None:
+        """``warmed``: the voice warm-up fitted, where the engine streams at all (None: it renders
+        whole, so no voice needs anything)."""
         self._engine = engine
         self._pool = pool
         self._wanted: asyncio.Queue[str] = asyncio.Queue()
-        self._known: set[str] = set()  # asked for already (pending, done, or failed): never twice
+        self._known: set[str] = set() if warmed is None else {warmed}  # asked for already: never twice
+        self._streams = warmed is not None
         self._serving = 0
         self._last_served = time.monotonic()
         self.pending: list[str] = []  # for /stats
-        self.calibrated: list[str] = []
+        self.calibrated: list[str] = [] if warmed is None else [warmed]  # that stream now (for /stats)
 
     @contextlib.contextmanager
     def serving(self, voice: str) -> Iterator[None]:
@@ -75,6 +78,8 @@ class VoiceCalibrator:
     async def _calibrate(self, voice: str) -> None:
         calibration = await self._pool.run(functools.partial(self._engine.calibration, voice))
         if calibration is None:  # nothing to fit: the engine renders whole, or the voice is ready
+            if self._streams and voice in self._engine.voices:
+                self.calibrated.append(voice)  # fitted on an earlier start: read from the cache
             return
         self.pending.append(voice)
         logger.info("voice %s: fitting its vocoder statistics in idle time (until then: whole)", voice)

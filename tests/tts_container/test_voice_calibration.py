@@ -98,6 +98,25 @@ async def test_calibration_waits_until_no_request_is_in_synthesis(monkeypatch: p
     assert calibrator.calibrated == ["bf_emma"] and calibrator.pending == []
 
 
+async def test_the_voices_that_stream_are_listed_the_warmed_one_and_those_fitted_earlier_too() -> None:
+    """A new user's /stats lacked af_heart, which warm-up fitted; a voice fitted on an earlier start
+    (nothing to do now) is listed once asked for; a voice the engine does not have never is."""
+    engine = CalibrationDoubleEngine(set())
+    pool = InferencePool()
+    calibrator = VoiceCalibrator(engine, pool, warmed="af_heart")  # type: ignore[arg-type]
+    assert calibrator.calibrated == ["af_heart"]
+    async with asyncio.TaskGroup() as tasks:
+        runner = tasks.create_task(calibrator.run())
+        for voice in ("af_heart", "bf_emma", "zz_nobody"):
+            with calibrator.serving(voice):
+                pass
+        await until(lambda: len(calibrator.calibrated) == 2)
+        await asyncio.sleep(0.1)
+        runner.cancel()
+    pool.shutdown()
+    assert calibrator.calibrated == ["af_heart", "bf_emma"] and engine.ran == []
+
+
 async def test_a_failed_calibration_is_logged_and_the_next_voice_is_still_fitted(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -140,6 +159,7 @@ async def test_a_voice_other_than_the_default_streams_once_fitted_in_idle_time(
     server = await asyncio.to_thread(start_model_server, ready_timeout_s=300)
     address = server.http_url.removeprefix("http://")
     try:
+        assert (await stats(address))["voices_calibrated"] == ["af_heart"]  # warm-up fitted it
         async with httpx.AsyncClient(timeout=300) as client:
 
             async def engine_calls(voice: str) -> tuple[int, bytes]:
