@@ -29,6 +29,7 @@ from strands_kokoro.errors import CodedError
 WS_PATH = "/invocations-bidirectional-stream"
 INVOCATIONS_PATH = "/invocations"
 PING_PATH = "/ping"
+VOICES_PATH = "/voices"  # the model server's voices: {default, voices: [{name, lang}]}
 
 AUDIO_FORMAT = "pcm_s16le"
 CHANNELS = 1

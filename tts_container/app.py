@@ -29,6 +29,7 @@ from strands_kokoro.protocol import (
     DEFAULT_VOICE,
     INVOCATIONS_PATH,
     PING_PATH,
+    VOICES_PATH,
     WS_PATH,
     ErrorCode,
     ServerError,
@@ -44,6 +45,7 @@ from strands_kokoro.serving.deadlines import (
 )
 from strands_kokoro.serving.routes import ROUTE_STATUSES, route_refusal
 from tts_container.engines.base import Engine
+from tts_container.g2p import dialect_for
 from tts_container.inference import InferencePool
 from tts_container.invocations import error_response, invocations
 from tts_container.local_guard import LocalRequestGuard
@@ -146,6 +148,16 @@ def create_app(
             }
         )
 
+    async def voices(_: Request) -> Response:
+        """Every voice the engine has and the language a request for it is read in without ``lang``."""
+        if state.synthesizer is None:
+            return error_response(
+                ErrorCode.NOT_READY, "the model is still loading; retry after /ping answers 200"
+            )
+        names = sorted(state.synthesizer.engine.voices)
+        listed = [{"name": name, "lang": dialect_for(None, name)} for name in names]
+        return JSONResponse({"default": DEFAULT_VOICE, "voices": listed})
+
     async def post_invocations(request: Request) -> Response:
         return await invocations(request, state.synthesizer, state.counters)
 
@@ -174,6 +186,7 @@ def create_app(
         routes=[
             Route(PING_PATH, ping, methods=["GET"]),
             Route("/stats", stats, methods=["GET"]),
+            Route(VOICES_PATH, voices, methods=["GET"]),
             Route(INVOCATIONS_PATH, post_invocations, methods=["POST"]),
             WebSocketRoute(WS_PATH, bidirectional_stream),
         ],

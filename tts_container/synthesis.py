@@ -35,7 +35,9 @@ class Synthesizer:
     def refusal(self, request: SynthesizeRequest) -> ServerError | None:
         """Why this engine cannot speak ``request`` at all (checked before any audio), or None."""
         if request.voice not in self.engine.voices:
-            message = f"unknown voice {shown(request.voice)}; try {DEFAULT_VOICE}"
+            message = (
+                f"unknown voice {shown(request.voice)}; try {DEFAULT_VOICE} (GET /voices lists them all)"
+            )
             return ServerError(request.request_id, ErrorCode.UNKNOWN_VOICE, message)
         try:
             dialect_for(request.lang, request.voice)

@@ -277,3 +277,20 @@ async def test_ping_answers_while_synthesis_runs(model_server: object) -> None:
             assert busy["sessions_active"] >= 1
         assert statuses == [200] * 5
         assert_consistent(await read_response(ws, start=start))
+
+
+async def test_voices_lists_every_voice_and_the_language_it_is_read_in(model_server: object) -> None:
+    http_url: str = model_server.http_url  # type: ignore[attr-defined]
+    async with httpx.AsyncClient(timeout=30) as client:
+        listed = (await client.get(f"{http_url}/voices")).json()
+        refused = await client.post(f"{http_url}/invocations", json={"text": "Hi.", "voice": "xx_nope"})
+    langs = {voice["name"]: voice["lang"] for voice in listed["voices"]}
+    assert listed["default"] == "af_heart" and len(langs) == 54
+    assert set(VOICES) <= set(langs)
+    assert (langs["af_heart"], langs["bf_emma"], langs["ff_siwis"], langs["jf_alpha"]) == (
+        "en-us",
+        "en-gb",
+        "fr-fr",
+        "en-us",  # no Japanese G2P here: read as English
+    )
+    assert "GET /voices" in refused.json()["message"]
