@@ -223,7 +223,7 @@ def report(args: argparse.Namespace, records: list[TurnRecord], target: str) -> 
     for record in records:
         for error in record.summary()["errors"]:
             print(f"{record.mode}: {error.get('type')} {error.get('code')}: {error.get('message')}")
-    artifacts = {f"wav_{r.mode}": str(write_wav(r, out_dir / f"demo-{r.mode}.wav")) for r in records}
+    artifacts = {f"wav_{r.mode}": str(write_wav(r, out_dir / f"demo-{r.mode}.wav")) for r in records if r.pcm}
     artifacts["timeline_png"] = str(write_timeline(records, out_dir / "demo-timeline.png"))
     if args.json:
         artifacts["json"] = str(args.json)

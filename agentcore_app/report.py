@@ -130,7 +130,7 @@ def table(records: Sequence[TurnRecord], *, labels: Sequence[str] | None = None)
         ("playback stall", [_fmt_ms(stall_ms(r)) for r in records]),
         ("pauses added by cuts (n: median / max)", [_fmt_pauses(cut_pauses_ms(r)) for r in records]),
         ("speech requests", [_fmt_count(s["requests"]) for s in summaries]),
-        ("engine RTF (measured)", [_fmt_rtf(s["rtf"]) for s in summaries]),
+        ("engine RTF (measured)", [_fmt_rtf(s["rtf"] if s["audio_s"] else None) for s in summaries]),
     ]
     label_width = max(len(label) for label, _ in rows)
     col_width = max(12, *(len(v) for _, values in rows for v in values))
@@ -152,7 +152,8 @@ def comparison(batch_ms: float | None, bidi_ms: float | None) -> str:
     """Bidi's first audio against batch's, in words: sooner (×), later, or about the same."""
     ratio = speedup(batch_ms, bidi_ms)
     if ratio is None or batch_ms is None or bidi_ms is None:
-        return "no audio in one of the modes, no ratio"
+        which = "either mode" if batch_ms is None and bidi_ms is None else "one of the modes"
+        return f"no audio in {which}, no ratio"
     if ratio >= 1 + SAME_WITHIN:
         return f"bidi first audio is {ratio:.1f}× sooner than batch"
     both = f"{bidi_ms:,.0f} vs {batch_ms:,.0f} ms"

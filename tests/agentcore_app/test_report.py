@@ -73,10 +73,11 @@ def test_table_and_ratio_line() -> None:
         (1000.0, 1000.0, "bidi and batch first audio about the same (1,000 vs 1,000 ms)"),
         (1000.0, 1030.0, "bidi and batch first audio about the same (1,030 vs 1,000 ms)"),
         (1000.0, None, "no audio in one of the modes, no ratio"),
+        (None, None, "no audio in either mode, no ratio"),
     ],
 )
 def test_the_comparison_says_sooner_later_or_about_the_same(
-    batch_ms: float, bidi_ms: float | None, says: str
+    batch_ms: float | None, bidi_ms: float | None, says: str
 ) -> None:
     assert comparison(batch_ms, bidi_ms) == says
 
