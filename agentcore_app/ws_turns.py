@@ -166,7 +166,10 @@ class TurnSocket:
         except PayloadError as refused:
             await self._refuse(request_id, refused.code, refused.message)
             return
-        if len(self._queued) >= MAX_QUEUED_TURNS:
+        # Waiting behind the running turn; with none running, the first queued one is about to run
+        # (turns sent at once are all read before it starts: 7 at once were 4 accepted, not 5).
+        waiting = len(self._queued) - (0 if self._running is not None else 1)
+        if waiting >= MAX_QUEUED_TURNS:
             message = f"{MAX_QUEUED_TURNS} turns are already waiting on this connection; cancel or wait"
             await self._refuse(request_id, "too_many_turns", message)
             return

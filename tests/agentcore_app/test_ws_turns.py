@@ -289,3 +289,30 @@ async def test_the_python_client_runs_a_turn_over_the_socket_in_mp3(
     assert record.audio_format == "mp3" and record.encoded[:2] == b"\xff\xf3"
     assert end.event["audio_ms"] <= record.audio_s * 1000 <= end.event["audio_ms"] + 120  # LAME's delay
     assert record.wire_bytes < len(record.pcm) / 4
+
+
+async def test_turns_sent_at_once_are_one_running_and_four_waiting_the_rest_refused(
+    model_server: RunningServer, tmp_path: Path
+) -> None:
+    """Fault battery 4 sent 7 turns before any had started: 4 were accepted, the README says one runs
+    and up to 4 more wait. Now 5 are spoken in order and the other 2 refused ``too_many_turns``."""
+    async with (
+        app_url(model_server.ws_url, lambda: ScriptedModel(answer="Yes.", tokens_per_s=50), tmp_path) as url,
+        connect(local_ws_url(url)) as ws,
+    ):
+        for index in range(7):
+            await ws.send(event_frames.turn_request({"prompt": "Well?"}, f"t{index}"))
+        reader = event_frames.FrameReader()
+        ends: dict[str, str] = {}
+        refusals: dict[str, str] = {}
+        async with asyncio.timeout(TURN_TIMEOUT_S):
+            while len(ends) < 7:
+                read = reader.feed(await ws.recv())
+                if read is None:
+                    continue
+                if read.event["type"] == "turn_end":
+                    ends[read.event["request_id"]] = read.event["status"]
+                elif read.event["type"] == "error":
+                    refusals[read.event["request_id"]] = read.event["code"]
+    assert ends == {f"t{i}": "completed" for i in range(5)} | {"t5": "refused", "t6": "refused"}
+    assert refusals == {"t5": "too_many_turns", "t6": "too_many_turns"}
