@@ -15,8 +15,10 @@ rendition's; each of the two words' duration against the whole rendition's; the 
 cut (semitones from the word before to the word after, median F0 by autocorrelation) against the whole
 rendition's; and the level step (dB). Per window seam (``streamed``, same timeline as ``whole``): the
 silence and the level on both sides against ``whole`` at the same place. Per rendition: total audio
-length against ``whole``, engine time (single-threaded calls, summed) against ``whole``, and the time
-to the first audio of the sentence.
+length against ``whole``, engine time (single-threaded calls, summed) against ``whole``, the time to the
+first audio of the sentence, and its spectrum against ``whole``'s (octave bands, the level taken out,
+and the share above 5 kHz: windows normalized with a voice's predicted statistics, not the sentence's
+own, can render sibilants brighter).
 
     uv run --all-extras python -m benchmarks.joins            # prints a table, writes JSON
 
@@ -26,7 +28,9 @@ Run it alone on a quiet machine (architecture §7); the load average is recorded
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
+import math
 import os
 import statistics
 import time
@@ -163,6 +167,32 @@ def level_db(audio: Audio) -> float:
     return float(20 * np.log10(np.sqrt(np.mean(audio.astype(np.float64) ** 2)) + 1e-9))
 
 
+OCTAVES_HZ = (125, 250, 500, 1000, 2000, 4000, 8000, 12000)
+BRIGHT_HZ = 5000  # above this: the hiss of sibilants and the air of a voice
+
+
+def band_levels_db(audio: Audio) -> npt.NDArray[np.float64]:
+    """The energy of each octave band of the whole rendition, in dB (its long-term spectrum)."""
+    power = np.abs(np.fft.rfft(audio.astype(np.float64))) ** 2
+    freqs = np.fft.rfftfreq(audio.size, 1.0 / NATIVE_SAMPLE_RATE)
+    bands = [power[(freqs >= lo) & (freqs < hi)].sum() for lo, hi in itertools.pairwise(OCTAVES_HZ)]
+    return 10.0 * np.log10(np.asarray(bands) + 1e-12)
+
+
+def timbre_vs_whole(audio: Audio, whole: Audio) -> tuple[float, float]:
+    """How a rendition's spectrum differs from the sentence rendered whole: the mean absolute step of
+    its octave bands (level differences taken out), and the step of its share above BRIGHT_HZ, in dB."""
+    steps = band_levels_db(audio) - band_levels_db(whole)
+    steps -= float(np.mean(steps))  # the same spectrum louder or softer is a level step, measured apart
+
+    def bright_share(a: Audio) -> float:
+        power = np.abs(np.fft.rfft(a.astype(np.float64))) ** 2
+        freqs = np.fft.rfftfreq(a.size, 1.0 / NATIVE_SAMPLE_RATE)
+        return float(power[freqs >= BRIGHT_HZ].sum() / max(power.sum(), 1e-12))
+
+    return float(np.mean(np.abs(steps))), 10.0 * math.log10(bright_share(audio) / bright_share(whole))
+
+
 def median_f0(audio: Audio) -> float | None:
     """Median F0 (Hz) over the voiced 40 ms frames (normalized autocorrelation peak > 0.6)."""
     n, hop = 960, 240
@@ -277,6 +307,7 @@ def main() -> None:
     lengths: dict[str, list[float]] = {"streamed": [], "cut": [], "cut+context": []}
     cost: dict[str, list[float]] = {"streamed": [], "cut": [], "cut+context": []}
     first: dict[str, list[float]] = {"whole": [], "streamed": [], "cut": [], "cut+context": []}
+    timbre: dict[str, list[tuple[float, float]]] = {"streamed": [], "cut+context": []}
     for voice in VOICES:
         for index, sentence in enumerate(SENTENCES):
             engine.growth = None
@@ -297,6 +328,8 @@ def main() -> None:
             results["cut"] += measure_joins(index, voice, plain, whole, boundaries)
             results["cut+context"] += measure_joins(index, voice, context, whole, boundaries)
             seams += seam_steps(streamed_raw, whole_raw)
+            timbre["streamed"].append(timbre_vs_whole(streamed.audio, whole.audio))
+            timbre["cut+context"].append(timbre_vs_whole(context.audio, whole.audio))
             for name, rendition in (("streamed", streamed), ("cut", plain), ("cut+context", context)):
                 lengths[name].append(rendition.audio.size / whole.audio.size)
                 cost[name].append(rendition.engine_s / whole.engine_s)
@@ -332,6 +365,13 @@ def main() -> None:
             "level_step_db": summary([s["level_step_db"] for s in seams]),
         },
         "audio_length_vs_whole": {name: summary(v) for name, v in lengths.items()},
+        "timbre_vs_whole": {
+            name: {
+                "octave_band_step_db": summary([t[0] for t in values]),
+                "bright_share_step_db": summary([t[1] for t in values]),
+            }
+            for name, values in timbre.items()
+        },
         "engine_time_vs_whole": {name: summary(v) for name, v in cost.items()},
         "first_audio_ms": {name: summary(v) for name, v in first.items()},
         "cuts": [asdict(j) | {"design": name} for name, joins in results.items() for j in joins],
@@ -356,6 +396,13 @@ def main() -> None:
         f"{'window seams':<14}{silence.get('median', 0):>14.0f} / {silence.get('worst', 0):<11.0f}"
         f"{'':>26}{level.get('median', 0):>10.2f}   ({seam['count']} seams)"
     )
+    for name, data in report["timbre_vs_whole"].items():
+        bands, bright = data["octave_band_step_db"], data["bright_share_step_db"]
+        print(
+            f"{name:<14} spectrum vs whole: octave bands {bands['median']:.2f} dB"
+            f" (worst {bands['worst']:.2f}),"
+            f" above {BRIGHT_HZ} Hz {bright['median']:+.2f} dB (worst {bright['worst']:+.2f})"
+        )
     for name in ("streamed", "cut", "cut+context"):
         print(
             f"{name:<14} audio length x{report['audio_length_vs_whole'][name]['median']:.3f}"

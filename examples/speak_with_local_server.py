@@ -81,7 +81,7 @@ if __name__ == "__main__":
     parser.add_argument("--mode", choices=("bidi", "batch"), default="bidi")
     parser.add_argument("--out", default="answer.wav", help="WAV file for the spoken answer")
     args = parser.parse_args()
-    # Log lines on their own lines, and only the ones not also said as events (a speech_error is printed
-    # below): Python's fallback handler would write a warning into the middle of the streamed text.
-    logging.basicConfig(level=logging.ERROR, format="\n%(levelname)s %(name)s: %(message)s")
+    # A log line on a line of its own: Python's fallback handler wrote a warning (why speech gave up)
+    # into the middle of the streamed text.
+    logging.basicConfig(level=logging.WARNING, format="\n%(levelname)s %(name)s: %(message)s")
     sys.exit(asyncio.run(main(args.prompt, args.endpoint, args.model, args.mode, args.out)))

@@ -59,6 +59,7 @@ class SentenceComplete(TypedDict):
     predicted_buffer_ms: float | None
     buffer_ms: float | None
     words: list[WordTiming]
+    filler: bool
 
 
 class SpeechError(TypedDict):
@@ -158,6 +159,7 @@ def sentence_complete(
     predicted_buffer_ms: float | None = None,
     buffer_ms: float | None = None,
     words: Sequence[Word] = (),
+    filler: bool = False,
 ) -> SentenceComplete:
     """One request fully spoken: a sentence, or the piece of one the pacer cut (``sentence`` numbers
     the turn's requests). ``first_audio_ms`` is relative to ``agent_start`` (None: no audio).
@@ -168,6 +170,9 @@ def sentence_complete(
     ``predicted_buffer_ms``: the audio the pacer predicted the listener would have left when this
     request's audio arrived; ``buffer_ms``: what was left (negative: it came after a gap that long).
     Both None where not known (the first request, the batch baseline).
+
+    ``filler``: the request was the tool filler ("One moment."), said while a tool ran, not words of
+    the answer (a transcript or a caption may leave it out).
     """
     return {
         "type": "sentence_complete",
@@ -178,6 +183,7 @@ def sentence_complete(
         "predicted_buffer_ms": _ms(predicted_buffer_ms),
         "buffer_ms": _ms(buffer_ms),
         "words": _timings(words),
+        "filler": filler,
     }
 
 

@@ -205,6 +205,7 @@ class TurnOutput:
                 predicted_buffer_ms=request.predicted_buffer_ms,
                 buffer_ms=request.buffer_ms,
                 words=item.words,
+                filler=not request.answer,
             )
         )
 

@@ -221,6 +221,8 @@ async def test_a_slow_tool_gets_a_short_filler_once_the_audio_before_it_has_play
     texts = [c["text"] for c in turn.of("sentence_complete")]
     filler = texts.index("One moment.")  # said once, after the text before the tool, before the rest
     assert texts.count("One moment.") == 1
+    flagged = [c["filler"] for c in turn.of("sentence_complete")]
+    assert flagged == [index == filler for index in range(len(texts))]  # only the filler is flagged
     assert words(" ".join(texts[:filler])) == words(WEATHER_BEFORE)
     assert words(" ".join(texts[filler + 1 :])) == words(WEATHER_AFTER)
     # It came after the audio before the tool had played out (the listener heard silence, not overlap):

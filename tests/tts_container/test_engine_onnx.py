@@ -105,21 +105,33 @@ def test_load_engine_onnx_from_the_default_cache() -> None:
 
 def test_word_timings_match_the_onsets_of_s_sounds(engine: OnnxEngine) -> None:
     """An acoustic reference for word timings, independent of any model: the hiss of an /s/ starts
-    a word audibly (high-frequency energy rises). Our starts come from the model's durations."""
+    a word audibly (high-frequency energy rises). Our starts come from the model's durations.
+
+    Heard in the model's own rendering (one call per segment): the windows of a voice with fitted
+    statistics render its sibilants brighter (benchmarks/joins.py measures how much), which moves a
+    threshold set from the loudest hiss, so the reference would depend on which voices this machine's
+    cache has fitted."""
     differences: list[float] = []
-    for voice in ("af_heart", "am_michael", "bf_emma"):
-        for text in ("We saw six small ships sailing south.", "They sell soup and salad every Saturday."):
-            for segment in whole_segments(engine.segments(text, voice=voice, speed=1.0, lang="en-us")):
-                hiss = np.diff(segment.audio, prepend=np.float32(0.0))
-                step = NATIVE_SAMPLE_RATE // 200  # 5 ms
-                envelope = np.sqrt(np.mean(hiss[: hiss.size // step * step].reshape(-1, step) ** 2, axis=1))
-                threshold = 0.25 * float(envelope.max())
-                rises = np.flatnonzero((envelope[1:] >= threshold) & (envelope[:-1] < threshold)) + 1
-                for word in segment.words:
-                    if word.text.lower().startswith("s") and not word.text.lower().startswith("sh"):
-                        nearest = rises[np.argmin(np.abs(rises * 5.0 - word.start_ms))] * 5.0
-                        if abs(nearest - word.start_ms) <= 200:
-                            differences.append(word.start_ms - nearest)
+    growth, engine.growth = engine.growth, None
+    try:
+        renditions = [
+            whole_segments(engine.segments(text, voice=voice, speed=1.0, lang="en-us"))
+            for voice in ("af_heart", "am_michael", "bf_emma")
+            for text in ("We saw six small ships sailing south.", "They sell soup and salad every Saturday.")
+        ]
+    finally:
+        engine.growth = growth
+    for segment in (segment for rendition in renditions for segment in rendition):
+        hiss = np.diff(segment.audio, prepend=np.float32(0.0))
+        step = NATIVE_SAMPLE_RATE // 200  # 5 ms
+        envelope = np.sqrt(np.mean(hiss[: hiss.size // step * step].reshape(-1, step) ** 2, axis=1))
+        threshold = 0.25 * float(envelope.max())
+        rises = np.flatnonzero((envelope[1:] >= threshold) & (envelope[:-1] < threshold)) + 1
+        for word in segment.words:
+            if word.text.lower().startswith("s") and not word.text.lower().startswith("sh"):
+                nearest = rises[np.argmin(np.abs(rises * 5.0 - word.start_ms))] * 5.0
+                if abs(nearest - word.start_ms) <= 200:
+                    differences.append(word.start_ms - nearest)
     assert len(differences) >= 20
     assert abs(float(np.mean(differences))) <= 40.0, differences  # no bias
     assert float(np.mean(np.abs(differences))) <= 80.0, differences
