@@ -5,16 +5,22 @@ whole sequence. A window of a sentence rendered with its *own* statistics comes 
 than its neighbours (measured on the int8 export: level steps of ~6 dB at the joins of 0.4-3 s windows),
 so the windows of one sentence must share one set. The exact set needs the whole sentence rendered (the
 very cost a stream avoids), so it is predicted, per voice, from what is known before any audio: how
-much of the segment is silence (its edge pads and punctuation pauses, from the model's durations).
+much of the segment is silence (its edge pads and punctuation pauses) and how much is sibilant (/s z ʃ ʒ
+tʃ dʒ/), both from the model's durations.
 
-Why that predictor: a sequence's statistics are a mixture of its speech part's and its silence part's,
-weighted by their shares, so each layer's mean and mean square are linear in the silence fraction. A
-voice's :class:`NormStatsModel` holds the two components, fitted by least squares over a calibration
-text rendered whole, sentence by sentence. Measured on eight held-out sentences (two voices), against
-each sentence rendered whole: level within 0.64-0.68 dB on average (1.1 dB at worst) and log-mel
-distance 1.7 dB, where one pooled set for all sentences gave 1.5-1.8 dB (2.5 at worst) and 2.3 dB, and
-another voice's statistics are 4-10 dB off (so the model is per voice). Windows normalized alike show
-no level step at their joins (< 0.1 dB).
+Why that predictor: a sequence's statistics are a mixture of its parts', weighted by their shares, so
+each layer's mean and mean square are linear in the shares. A voice's :class:`NormStatsModel` holds
+three components (speech, silence, sibilants), fitted by least squares over a calibration text rendered
+whole, sentence by sentence. Measured first with two (speech and silence) on eight held-out sentences
+(two voices), against each sentence rendered whole: level within 0.64-0.68 dB on average (1.1 dB at
+worst) and log-mel distance 1.7 dB, where one pooled set for all sentences gave 1.5-1.8 dB (2.5 at
+worst) and 2.3 dB, and another voice's statistics are 4-10 dB off (so the model is per voice). Windows
+normalized alike show no level step at their joins (< 0.1 dB). But what two components cannot know is
+how much hiss a sentence has: "She sells sea shells by the sea shore." came out with +8.6 dB more
+energy above 5 kHz than rendered whole. With the sibilant share (and sibilant-rich calibration
+sentences), on twelve sentences (the eight, and four full of /s/; af_heart, am_michael): energy above
+5 kHz +2.5/+2.3 dB median, +9.6/+7.7 worst before, +0.5/+0.6 median, +5.2/+5.6 worst after; octave
+bands (level taken out) 1.3 dB median, 4.0 worst before, 0.8 and 2.1-2.7 after.
 
 A segment rendered in one call keeps its own (exact) statistics; only windowed ones use the model.
 :class:`VoiceNormStats` keeps one model per voice, fitted once per model file and voice and saved next
@@ -37,9 +43,9 @@ logger = logging.getLogger(__name__)
 
 Array = npt.NDArray[np.float32]
 
-# Rendered whole, one sentence per call, to learn a voice's statistics: ~35 s of varied speech, short
-# and long sentences (so the silence share varies), questions, lists, numbers; about 10 s of work on
-# two CPU cores, once per voice and model file.
+# Rendered whole, one sentence per call, to learn a voice's statistics: ~40 s of varied speech, short
+# and long sentences (so the silence share varies), questions, lists, numbers, and three full of
+# sibilants (so their share varies too); about 12 s of work on two CPU cores, once per voice and model.
 CALIBRATION_TEXT = (
     "Good morning, and thank you for calling. "
     "I can help you with that right away, if you give me a moment to look it up. "
@@ -56,8 +62,11 @@ CALIBRATION_TEXT = (
     "Yes, I can do that. "
     "Please hold while I transfer your call to the billing department, which is open until six tonight. "
     "Let me know if there is anything else I can do for you today!"
+    " Sixty sailors sang songs as the ship passed the cliffs."
+    " She sold seven silver spoons at the summer fair, so she could buy a bicycle."
+    " Just choose the cheese and sausages you see."
 )
-_RIDGE = 1e-3  # keeps the two-component fit defined when the calibration's silence shares barely vary
+_RIDGE = 1e-3  # keeps the fit defined when the calibration's shares barely vary
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,32 +80,37 @@ class NormStats:
 
 @dataclass(frozen=True, slots=True)
 class Sample:
-    """One calibration segment: the statistics it was rendered with (its own) and its silence share."""
+    """One calibration segment: the statistics it was rendered with (its own), its silence share and
+    its sibilant share."""
 
     stats: NormStats
     silence: float
+    sibilance: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
 class NormStatsModel:
-    """A voice's statistics as ``(1 - s) * speech + s * silence`` for a segment whose share of silence
-    is ``s``: per layer, the mean and the mean square of each component."""
+    """A voice's statistics as ``(1 - s - h) * speech + s * silence + h * sibilants`` for a segment whose
+    shares of silence and of sibilants are ``s`` and ``h``: per layer, each component's mean and mean
+    square."""
 
     speech_means: tuple[Array, ...]
     speech_squares: tuple[Array, ...]
     silence_means: tuple[Array, ...]
     silence_squares: tuple[Array, ...]
+    sibilant_means: tuple[Array, ...]
+    sibilant_squares: tuple[Array, ...]
 
     @classmethod
     def fit(cls, samples: Sequence[Sample]) -> NormStatsModel:
         """Weighted least squares (weights: each segment's length) of each layer's statistics on the
-        silence share; every channel shares the same 2x2 normal equations."""
+        shares; every channel shares the same 3x3 normal equations."""
         if not samples:
             raise ValueError("no calibration samples")
-        design = np.array([[1.0 - s.silence, s.silence] for s in samples])
+        design = np.array([_shares(s.silence, s.sibilance) for s in samples])
         weights = np.array([s.stats.steps for s in samples], dtype=np.float64)
-        normal = design.T @ (weights[:, None] * design) + _RIDGE * np.eye(2)
-        components: list[list[Array]] = [[], [], [], []]
+        normal = design.T @ (weights[:, None] * design) + _RIDGE * np.eye(design.shape[1])
+        components: list[list[Array]] = [[], [], [], [], [], []]
         for layer in range(len(samples[0].stats.means)):
             means = np.stack([s.stats.means[layer].reshape(-1) for s in samples]).astype(np.float64)
             variances = np.stack([s.stats.variances[layer].reshape(-1) for s in samples]).astype(np.float64)
@@ -105,16 +119,21 @@ class NormStatsModel:
             shape = samples[0].stats.means[layer].shape
             for slot, values in enumerate((*fitted_means, *fitted_squares)):
                 components[slot].append(values.reshape(shape).astype(np.float32))
-        speech_means, silence_means, speech_squares, silence_squares = (tuple(c) for c in components)
-        return cls(speech_means, speech_squares, silence_means, silence_squares)
+        speech_m, silence_m, sibilant_m, speech_sq, silence_sq, sibilant_sq = (tuple(c) for c in components)
+        return cls(speech_m, speech_sq, silence_m, silence_sq, sibilant_m, sibilant_sq)
 
-    def at(self, silence: float, steps: int) -> NormStats:
-        """The statistics predicted for a segment of ``steps`` steps whose share of silence is ``silence``."""
-        s = float(np.clip(silence, 0.0, 1.0))
+    def at(self, silence: float, steps: int, sibilance: float = 0.0) -> NormStats:
+        """The statistics predicted for a segment of ``steps`` steps with these shares of silence and
+        of sibilants."""
+        speech, s, h = _shares(silence, sibilance)
         means, variances = [], []
         for layer, speech_mean in enumerate(self.speech_means):
-            mean = (1.0 - s) * speech_mean + s * self.silence_means[layer]
-            square = (1.0 - s) * self.speech_squares[layer] + s * self.silence_squares[layer]
+            mean = speech * speech_mean + s * self.silence_means[layer] + h * self.sibilant_means[layer]
+            square = (
+                speech * self.speech_squares[layer]
+                + s * self.silence_squares[layer]
+                + h * self.sibilant_squares[layer]
+            )
             means.append(mean.astype(np.float32))
             variances.append(np.maximum(square - mean**2, 1e-6).astype(np.float32))
         return NormStats(tuple(means), tuple(variances), steps)
@@ -145,21 +164,28 @@ class NormStatsModel:
             with np.load(path) as saved:
                 if f"speech_means{layers - 1}" not in saved or f"speech_means{layers}" in saved:
                     return None
+                if f"sibilant_means{layers - 1}" not in saved:
+                    return None  # fitted before the sibilant component: fitted again
                 fields = [
                     tuple(np.asarray(saved[f"{name}{i}"], dtype=np.float32) for i in range(layers))
-                    for name in ("speech_means", "speech_squares", "silence_means", "silence_squares")
+                    for name in _FIELDS
                 ]
         except (OSError, ValueError, KeyError):
             return None
         return cls(*fields)
 
     def _fields(self) -> list[tuple[str, tuple[Array, ...]]]:
-        return [
-            ("speech_means", self.speech_means),
-            ("speech_squares", self.speech_squares),
-            ("silence_means", self.silence_means),
-            ("silence_squares", self.silence_squares),
-        ]
+        return [(name, getattr(self, name)) for name in _FIELDS]
+
+
+_FIELDS: tuple[str, ...] = tuple(NormStatsModel.__dataclass_fields__)  # saved and read in this order
+
+
+def _shares(silence: float, sibilance: float) -> tuple[float, float, float]:
+    """The three components' weights for a segment: speech is what is neither silence nor sibilant."""
+    s = float(np.clip(silence, 0.0, 1.0))
+    h = float(np.clip(sibilance, 0.0, 1.0 - s))
+    return 1.0 - s - h, s, h
 
 
 class VoiceNormStats:

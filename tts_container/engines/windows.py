@@ -81,6 +81,7 @@ DECODE_LEAD_SAMPLES = round(0.15 * NATIVE_SAMPLE_RATE)
 DECODE_TAIL_SAMPLES = round(0.40 * NATIVE_SAMPLE_RATE)
 _SILENT = frozenset(" .,;:!?…—–-\"'()[]«»“”¿¡")
 _PAUSES = frozenset(".,;:!?…—")
+_SIBILANTS = frozenset("szʃʒʧʤ")  # misaki's phonemes for /s z ʃ ʒ tʃ dʒ/: the hiss of a sentence
 
 Pitch = npt.NDArray[np.float32]
 logger = logging.getLogger(__name__)
@@ -309,7 +310,8 @@ def render(
     stats = None
     if stats_model is not None and len(bounds) > 1:
         silence = silence_share(prosody.durations, segment.phonemes.text, vocoder.vocab)
-        stats = stats_model.at(silence, prosody.steps)
+        sibilance = sibilant_share(prosody.durations, segment.phonemes.text, vocoder.vocab)
+        stats = stats_model.at(silence, prosody.steps, sibilance)
     held = np.zeros(0, dtype=np.float32)  # the previous window's audio past its end, to cross-fade
     half = CROSSFADE_SAMPLES // 2
     lead: Literal["trim", "exact"] = "exact" if segment.continues_before else "trim"
@@ -376,6 +378,16 @@ def silence_share(durations: Sequence[int], phonemes: str, known: Container[str]
     return (durations[0] + durations[-1] + pauses) / total
 
 
+def sibilant_share(durations: Sequence[int], phonemes: str, known: Container[str]) -> float:
+    """The share of a segment's frames spent on sibilants (/s z ʃ ʒ tʃ dʒ/)."""
+    total = sum(durations)
+    if total <= 0:
+        return 0.0
+    tokens = [char for char in phonemes if char in known]
+    hiss = sum(frames for char, frames in zip(tokens, durations[1:-1], strict=False) if char in _SIBILANTS)
+    return hiss / total
+
+
 def voice_calibration(
     vocoder: Vocoder, phonemizer: Phonemizer, stats: VoiceNormStats, voice: str
 ) -> VoiceCalibration | None:
@@ -404,7 +416,12 @@ def whole_sample(vocoder: Vocoder, segment: SpokenSegment, *, voice: str) -> Sam
     _, stats = vocoder.vocode(prosody, 0, prosody.steps, phase=zero, stats=None)
     if stats is None:
         return None
-    return Sample(stats, silence_share(prosody.durations, segment.phonemes.text, vocoder.vocab))
+    text, known = segment.phonemes.text, vocoder.vocab
+    return Sample(
+        stats,
+        silence_share(prosody.durations, text, known),
+        sibilant_share(prosody.durations, text, known),
+    )
 
 
 def _ramp(n: int) -> npt.NDArray[np.float32]:
