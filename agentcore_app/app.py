@@ -56,11 +56,11 @@ from agentcore_app.time_context import time_context
 from agentcore_app.tools import load_tools, speech_setting
 from agentcore_app.ws_turns import turn_socket_handler
 from strands_kokoro import events
-from strands_kokoro.protocol import DEFAULT_VOICE, ErrorCode, sse_event
+from strands_kokoro.protocol import DEFAULT_VOICE, sse_event
 from strands_kokoro.serving.deadlines import (
-    BODY_TIMEOUT_S,
-    HEADER_TIMEOUT_S,
+    BODY_TIMED_OUT,
     BodyDeadline,
+    LayerAnswer,
     ReaderDeadline,
     Refusal,
 )
@@ -89,29 +89,17 @@ SYSTEM_PROMPT = (
 )
 
 
-def refusal(status: int, code: ErrorCode, message: str) -> Refusal:
+def refusal(answer: LayerAnswer) -> Refusal:
     """An answer of the app's protocol layer or deadlines: one SSE ``error`` event, like every other
     refusal of it."""
-    return Refusal(status, b"text/event-stream", sse_event(events.error(code, message)))
-
-
-HEADERS_TIMED_OUT = refusal(
-    408, ErrorCode.REQUEST_TIMEOUT, f"the request headers did not arrive within {HEADER_TIMEOUT_S:.0f} s"
-)
-BODY_TIMED_OUT = refusal(
-    408, ErrorCode.REQUEST_TIMEOUT, f"the request body did not arrive within {BODY_TIMEOUT_S:.0f} s"
-)
-NOT_HTTP = refusal(400, ErrorCode.BAD_HTTP, "the request is not valid HTTP/1.1")
-HANDSHAKE_TOO_LARGE = refusal(
-    431, ErrorCode.BAD_HTTP, "the WebSocket handshake's request line or a header is over 8192 bytes"
-)
+    return Refusal(answer.status, b"text/event-stream", sse_event(events.error(answer.code, answer.message)))
 
 
 def server_settings() -> dict[str, Any]:
     """The uvicorn settings the app is served with: the deadlines for silent callers."""
     from strands_kokoro.serving.uvicorn_protocol import uvicorn_settings
 
-    return uvicorn_settings(HEADERS_TIMED_OUT, NOT_HTTP, handshake_refused=HANDSHAKE_TOO_LARGE)
+    return uvicorn_settings(refusal)
 
 
 def speech_endpoint_setting(explicit: str | None = None) -> str:
@@ -237,7 +225,7 @@ def create_app(
         lifespan=warm_model,
         middleware=[
             Middleware(LocalCallerGuard),
-            Middleware(BodyDeadline, refusal=BODY_TIMED_OUT),
+            Middleware(BodyDeadline, refusal=refusal(BODY_TIMED_OUT)),
             Middleware(ReaderDeadline),
             Middleware(JsonBodyGuard),
             Middleware(HangUpWatcher),

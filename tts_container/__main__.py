@@ -16,7 +16,7 @@ import uvicorn
 from strands_kokoro.protocol import MAX_MESSAGE_BYTES
 from strands_kokoro.serving.uvicorn_protocol import uvicorn_settings
 from tts_container import metrics
-from tts_container.app import HANDSHAKE_TOO_LARGE, HEADERS_TIMED_OUT, NOT_HTTP, create_app
+from tts_container.app import create_app, refusal
 from tts_container.engines.base import Engine
 from tts_container.engines.loader import ENGINE_NAMES
 
@@ -32,7 +32,7 @@ WS_OPTIONS: dict[str, Any] = {"ws_max_size": WS_MAX_FRAME_BYTES, "ws_per_message
 # WebSocket keep-alive of SageMaker's contract).
 SERVER_OPTIONS: dict[str, Any] = {
     **WS_OPTIONS,
-    **uvicorn_settings(HEADERS_TIMED_OUT, NOT_HTTP, handshake_refused=HANDSHAKE_TOO_LARGE),
+    **uvicorn_settings(refusal),
 }
 
 

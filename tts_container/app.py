@@ -37,9 +37,9 @@ from strands_kokoro.protocol import (
     audio_ms,
 )
 from strands_kokoro.serving.deadlines import (
-    BODY_TIMEOUT_S,
-    HEADER_TIMEOUT_S,
+    BODY_TIMED_OUT,
     BodyDeadline,
+    LayerAnswer,
     ReaderDeadline,
     Refusal,
 )
@@ -72,22 +72,10 @@ WARMUP_TEXTS = (WARMUP_TEXT, *((PROBE_SHORT, PROBE_LONG) * PROBE_ROUNDS))
 TRY_AGAIN_LATER = 1013
 
 
-def refusal(status: int, code: ErrorCode, message: str) -> Refusal:
+def refusal(answer: LayerAnswer) -> Refusal:
     """An answer of the server's protocol layer or deadlines: its usual coded error frame, as JSON."""
-    frame = ServerError(None, code, message).to_wire().encode("utf-8")
-    return Refusal(status, b"application/json", frame)
-
-
-HEADERS_TIMED_OUT = refusal(
-    408, ErrorCode.REQUEST_TIMEOUT, f"the request headers did not arrive within {HEADER_TIMEOUT_S:.0f} s"
-)
-BODY_TIMED_OUT = refusal(
-    408, ErrorCode.REQUEST_TIMEOUT, f"the request body did not arrive within {BODY_TIMEOUT_S:.0f} s"
-)
-NOT_HTTP = refusal(400, ErrorCode.BAD_HTTP, "the request is not valid HTTP/1.1")
-HANDSHAKE_TOO_LARGE = refusal(
-    431, ErrorCode.BAD_HTTP, "the WebSocket handshake's request line or a header is over 8192 bytes"
-)
+    frame = ServerError(None, answer.code, answer.message).to_wire().encode("utf-8")
+    return Refusal(answer.status, b"application/json", frame)
 
 
 @dataclass(slots=True)
@@ -192,7 +180,7 @@ def create_app(
         ],
         middleware=[
             Middleware(LocalRequestGuard, allowed_origins=tuple(allowed_origins)),
-            Middleware(BodyDeadline, refusal=BODY_TIMED_OUT),
+            Middleware(BodyDeadline, refusal=refusal(BODY_TIMED_OUT)),
             Middleware(ReaderDeadline),
         ],
         lifespan=lifespan,

@@ -34,6 +34,8 @@ from dataclasses import dataclass
 from http import HTTPStatus
 from typing import TYPE_CHECKING
 
+from strands_kokoro.protocol import ErrorCode
+
 if TYPE_CHECKING:
     from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -45,6 +47,28 @@ KEEP_ALIVE_S = 5  # idle time between two requests on one connection (uvicorn's 
 READER_STALL_S = 30.0  # a response chunk the caller's connection has not taken for this long: it is gone
 WS_PING_INTERVAL_S = 60.0  # SageMaker's router pings this often
 WS_PING_TIMEOUT_S = 60.0  # a pong later than this: the peer is gone
+
+
+@dataclass(frozen=True, slots=True)
+class LayerAnswer:
+    """What a server's protocol layer or deadlines answer, decided once for both servers; each writes
+    it in its own format (:class:`Refusal`)."""
+
+    status: int
+    code: ErrorCode
+    message: str
+
+
+HEADERS_TIMED_OUT = LayerAnswer(
+    408, ErrorCode.REQUEST_TIMEOUT, f"the request headers did not arrive within {HEADER_TIMEOUT_S:.0f} s"
+)
+BODY_TIMED_OUT = LayerAnswer(
+    408, ErrorCode.REQUEST_TIMEOUT, f"the request body did not arrive within {BODY_TIMEOUT_S:.0f} s"
+)
+NOT_HTTP = LayerAnswer(400, ErrorCode.BAD_HTTP, "the request is not valid HTTP/1.1")
+HANDSHAKE_TOO_LARGE = LayerAnswer(
+    431, ErrorCode.BAD_HTTP, "the WebSocket handshake's request line or a header is over 8192 bytes"
+)
 
 
 @dataclass(frozen=True, slots=True)

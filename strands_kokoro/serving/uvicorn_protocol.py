@@ -21,15 +21,20 @@ app's image).
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from strands_kokoro.serving.deadlines import (
+    HANDSHAKE_TOO_LARGE,
     HEADER_TIMEOUT_S,
+    HEADERS_TIMED_OUT,
     KEEP_ALIVE_S,
+    NOT_HTTP,
     WS_PING_INTERVAL_S,
     WS_PING_TIMEOUT_S,
+    LayerAnswer,
     Refusal,
 )
 
@@ -167,23 +172,20 @@ def header_deadline_protocol(
 
 
 def uvicorn_settings(
-    refusal: Refusal,
-    malformed: Refusal,
-    *,
-    handshake_refused: Refusal | None = None,
-    header_timeout_s: float = HEADER_TIMEOUT_S,
+    written: Callable[[LayerAnswer], Refusal], *, header_timeout_s: float = HEADER_TIMEOUT_S
 ) -> dict[str, Any]:
-    """The uvicorn settings for silent peers and malformed requests (``uvicorn.run(app, **...)``):
-    ``refusal`` answers headers that stall, ``malformed`` what is not HTTP/1.1, ``handshake_refused`` a
-    WebSocket handshake too large for the WebSocket parser (default: ``malformed``)."""
+    """The uvicorn settings for silent peers and malformed requests (``uvicorn.run(app, **...)``), with
+    the protocol layer's answers (headers that stall, what is not HTTP/1.1, a WebSocket handshake too
+    large for the WebSocket parser) ``written`` in the server's own format."""
+    malformed = written(NOT_HTTP)
     settings: dict[str, Any] = {
-        "http": header_deadline_protocol(refusal, header_timeout_s, malformed=malformed),
+        "http": header_deadline_protocol(written(HEADERS_TIMED_OUT), header_timeout_s, malformed=malformed),
         "timeout_keep_alive": KEEP_ALIVE_S,
         "ws_ping_interval": WS_PING_INTERVAL_S,
         "ws_ping_timeout": WS_PING_TIMEOUT_S,
     }
     if WebSocketsSansIOProtocol is not None:
-        answer = (handshake_refused or malformed).raw()
+        answer = written(HANDSHAKE_TOO_LARGE).raw()
         settings["ws"] = type(
             "QuietWebSocketProtocol", (QuietWebSocketProtocol,), {"handshake_refusal": answer}
         )

@@ -7,11 +7,12 @@ errors, also from inside the stack's task group) into one line on stderr.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import ClassVar
@@ -54,10 +55,17 @@ def test_a_model_server_that_exits_before_ping_is_one_line_with_its_own_words(tm
     assert "argument --engine: invalid choice: 'bogus'" in message and message.endswith(f"; see {log}")
 
 
-class _FailedPing(BaseHTTPRequestHandler):
+class _PingStandIn(BaseHTTPRequestHandler):
+    """A stand-in of a child's /ping: answer number ``n`` (from 0) is ``answer(n)``, a status and JSON."""
+
+    answer: ClassVar[Callable[[int], tuple[int, dict[str, object]]]]
+    answered: ClassVar[list[str]]
+
     def do_GET(self) -> None:
-        body = json.dumps({"status": "failed"}).encode()
-        self.send_response(503)
+        status, obj = type(self).answer(len(self.answered))
+        self.answered.append(str(obj["status"]))
+        body = json.dumps(obj).encode()
+        self.send_response(status)
         self.send_header("content-type", "application/json")
         self.send_header("content-length", str(len(body)))
         self.end_headers()
@@ -67,16 +75,25 @@ class _FailedPing(BaseHTTPRequestHandler):
         pass
 
 
-@pytest.fixture
-def failed_ping() -> Iterator[str]:
-    """What a model server that could not load its engine answers on /ping, forever."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _FailedPing)
+@contextlib.contextmanager
+def ping_stand_in(answer: Callable[[int], tuple[int, dict[str, object]]]) -> Iterator[tuple[str, list[str]]]:
+    """Its URL, and the statuses it answered so far."""
+    answered: list[str] = []
+    handler = type("Ping", (_PingStandIn,), {"answer": staticmethod(answer), "answered": answered})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
+        yield f"http://127.0.0.1:{server.server_address[1]}", answered
     finally:
         server.shutdown()
         server.server_close()
+
+
+@pytest.fixture
+def failed_ping() -> Iterator[str]:
+    """What a model server that could not load its engine answers on /ping, forever."""
+    with ping_stand_in(lambda n: (503, {"status": "failed"})) as (url, _):
+        yield url
 
 
 def test_a_model_server_that_failed_to_load_fails_at_once_not_after_the_timeout(
@@ -115,35 +132,17 @@ def test_other_failures_keep_their_traceback() -> None:
         reported("agent-infra serve", run)
 
 
-class _WarmingPing(BaseHTTPRequestHandler):
-    """A stand-in of the agent app's /ping (the SDK's shape): ``HealthyBusy`` for the first answers
-    (its model is warming), then ``Healthy``."""
-
-    answers: ClassVar[list[str]] = []
-
-    def do_GET(self) -> None:
-        status = "HealthyBusy" if len(self.answers) < 3 else "Healthy"
-        self.answers.append(status)
-        body = json.dumps({"status": status, "time_of_last_update": 0}).encode()
-        self.send_response(200)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
 def test_an_agent_app_still_warming_its_model_is_waited_for() -> None:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _WarmingPing)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    """The agent app's /ping (the SDK's shape) says ``HealthyBusy`` while it warms its model."""
+
+    def warming(n: int) -> tuple[int, dict[str, object]]:
+        return 200, {"status": "HealthyBusy" if n < 3 else "Healthy", "time_of_last_update": 0}
+
     alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
-        wait_until_ready(alive, f"http://127.0.0.1:{server.server_address[1]}", 60, name="agent app")
+        with ping_stand_in(warming) as (url, answered):
+            wait_until_ready(alive, url, 60, name="agent app")
     finally:
         alive.kill()
         alive.wait()
-        server.shutdown()
-        server.server_close()
-    assert _WarmingPing.answers == ["HealthyBusy"] * 3 + ["Healthy"]
+    assert answered == ["HealthyBusy"] * 3 + ["Healthy"]

@@ -309,8 +309,7 @@ def render(
     bounds = ladder(last_step - first_step, growth if stats_model is not None else None)
     stats = None
     if stats_model is not None and len(bounds) > 1:
-        silence = silence_share(prosody.durations, segment.phonemes.text, vocoder.vocab)
-        sibilance = sibilant_share(prosody.durations, segment.phonemes.text, vocoder.vocab)
+        silence, sibilance = shares(prosody.durations, segment.phonemes.text, vocoder.vocab)
         stats = stats_model.at(silence, prosody.steps, sibilance)
     held = np.zeros(0, dtype=np.float32)  # the previous window's audio past its end, to cross-fade
     half = CROSSFADE_SAMPLES // 2
@@ -368,24 +367,17 @@ def choose_growth(
     return WINDOW_GROWTH
 
 
-def silence_share(durations: Sequence[int], phonemes: str, known: Container[str]) -> float:
-    """The share of a segment's frames that are silence: its edge pads and its punctuation's pauses."""
+def shares(durations: Sequence[int], phonemes: str, known: Container[str]) -> tuple[float, float]:
+    """The shares of a segment's frames that are silence (its edge pads and its punctuation's pauses)
+    and that are sibilants (/s z ʃ ʒ tʃ dʒ/): what its vocoder statistics are predicted from."""
     total = sum(durations)
     if total <= 0:
-        return 1.0
+        return 1.0, 0.0
     tokens = [char for char in phonemes if char in known]
-    pauses = sum(frames for char, frames in zip(tokens, durations[1:-1], strict=False) if char in _PAUSES)
-    return (durations[0] + durations[-1] + pauses) / total
-
-
-def sibilant_share(durations: Sequence[int], phonemes: str, known: Container[str]) -> float:
-    """The share of a segment's frames spent on sibilants (/s z ʃ ʒ tʃ dʒ/)."""
-    total = sum(durations)
-    if total <= 0:
-        return 0.0
-    tokens = [char for char in phonemes if char in known]
-    hiss = sum(frames for char, frames in zip(tokens, durations[1:-1], strict=False) if char in _SIBILANTS)
-    return hiss / total
+    inner = list(zip(tokens, durations[1:-1], strict=False))
+    pauses = sum(frames for char, frames in inner if char in _PAUSES)
+    hiss = sum(frames for char, frames in inner if char in _SIBILANTS)
+    return (durations[0] + durations[-1] + pauses) / total, hiss / total
 
 
 def voice_calibration(
@@ -416,12 +408,7 @@ def whole_sample(vocoder: Vocoder, segment: SpokenSegment, *, voice: str) -> Sam
     _, stats = vocoder.vocode(prosody, 0, prosody.steps, phase=zero, stats=None)
     if stats is None:
         return None
-    text, known = segment.phonemes.text, vocoder.vocab
-    return Sample(
-        stats,
-        silence_share(prosody.durations, text, known),
-        sibilant_share(prosody.durations, text, known),
-    )
+    return Sample(stats, *shares(prosody.durations, segment.phonemes.text, vocoder.vocab))
 
 
 def _ramp(n: int) -> npt.NDArray[np.float32]:
