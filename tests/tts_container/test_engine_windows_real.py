@@ -75,7 +75,7 @@ class OracleStatsDouble:
     def __init__(self, stats: NormStats) -> None:
         self.stats = stats
 
-    def at(self, silence: float, steps: int) -> NormStats:
+    def at(self, silence: float, steps: int, sibilance: float = 0.0) -> NormStats:
         return self.stats
 
 

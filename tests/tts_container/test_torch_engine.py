@@ -461,7 +461,7 @@ def test_windows_with_the_sentences_own_statistics_come_back_as_the_sentence_on_
     assert own is not None and len(own.means) == 48  # every AdaIN norm of kokoro's generator
 
     class OracleStatsDouble:
-        def at(self, silence: float, steps: int) -> NormStats:
+        def at(self, silence: float, steps: int, sibilance: float = 0.0) -> NormStats:
             assert own is not None
             return own
 
