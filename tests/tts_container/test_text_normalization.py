@@ -76,6 +76,14 @@ def test_british_english_says_dates_day_first_and_keeps_and() -> None:
     )
     assert words(normalize("Call me on the 12/25.")) == words("Call me on the December twenty fifth.")
     assert words(normalize("Due 3/4/2025.", "en-us")) == words("Due March fourth, twenty twenty five.")
+    # a day of 13 or more next to a month is a date without a cue, day first in Britain
+    assert words(normalize("Her birthday is 22/11.", "en-gb")) == words(
+        "Her birthday is the twenty second of November."
+    )
+    assert words(normalize("Her birthday is 11/22.", "en-us")) == words(
+        "Her birthday is November twenty second."
+    )
+    assert words(normalize("Open 24/7.", "en-gb")) == words("Open twenty four seven.")
 
 
 @pytest.mark.parametrize("dialect", ["fr-fr", "es", "hi", "it", "pt-br"])

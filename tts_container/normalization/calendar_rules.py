@@ -239,15 +239,20 @@ _FRACTION_DENOMINATORS = frozenset({16, 32, 64, 100})
 _PART_OF = re.compile(r"\s*(?:-\s*)?(?:of\b|inch|in\b|in\.|\"|mile|cup|oz\b|lb\b|th\b)")
 
 
+# Two numbers people write with a slash that are not dates: "24/7", a 16/9 screen, 22/7 for pi.
+_NOT_DATES = frozenset({(24, 7), (16, 9), (22, 7)})
+
+
 def _only_a_date(match: re.Match[str], day: int, month: int) -> bool:
-    """ "Her birthday is 11/22": no fraction has 22 parts, so a day after a month is a date, unless the
-    denominator is one of a fraction's or a measure follows ("5/32 of", "3/16 inch")."""
-    denominator = int(match["b"])
+    """ "Her birthday is 11/22" (22/11 in Britain): a day of 13 or more is no month, so next to a month
+    it is a date, unless a measure follows ("5/32 of", "3/16 inch") or it is a fraction's denominator
+    (16, 32, 64, 100), or a pair such as 24/7."""
+    first, second = int(match["a"]), int(match["b"])
     return (
         13 <= day <= 31
         and 1 <= month <= 12
-        and denominator == day
-        and denominator not in _FRACTION_DENOMINATORS
+        and (first, second) not in _NOT_DATES
+        and second not in _FRACTION_DENOMINATORS
         and not _PART_OF.match(match.string, match.end())
     )
 
