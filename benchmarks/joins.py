@@ -28,9 +28,7 @@ Run it alone on a quiet machine (architecture §7); the load average is recorded
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
-import math
 import os
 import statistics
 import time
@@ -42,6 +40,7 @@ import numpy as np
 import numpy.typing as npt
 
 from benchmarks.machine import results_path
+from benchmarks.spectrum import BRIGHT_HZ, timbre_vs_whole
 from strands_kokoro.protocol import Word
 from tts_container.audio import SegmentJoiner
 from tts_container.engines.base import NATIVE_SAMPLE_RATE, NO_CONTEXT, Context, Segment
@@ -165,32 +164,6 @@ def level_db(audio: Audio) -> float:
     if not audio.size:
         return -120.0
     return float(20 * np.log10(np.sqrt(np.mean(audio.astype(np.float64) ** 2)) + 1e-9))
-
-
-OCTAVES_HZ = (125, 250, 500, 1000, 2000, 4000, 8000, 12000)
-BRIGHT_HZ = 5000  # above this: the hiss of sibilants and the air of a voice
-
-
-def band_levels_db(audio: Audio) -> npt.NDArray[np.float64]:
-    """The energy of each octave band of the whole rendition, in dB (its long-term spectrum)."""
-    power = np.abs(np.fft.rfft(audio.astype(np.float64))) ** 2
-    freqs = np.fft.rfftfreq(audio.size, 1.0 / NATIVE_SAMPLE_RATE)
-    bands = [power[(freqs >= lo) & (freqs < hi)].sum() for lo, hi in itertools.pairwise(OCTAVES_HZ)]
-    return 10.0 * np.log10(np.asarray(bands) + 1e-12)
-
-
-def timbre_vs_whole(audio: Audio, whole: Audio) -> tuple[float, float]:
-    """How a rendition's spectrum differs from the sentence rendered whole: the mean absolute step of
-    its octave bands (level differences taken out), and the step of its share above BRIGHT_HZ, in dB."""
-    steps = band_levels_db(audio) - band_levels_db(whole)
-    steps -= float(np.mean(steps))  # the same spectrum louder or softer is a level step, measured apart
-
-    def bright_share(a: Audio) -> float:
-        power = np.abs(np.fft.rfft(a.astype(np.float64))) ** 2
-        freqs = np.fft.rfftfreq(a.size, 1.0 / NATIVE_SAMPLE_RATE)
-        return float(power[freqs >= BRIGHT_HZ].sum() / max(power.sum(), 1e-12))
-
-    return float(np.mean(np.abs(steps))), 10.0 * math.log10(bright_share(audio) / bright_share(whole))
 
 
 def median_f0(audio: Audio) -> float | None:

@@ -32,7 +32,7 @@ from __future__ import annotations
 import logging
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -67,6 +67,23 @@ CALIBRATION_TEXT = (
     " Just choose the cheese and sausages you see."
 )
 _RIDGE = 1e-3  # keeps the fit defined when the calibration's shares barely vary
+
+
+_PAUSES = frozenset(".,;:!?…—")
+_SIBILANTS = frozenset("szʃʒʧʤ")  # misaki's phonemes for /s z ʃ ʒ tʃ dʒ/: the hiss of a sentence
+
+
+def shares(durations: Sequence[int], phonemes: str, known: Container[str]) -> tuple[float, float]:
+    """The shares of a segment's frames that are silence (its edge pads and its punctuation's pauses)
+    and that are sibilants (/s z ʃ ʒ tʃ dʒ/): what its vocoder statistics are predicted from."""
+    total = sum(durations)
+    if total <= 0:
+        return 1.0, 0.0
+    tokens = [char for char in phonemes if char in known]
+    inner = list(zip(tokens, durations[1:-1], strict=False))
+    pauses = sum(frames for char, frames in inner if char in _PAUSES)
+    hiss = sum(frames for char, frames in inner if char in _SIBILANTS)
+    return (durations[0] + durations[-1] + pauses) / total, hiss / total
 
 
 @dataclass(frozen=True, slots=True)

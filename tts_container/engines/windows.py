@@ -57,6 +57,7 @@ from tts_container.engines.norm_stats import (
     NormStatsModel,
     Sample,
     VoiceNormStats,
+    shares,
 )
 from tts_container.engines.voices import UnknownVoice, VoiceTables
 from tts_container.g2p import FRAME_SAMPLES, ONSET_LEAD_MS, Phonemizer
@@ -80,8 +81,6 @@ ONSET_LEAD_SAMPLES = round(ONSET_LEAD_MS * NATIVE_SAMPLE_RATE / 1000)
 DECODE_LEAD_SAMPLES = round(0.15 * NATIVE_SAMPLE_RATE)
 DECODE_TAIL_SAMPLES = round(0.40 * NATIVE_SAMPLE_RATE)
 _SILENT = frozenset(" .,;:!?…—–-\"'()[]«»“”¿¡")
-_PAUSES = frozenset(".,;:!?…—")
-_SIBILANTS = frozenset("szʃʒʧʤ")  # misaki's phonemes for /s z ʃ ʒ tʃ dʒ/: the hiss of a sentence
 
 Pitch = npt.NDArray[np.float32]
 logger = logging.getLogger(__name__)
@@ -365,19 +364,6 @@ def choose_growth(
         calibration.finish()
     logger.info("vocoder RTF %.2f: long segments rendered in windows (voice %s calibrated)", rtf, voice)
     return WINDOW_GROWTH
-
-
-def shares(durations: Sequence[int], phonemes: str, known: Container[str]) -> tuple[float, float]:
-    """The shares of a segment's frames that are silence (its edge pads and its punctuation's pauses)
-    and that are sibilants (/s z ʃ ʒ tʃ dʒ/): what its vocoder statistics are predicted from."""
-    total = sum(durations)
-    if total <= 0:
-        return 1.0, 0.0
-    tokens = [char for char in phonemes if char in known]
-    inner = list(zip(tokens, durations[1:-1], strict=False))
-    pauses = sum(frames for char, frames in inner if char in _PAUSES)
-    hiss = sum(frames for char, frames in inner if char in _SIBILANTS)
-    return (durations[0] + durations[-1] + pauses) / total, hiss / total
 
 
 def voice_calibration(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from tts_container.normalization import context, numbers
+from tts_container.normalization import context, numbers, time_range_rules
 from tts_container.normalization.scanner import Piece, Rule
 from tts_container.normalization.tables import MONTH_NAMES, MONTHS
 
@@ -347,47 +347,8 @@ def _month_year(match: re.Match[str], british: bool) -> list[Piece]:
     ]
 
 
-_DASH_BETWEEN_CLOCKS = re.compile(r"(?<=\d:[0-5]\d)\s?[-–]\s?(?=(?:[01]?\d|2[0-4]):[0-5]\d)")
-
-
-def _dash_between_clocks(match: re.Match[str], british: bool) -> list[Piece]:
-    """The dash in "9:30-10:30" is "to"."""
-    return [Piece(match.start(), match.end(), " to ")]
-
-
-_DASH_BETWEEN_TIMES = re.compile(
-    r"(?:(?<=[Mm])|(?<=\d)|(?<=[Mm]\.))(?<![\d.,]\d\d\d)\s?[-–]\s?(?=(?:1[0-2]|0?[1-9])(?::[0-5]\d)?\s?[AaPp]\.?\s?[Mm]\b)"
-)
-
-
-def _dash_between_times(match: re.Match[str], british: bool) -> list[Piece] | None:
-    """The dash in "9am-5pm" or "9:00 am - 5:00 pm" is "to"."""
-    before = match.string[max(0, match.start() - 16) : match.start()].rstrip()
-    if not re.search(r"(?:[AaPp]\.?\s?[Mm]\.?|\d:[0-5]\d|\d)$", before):
-        return None
-    return [Piece(match.start(), match.end(), " to ")]
-
-
-_NOON_RANGE = re.compile(
-    r"(?<![\w])(?P<word>noon|midnight)\s?[-–]\s?(?=(?:1[0-2]|0?[1-9])(?::[0-5]\d)?\s?(?:[AaPp]\.?\s?[Mm]\b|\s*$|\s*[,.;]))"
-    r"|(?<=[\dMm.])\s?[-–]\s?(?=(?:noon|midnight)\b)"
-)
-
-
-def _noon_range(match: re.Match[str], british: bool) -> list[Piece] | None:
-    """ "noon-6 pm", "9am-noon": the dash is "to" ("noon-6" would otherwise be a code like "COVID-19")."""
-    if match["word"]:
-        return [Piece(match.start(), match.end(), f"{match['word']} to ")]
-    before = match.string[max(0, match.start() - 16) : match.start()].rstrip()
-    if not re.search(r"(?:[AaPp]\.?\s?[Mm]\.?|\d:[0-5]\d|(?<![\d.,])(?:1[0-2]|0?[1-9]))$", before):
-        return None
-    return [Piece(match.start(), match.end(), " to ")]
-
-
 RULES = (
-    Rule("noon_range", _NOON_RANGE, _noon_range),
-    Rule("dash_between_times", _DASH_BETWEEN_TIMES, _dash_between_times),
-    Rule("dash_between_clocks", _DASH_BETWEEN_CLOCKS, _dash_between_clocks),
+    *time_range_rules.RULES,
     Rule("iso_datetime", _ISO_DATETIME, _iso_datetime),
     Rule("iso_date", _ISO_DATE, _iso_date),
     Rule("numeric_date", _NUMERIC_DATE, _numeric_date),
