@@ -209,7 +209,8 @@ class VoiceNormStats:
     """One :class:`NormStatsModel` per voice, fitted on demand and kept on disk under ``folder``.
 
     The samples come from the engine, :data:`CALIBRATION_TEXT` rendered sentence by sentence
-    (``tts_container.engines.windows.voice_calibration``). Called from the engine's one inference thread.
+    (``tts_container.engines.windowed_engine.voice_calibration``). Called from the engine's one
+    inference thread.
     """
 
     def __init__(self, folder: Path | None, layers: int) -> None:

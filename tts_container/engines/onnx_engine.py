@@ -38,7 +38,8 @@ from tts_container.engines.onnx_graphs import (
     split_export,
 )
 from tts_container.engines.voices import DEFAULT_VOICE, VoiceTables
-from tts_container.engines.windows import STEP_SAMPLES, Pitch, Prosody, WindowedEngine, choose_growth
+from tts_container.engines.windowed_engine import WindowedEngine, choose_growth
+from tts_container.engines.windows import STEP_SAMPLES, Pitch, Prosody
 from tts_container.g2p import MAX_SEGMENT_TOKENS, Phonemizer
 from tts_container.provisioning import ensure_weights
 from tts_container.weights import CachedWeights

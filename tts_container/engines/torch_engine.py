@@ -34,7 +34,8 @@ from tts_container.engines.base import Audio
 from tts_container.engines.norm_stats import NormStats, VoiceNormStats
 from tts_container.engines.torch_vocoder import WindowedGenerator, decoder_inputs
 from tts_container.engines.voices import DEFAULT_VOICE, VoiceTables
-from tts_container.engines.windows import Pitch, Prosody, WindowedEngine, choose_growth
+from tts_container.engines.windowed_engine import WindowedEngine, choose_growth
+from tts_container.engines.windows import Pitch, Prosody
 from tts_container.g2p import MAX_SEGMENT_TOKENS, Phonemizer
 from tts_container.provisioning import ensure_weights
 from tts_container.weights import CachedWeights
