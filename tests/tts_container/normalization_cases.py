@@ -589,6 +589,19 @@ CASES: tuple[tuple[str, str, str], ...] = (
     ("symbol", "Run `pip install requests` first.", "Run pip install requests first."),
     ("symbol", "[Click here](https://example.com) to sign up.", "Click here to sign up."),
     ("symbol", "*Tip*: use a __kitchen__ timer.", "Tip: use a kitchen timer."),
+    ("symbol", "The ~~old~~ new price is $10.", "The old new price is ten dollars."),
+    (
+        "unit",
+        "The monitor measures 27 in diagonally.",
+        "The monitor measures twenty seven inches diagonally.",
+    ),
+    ("unit", "It is 5 in stock and 3 in a row.", "It is five in stock and three in a row."),
+    (
+        "cardinal",
+        "The 737 MAX 8 seats up to 178.",
+        "The seven thirty seven MAX eight seats up to one hundred seventy eight.",
+    ),
+    ("cardinal", "We had 777 people.", "We had seven hundred seventy seven people."),
     # a new user's walkthrough: the time line the agent app gives the model, repeated by it
     (
         "date",

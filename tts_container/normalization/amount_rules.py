@@ -176,12 +176,13 @@ def _proper_fraction(written: str) -> tuple[int, int] | None:
 
 
 # "in" is a unit attached ("12in"), with its period ("2 in. square"), at a sentence end, or before what
-# measures take ("15 in screen", "12 in across", "12 in x 8 in"); otherwise it is the preposition
+# measures take ("15 in screen", "27 in diagonally", "12 in x 8 in"); otherwise it is the preposition
 # ("5 in stock").
 _INCHES = re.compile(
     rf"{START}(?P<amt>{AMOUNT})(?:(?P<attached>in(?:\.(?=\s+[a-z\d]))?|″|\")|(?P<space>\s)"
     rf"(?P<spaced>in\.(?=\s+[a-z\d])|in(?=\.(?:\s|$))|(?:in|inch(?:es)?)"
-    rf"(?=\s*(?:$|[,;:!?)]|[x×]|by\b|wide|long|high|tall|thick|deep|across|square|screen|display|monitor))))(?!\w)"
+    rf"(?=\s*(?:$|[,;:!?)]|[x×]|by\b|wide|long|high|tall|thick|thin|deep|across|square|diagonal(?:ly)?|screen|display"
+    rf"|monitor|laptop|tablet|wheels?|rims?|pizza|pan|skillet))))(?!\w)"
 )
 _FEET_INCHES = re.compile(
     rf"{START}(?P<ft>\d+)(?:\s?['′’]\s?(?P<in>\d{{1,2}}(?:\.\d+)?)\s?(?:\"|″|''|”)|['′’])(?![\w'])"

@@ -262,7 +262,7 @@ def _number(match: re.Match[str], british: bool) -> list[Piece] | None:
     elif (
         written.isdecimal()
         and len(written) in (3, 4)
-        and (cue in PAIRED_CUES or _status_after(text, match.end()))
+        and (cue in PAIRED_CUES or _paired_by_what_follows(text, written, match.end()))
     ):
         spoken = numbers.paired(written, british=british)
     elif "." in written and written[0] != "." and _is_version_context(before):
@@ -289,9 +289,16 @@ def _number(match: re.Match[str], british: bool) -> list[Piece] | None:
     return [Piece(match.start(), match.end(), spoken)]
 
 
-def _status_after(text: str, end: int) -> bool:
-    """ "a 404 error", "the 500 status": a status code, said in pairs (four oh four)."""
-    return context.word_after(text, end).lower().rstrip(".,;:!?") in {"error", "errors", "status", "page"}
+_STATUS_NOUNS = frozenset({"error", "errors", "status", "page"})
+_JET_NOUNS = frozenset({"max", "dreamliner", "jet", "jets", "jetliner", "jetliners", "airliner", "airliners"})
+_JET = re.compile(r"7[0-8]7")  # Boeing's 707 to 787
+
+
+def _paired_by_what_follows(text: str, written: str, end: int) -> bool:
+    """ "a 404 error", "the 500 status": a status code; "the 737 MAX", "a 787 Dreamliner": a Boeing
+    jet; both said in pairs (four oh four, seven thirty seven)."""
+    after = context.word_after(text, end).lower().rstrip(".,;:!?")
+    return after in _STATUS_NOUNS or (after in _JET_NOUNS and _JET.fullmatch(written) is not None)
 
 
 def _is_version_context(before: str) -> bool:

@@ -295,13 +295,15 @@ def _weekday_before_date(match: re.Match[str], british: bool) -> list[Piece]:
 
 
 # Markdown marks a reader never says (the client's speech filter removes all markdown; text sent to the
-# server by other callers may still carry these): emphasis stars and underscores, code backticks, heading
+# server by other callers may still carry these): emphasis stars and underscores, strikethrough tildes
+# (the struck words are read, as the client's filter does), code backticks, heading
 # hashes, quote and bullet marks opening a line, a link's brackets and address ("[docs](https://...)" is
 # "docs"). misaki would read "**" as "asterisk asterisk", "#" as "hash", and "`" as a quotation mark.
 _UNSAID_MARKUP = re.compile(
     r"(?<!\*)\*{2,3}(?!\*)|(?m:^[ \t]*(?:#{1,6}|>|[*+])(?=[ \t]))|`+"
     r"|(?<![\w*])\*(?=[^\s*][^*\n]{0,80}(?<=[^\s*])\*(?![\w*]))|(?<=[^\s*])\*(?![\w*])"
     r"|(?<!\w)__(?=[^\s_])|(?<=[^\s_])__(?!\w)"
+    r"|(?<![\w~])~~(?=[^\s~])|(?<=[^\s~])~~(?![\w~])"
     r"|\[(?=[^\[\]\n]{1,200}\]\([^()\s]{1,500}\))|\]\([^()\s]{1,500}\)"
 )
 
@@ -309,7 +311,7 @@ _UNSAID_MARKUP = re.compile(
 def _unsaid_markup(match: re.Match[str], british: bool) -> list[Piece] | None:
     text, start, end = match.string, match.start(), match.end()
     closing = start > 0 and not text[start - 1].isspace()  # the pattern saw an opening mark's close
-    if match[0] in ("*", "__") and closing and text.rfind(match[0], max(0, start - 202), start) < 0:
+    if match[0] in ("*", "__", "~~") and closing and text.rfind(match[0], max(0, start - 202), start) < 0:
         return None  # a closing mark with no opening one
     if match[0].startswith("](") and text.rfind("[", max(0, start - 201), start) <= text.rfind("]", 0, start):
         return None  # no "[" of a link before it
