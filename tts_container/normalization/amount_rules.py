@@ -10,7 +10,7 @@ import re
 from tts_container.normalization import context, measures, numbers
 from tts_container.normalization.patterns import AMOUNT, NUM, START, UNIT, piece
 from tts_container.normalization.scanner import Piece, Rule, alternation
-from tts_container.normalization.tables import (
+from tts_container.normalization.unit_tables import (
     ATTACHED_ONLY,
     CENT_SIGNS,
     CURRENCY_CODES,

@@ -7,7 +7,7 @@ decide which written word gets which words.
 from __future__ import annotations
 
 from tts_container.normalization import numbers
-from tts_container.normalization.tables import MAGNITUDES, UNITS
+from tts_container.normalization.unit_tables import MAGNITUDES, UNITS
 
 
 def amount(text: str, british: bool) -> str:

@@ -13,19 +13,16 @@ from tts_container.normalization import amount_rules, context, measures, numbers
 from tts_container.normalization.patterns import NUM, START, UNIT, piece
 from tts_container.normalization.scanner import Piece, Rule
 from tts_container.normalization.tables import (
-    ATTACHED_ONLY,
     DIGIT_CUES,
     ERA_SUFFIXES,
-    MAGNITUDES,
     MONTHS,
     PAIRED_CUES,
-    SPACED_ONLY,
-    UNITS,
     US_STATES,
     VERSION_CUES,
     VULGAR_FRACTIONS,
     YEAR_CUES,
 )
+from tts_container.normalization.unit_tables import ATTACHED_ONLY, MAGNITUDES, SPACED_ONLY, UNITS
 
 _VULGAR = "".join(VULGAR_FRACTIONS)
 

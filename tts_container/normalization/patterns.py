@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from tts_container.normalization.scanner import Piece, alternation
-from tts_container.normalization.tables import UNITS
+from tts_container.normalization.unit_tables import UNITS
 
 NUM = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+"
 START = r"(?<![\w.,/:\-−])"  # not inside a word, a number, a path or a time

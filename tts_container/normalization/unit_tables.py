@@ -1,0 +1,220 @@
+"""What follows a number in English: units, currencies and their cents, magnitudes ("$1.2M").
+
+Plain data, no logic (the words around numbers, abbreviations, months and names are in
+:mod:`.tables`). Each unit is (singular, plural) so "1 km" is "one kilometer" and "2 km" "two
+kilometers". Letters a person spells are written as spaced capitals ("P S I"): misaki reads a lone
+capital as its letter name.
+"""
+
+from __future__ import annotations
+
+# Units after a number, attached ("3.5kg") or spaced ("3.5 kg"). Case matters: "mb" is not "MB".
+UNITS: dict[str, tuple[str, str]] = {
+    # length
+    "mm": ("millimeter", "millimeters"),
+    "cm": ("centimeter", "centimeters"),
+    "m": ("meter", "meters"),
+    "km": ("kilometer", "kilometers"),
+    "µm": ("micrometer", "micrometers"),
+    "μm": ("micrometer", "micrometers"),
+    "nm": ("nanometer", "nanometers"),
+    "ft": ("foot", "feet"),
+    "yd": ("yard", "yards"),
+    "mi": ("mile", "miles"),
+    # speed
+    "km/h": ("kilometer per hour", "kilometers per hour"),
+    "km/hr": ("kilometer per hour", "kilometers per hour"),
+    "kph": ("kilometer per hour", "kilometers per hour"),
+    "kmh": ("kilometer per hour", "kilometers per hour"),
+    "mph": ("mile per hour", "miles per hour"),
+    "m/s": ("meter per second", "meters per second"),
+    "m/s²": ("meter per second squared", "meters per second squared"),
+    "m/s2": ("meter per second squared", "meters per second squared"),
+    "mpg": ("mile per gallon", "miles per gallon"),
+    # mass
+    "mg": ("milligram", "milligrams"),
+    "g": ("gram", "grams"),
+    "kg": ("kilogram", "kilograms"),
+    "µg": ("microgram", "micrograms"),
+    "mcg": ("microgram", "micrograms"),
+    "ng": ("nanogram", "nanograms"),
+    "lb": ("pound", "pounds"),
+    "lbs": ("pound", "pounds"),
+    "oz": ("ounce", "ounces"),
+    # volume and cooking
+    "ml": ("milliliter", "milliliters"),
+    "mL": ("milliliter", "milliliters"),
+    "cl": ("centiliter", "centiliters"),
+    "dL": ("deciliter", "deciliters"),
+    "dl": ("deciliter", "deciliters"),
+    "l": ("liter", "liters"),
+    "L": ("liter", "liters"),
+    "gal": ("gallon", "gallons"),
+    "qt": ("quart", "quarts"),
+    "fl oz": ("fluid ounce", "fluid ounces"),
+    "tbsp": ("tablespoon", "tablespoons"),
+    "Tbsp": ("tablespoon", "tablespoons"),
+    "tsp": ("teaspoon", "teaspoons"),
+    "cc": ("C C", "C C"),
+    # area and volume
+    "m²": ("square meter", "square meters"),
+    "m2": ("square meter", "square meters"),
+    "km²": ("square kilometer", "square kilometers"),
+    "cm²": ("square centimeter", "square centimeters"),
+    "ft²": ("square foot", "square feet"),
+    "sq ft": ("square foot", "square feet"),
+    "sq mi": ("square mile", "square miles"),
+    "m³": ("cubic meter", "cubic meters"),
+    "cm³": ("cubic centimeter", "cubic centimeters"),
+    "cm3": ("cubic centimeter", "cubic centimeters"),
+    "ha": ("hectare", "hectares"),
+    # temperature and angle
+    "°C": ("degree Celsius", "degrees Celsius"),
+    "ºC": ("degree Celsius", "degrees Celsius"),
+    "℃": ("degree Celsius", "degrees Celsius"),
+    "° C": ("degree Celsius", "degrees Celsius"),
+    "°F": ("degree Fahrenheit", "degrees Fahrenheit"),
+    "ºF": ("degree Fahrenheit", "degrees Fahrenheit"),
+    "℉": ("degree Fahrenheit", "degrees Fahrenheit"),
+    "° F": ("degree Fahrenheit", "degrees Fahrenheit"),
+    "K": ("kelvin", "kelvin"),
+    "°": ("degree", "degrees"),
+    "º": ("degree", "degrees"),
+    # ratios
+    "%": ("percent", "percent"),
+    "‰": ("per mille", "per mille"),
+    # data
+    "KB": ("kilobyte", "kilobytes"),
+    "kB": ("kilobyte", "kilobytes"),
+    "MB": ("megabyte", "megabytes"),
+    "GB": ("gigabyte", "gigabytes"),
+    "TB": ("terabyte", "terabytes"),
+    "PB": ("petabyte", "petabytes"),
+    "KiB": ("kibibyte", "kibibytes"),
+    "MiB": ("mebibyte", "mebibytes"),
+    "GiB": ("gibibyte", "gibibytes"),
+    "TiB": ("tebibyte", "tebibytes"),
+    "Kb": ("kilobit", "kilobits"),
+    "Mb": ("megabit", "megabits"),
+    "Gb": ("gigabit", "gigabits"),
+    "kbps": ("kilobit per second", "kilobits per second"),
+    "Kbps": ("kilobit per second", "kilobits per second"),
+    "Mbps": ("megabit per second", "megabits per second"),
+    "Mbit/s": ("megabit per second", "megabits per second"),
+    "Gbps": ("gigabit per second", "gigabits per second"),
+    "MB/s": ("megabyte per second", "megabytes per second"),
+    "GB/s": ("gigabyte per second", "gigabytes per second"),
+    # frequency, power, electricity, sound
+    "Hz": ("hertz", "hertz"),
+    "kHz": ("kilohertz", "kilohertz"),
+    "MHz": ("megahertz", "megahertz"),
+    "GHz": ("gigahertz", "gigahertz"),
+    "W": ("watt", "watts"),
+    "hp": ("horsepower", "horsepower"),
+    "HP": ("horsepower", "horsepower"),
+    "bhp": ("brake horsepower", "brake horsepower"),
+    "kW": ("kilowatt", "kilowatts"),
+    "MW": ("megawatt", "megawatts"),
+    "kWh": ("kilowatt hour", "kilowatt hours"),
+    "V": ("volt", "volts"),
+    "mA": ("milliamp", "milliamps"),
+    "mAh": ("milliamp hour", "milliamp hours"),
+    "Ah": ("amp hour", "amp hours"),
+    "dB": ("decibel", "decibels"),
+    "Ω": ("ohm", "ohms"),
+    "kcal": ("kilocalorie", "kilocalories"),
+    "cal": ("calorie", "calories"),
+    "kJ": ("kilojoule", "kilojoules"),
+    "mol": ("mole", "moles"),
+    "mmol": ("millimole", "millimoles"),
+    "mmHg": ("millimeter of mercury", "millimeters of mercury"),
+    "psi": ("P S I", "P S I"),
+    "kPa": ("kilopascal", "kilopascals"),
+    "hPa": ("hectopascal", "hectopascals"),
+    "rpm": ("R P M", "R P M"),
+    "bpm": ("beat per minute", "beats per minute"),
+    "BPM": ("beat per minute", "beats per minute"),
+    "RPM": ("R P M", "R P M"),
+    "fps": ("frame per second", "frames per second"),
+    "FPS": ("frame per second", "frames per second"),
+    "dpi": ("D P I", "D P I"),
+    "px": ("pixel", "pixels"),
+    "pt": ("point", "point"),
+    # time
+    "ms": ("millisecond", "milliseconds"),
+    "µs": ("microsecond", "microseconds"),
+    "μs": ("microsecond", "microseconds"),
+    "ns": ("nanosecond", "nanoseconds"),
+    "s": ("second", "seconds"),
+    "sec": ("second", "seconds"),
+    "secs": ("second", "seconds"),
+    "min": ("minute", "minutes"),
+    "mins": ("minute", "minutes"),
+    "h": ("hour", "hours"),
+    "hr": ("hour", "hours"),
+    "hrs": ("hour", "hours"),
+    "yr": ("year", "years"),
+    "yrs": ("year", "years"),
+    # multiples
+    "x": ("times", "times"),
+    "×": ("times", "times"),
+}
+
+# Units that are also common words or letters: attached to the number ("5s", "60W"), or spaced with
+# nothing word-like after them ("in 4.2 s."); else they stay words ("5 t-shirts", "3 B vitamins").
+ATTACHED_ONLY = frozenset({"s", "W", "V", "x", "pt", "ha", "cal"})
+# Units only after a space and before no word: "0 K." is zero kelvin; "4K" and "a 5 K run" stay letters.
+SPACED_ONLY = frozenset({"K"})
+# Spaced units that read as words after a number only when nothing word-like follows them.
+INCH = ("inch", "inches")
+
+# Currency: symbol or code -> (singular, plural, cent singular, cent plural).
+CURRENCY_SYMBOLS: dict[str, tuple[str, str, str, str]] = {
+    "$": ("dollar", "dollars", "cent", "cents"),
+    "US$": ("U S dollar", "U S dollars", "cent", "cents"),
+    "A$": ("Australian dollar", "Australian dollars", "cent", "cents"),
+    "C$": ("Canadian dollar", "Canadian dollars", "cent", "cents"),
+    "€": ("euro", "euros", "cent", "cents"),
+    "£": ("pound", "pounds", "penny", "pence"),
+    "¥": ("yen", "yen", "sen", "sen"),
+    "₹": ("rupee", "rupees", "paisa", "paise"),
+    "₩": ("won", "won", "jeon", "jeon"),
+    "₽": ("ruble", "rubles", "kopek", "kopeks"),
+    "₿": ("bitcoin", "bitcoin", "satoshi", "satoshis"),
+    "₺": ("lira", "lira", "kurus", "kurus"),
+    "₦": ("naira", "naira", "kobo", "kobo"),
+    "₱": ("peso", "pesos", "centavo", "centavos"),
+}
+CURRENCY_CODES: dict[str, tuple[str, str, str, str]] = {
+    "USD": ("U S dollar", "U S dollars", "cent", "cents"),
+    "EUR": ("euro", "euros", "cent", "cents"),
+    "GBP": ("pound", "pounds", "penny", "pence"),
+    "JPY": ("yen", "yen", "sen", "sen"),
+    "CAD": ("Canadian dollar", "Canadian dollars", "cent", "cents"),
+    "AUD": ("Australian dollar", "Australian dollars", "cent", "cents"),
+    "CHF": ("Swiss franc", "Swiss francs", "centime", "centimes"),
+    "CNY": ("yuan", "yuan", "fen", "fen"),
+    "INR": ("rupee", "rupees", "paisa", "paise"),
+    "BTC": ("bitcoin", "bitcoin", "satoshi", "satoshis"),
+}
+CENT_SIGNS = {"¢": ("cent", "cents"), "p": ("penny", "pence")}
+
+# Magnitude suffixes after a number ("$1.2M", "3bn users"); "K" alone stays a letter ("4K", "5K run").
+MAGNITUDES: dict[str, str] = {
+    "k": "thousand",
+    "K": "thousand",
+    "m": "million",
+    "M": "million",
+    "mn": "million",
+    "mm": "million",
+    "b": "billion",
+    "B": "billion",
+    "bn": "billion",
+    "t": "trillion",
+    "T": "trillion",
+    "tn": "trillion",
+    "thousand": "thousand",
+    "million": "million",
+    "billion": "billion",
+    "trillion": "trillion",
+}
