@@ -7,7 +7,6 @@ half-started turn that already opened a speech session.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -15,12 +14,11 @@ from strands_kokoro.audio_encoding import encoder_available
 from strands_kokoro.errors import CodedError
 from strands_kokoro.events import ErrorEvent, error
 from strands_kokoro.protocol import (
-    MAX_SPEED,
-    MIN_SPEED,
     AudioFormatName,
     ProtocolError,
     json_type,
     parse_audio_format,
+    parse_speed,
     utf8_encodable,
 )
 
@@ -80,16 +78,8 @@ def parse_turn(payload: Any) -> Turn:
     voice = payload.get("voice")
     if voice is not None and (not isinstance(voice, str) or not voice or len(voice) > MAX_VOICE_CHARS):
         raise PayloadError("bad_voice", f"'voice' must be a voice name of 1-{MAX_VOICE_CHARS} characters")
-    speed = payload.get("speed")
-    if speed is not None:
-        if isinstance(speed, bool) or not isinstance(speed, int | float) or not math.isfinite(speed):
-            raise PayloadError("bad_speed", "'speed' must be a number")
-        if not MIN_SPEED <= speed <= MAX_SPEED:
-            raise PayloadError(
-                "bad_speed", f"'speed' must be between {MIN_SPEED} and {MAX_SPEED}, got {speed}"
-            )
-        speed = float(speed)
     try:
+        speed = None if payload.get("speed") is None else parse_speed(payload["speed"])
         audio_format = parse_audio_format(payload.get("format"))
     except ProtocolError as refused:
         raise PayloadError(refused.code, refused.message) from None

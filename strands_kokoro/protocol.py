@@ -332,15 +332,28 @@ def parse_speed(value: object, request_id: str | None = None) -> float:
     """A speaking speed (None: 1.0), or ``bad_speed``. Shared by every place that takes one."""
     if value is None:
         return 1.0
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+    speed = finite_number(value)
+    if speed is None:
         raise ProtocolError(ErrorCode.BAD_SPEED, "'speed' must be a number", request_id)
-    if not MIN_SPEED <= value <= MAX_SPEED:
+    if not MIN_SPEED <= speed <= MAX_SPEED:
         raise ProtocolError(
             ErrorCode.BAD_SPEED,
             f"'speed' must be between {MIN_SPEED} and {MAX_SPEED}, got {shown(value)}",
             request_id,
         )
-    return float(value)
+    return speed
+
+
+def finite_number(value: object) -> float | None:
+    """A JSON number as a finite float; None for a bool, a non-number, NaN or infinity, and an integer
+    too large for a float (JSON allows 400 digits, which ``float()`` and ``math.isfinite`` raise on)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
 
 
 def _sample_rate(value: object, request_id: str | None) -> int:
@@ -665,7 +678,8 @@ def control_object(payload: bytes | str) -> dict[str, Any] | None:
 
 
 def _float(value: Any, default: float = 0.0) -> float:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else default
+    number = finite_number(value)
+    return default if number is None else number
 
 
 def _int(value: Any, default: int) -> int:

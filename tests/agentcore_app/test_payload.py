@@ -26,6 +26,7 @@ from agentcore_app.payload import MAX_PROMPT_CHARS, PayloadError, Turn, parse_tu
         ({"prompt": "hi", "speed": True}, "bad_speed"),
         ({"prompt": "hi", "speed": 9.0}, "bad_speed"),
         ({"prompt": "hi", "speed": float("nan")}, "bad_speed"),
+        ({"prompt": "hi", "speed": int("1" * 400)}, "bad_speed"),
         ({"prompt": "hi", "format": "flac"}, "bad_format"),
         ({"prompt": "hi", "format": ["opus"]}, "bad_format"),
         ([1, 2], "bad_payload"),

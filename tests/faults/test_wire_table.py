@@ -83,6 +83,8 @@ WS_ROWS = [
     Row("speed -Infinity", '{"text": "Hi.", "speed": -Infinity}', "bad_speed"),
     Row("speed 4301 digits", '{"text": "Hi.", "speed": ' + BIG_INT + "}", "bad_json"),
     Row("speed 1e999", '{"text": "Hi.", "speed": 1e999}', "bad_speed"),
+    Row("speed 400 digits", '{"text": "Hi.", "speed": ' + "1" * 400 + "}", "bad_speed"),
+    Row("speed -400 digits", '{"text": "Hi.", "speed": -' + "9" * 400 + "}", "bad_speed"),
     Row("sample rate unsupported", synth(text="Hi.", sample_rate=12_345), "bad_sample_rate"),
     Row("sample rate float", synth(text="Hi.", sample_rate=24_000.0), "bad_sample_rate"),
     Row("sample rate list flood", synth(text="Hi.", sample_rate=[1] * 20_000), "bad_sample_rate"),

@@ -225,6 +225,10 @@ def test_every_server_frame_round_trips() -> None:
         "message": "queue full",
     }
     assert protocol.parse_control({"type": "something_new"}) is None  # a newer server's frame
+    # A number no float holds (JSON allows 400 digits) is read as absent, not raised on.
+    huge = {"type": "synthesis_complete", "request_id": "r1", "audio_ms": int("1" * 400), "chunks": 1}
+    completed = protocol.parse_control(huge)
+    assert isinstance(completed, SynthesisCompleted) and completed.audio_ms == 0.0
     assert protocol.audio_ms(48_000, 24_000) == 1000.0
 
 
@@ -252,7 +256,7 @@ def test_a_refused_post_reads_as_the_servers_coded_error() -> None:
 
 def test_speed_is_validated_once_for_everyone() -> None:
     assert protocol.parse_speed(None) == 1.0 and protocol.parse_speed(2) == 2.0
-    for bad in (0.1, True, "1", float("inf")):
+    for bad in (0.1, True, "1", float("inf"), int("1" * 400)):  # JSON's 400 digits overflow a float
         with pytest.raises(ProtocolError) as info:
             protocol.parse_speed(bad)
         assert info.value.code == ErrorCode.BAD_SPEED
