@@ -87,6 +87,9 @@ class ErrorCode(StrEnum):
     FORMAT_UNAVAILABLE = "format_unavailable"
     UNKNOWN_TYPE = "unknown_type"
     ENGINE_FAILED = "engine_failed"
+    # A fault of the server's own while reading a request (logged there, with its trace); on a session
+    # the session goes on.
+    INTERNAL_ERROR = "internal_error"
     OVERLOADED = "overloaded"
     NOT_READY = "not_ready"
     # The text has nothing a voice can say (only combining marks, zero-width or format characters,

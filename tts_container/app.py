@@ -170,7 +170,7 @@ def create_app(
         state.pool.shutdown()
 
     return Starlette(
-        exception_handlers=dict.fromkeys(ROUTE_STATUSES, refuse_route),
+        exception_handlers={**dict.fromkeys(ROUTE_STATUSES, refuse_route), Exception: internal_error},
         routes=[
             Route(PING_PATH, ping, methods=["GET"]),
             Route("/stats", stats, methods=["GET"]),
@@ -193,6 +193,11 @@ async def refuse_route(request: Request, exc: Exception) -> Response:
     response = error_response(refusal.code, refusal.message)
     response.headers.update(refusal.headers)
     return response
+
+
+async def internal_error(request: Request, exc: Exception) -> Response:
+    """A fault of the server's own (Starlette logs its trace): a coded 500, not a bare text one."""
+    return error_response(ErrorCode.INTERNAL_ERROR, "the server failed to answer this request")
 
 
 async def _load_and_warm(

@@ -64,6 +64,7 @@ _STATUS = {
     ErrorCode.NOT_READY: 503,
     ErrorCode.OVERLOADED: 429,
     ErrorCode.ENGINE_FAILED: 500,
+    ErrorCode.INTERNAL_ERROR: 500,
     ErrorCode.NOTHING_TO_SAY: 422,
     ErrorCode.UNSUPPORTED_SCRIPT: 422,
     ErrorCode.REQUEST_TIMEOUT: 408,

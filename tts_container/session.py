@@ -176,20 +176,29 @@ class Session:
             if payload is None:
                 payload = message.get("text", "")
             try:
-                parsed = parse_client_message(payload)
-            except ProtocolError as exc:
-                if not self._closing:
-                    self._error(exc.frame())
-                continue
-            if isinstance(parsed, Cancel):
-                self._cancel()
-            elif self._closing:
-                continue  # after close, only a cancel is acted on
-            elif isinstance(parsed, Close):
-                self._closing = True
-                self._requests.put_nowait(CLOSE)
-            else:
-                self._accept(parsed)
+                self._take(payload)
+            except Exception:  # a fault of the server's own: this message is answered, the session goes on
+                logger.exception("could not take a client message")
+                failed = ServerError(None, ErrorCode.INTERNAL_ERROR, "the server failed to read this message")
+                self._error(failed)
+
+    def _take(self, payload: bytes | str) -> None:
+        """One client message: a cancel, a close, a request, or a coded refusal of it."""
+        try:
+            parsed = parse_client_message(payload)
+        except ProtocolError as exc:
+            if not self._closing:
+                self._error(exc.frame())
+            return
+        if isinstance(parsed, Cancel):
+            self._cancel()
+        elif self._closing:
+            return  # after close, only a cancel is acted on
+        elif isinstance(parsed, Close):
+            self._closing = True
+            self._requests.put_nowait(CLOSE)
+        else:
+            self._accept(parsed)
 
     def _accept(self, request: SynthesizeRequest) -> None:
         admitted = admit(self._synth, request)

@@ -10,12 +10,13 @@ import asyncio
 import logging
 import threading
 import time
+from collections.abc import Callable
 
 import httpx
 import pytest
 from websockets.asyncio.client import connect
 
-from strands_kokoro.protocol import WS_PATH, Cancel, Close, audio_ms
+from strands_kokoro.protocol import WS_PATH, Cancel, Close, SynthesizeRequest, audio_ms
 from tests.model_server_process import running_app, wait_for_ping
 from tests.tts_container.server_fakes import TONE_HZ, ToneEngine, dominant_hz, served_ms
 from tests.tts_container.server_harness import (
@@ -27,7 +28,9 @@ from tests.tts_container.server_harness import (
     stats,
     wait_for_stats,
 )
+from tts_container import speakable
 from tts_container.app import create_app
+from tts_container.synthesis import Synthesizer
 from tts_container.weights import WeightsUnavailable
 
 pytestmark = pytest.mark.anyio
@@ -260,3 +263,39 @@ async def test_weights_no_source_provides_are_one_error_line_and_a_failed_ping(
     assert ping.status_code == 503 and ping.json()["status"] == "failed"
     (record,) = [r for r in caplog.records if "loading the engine failed" in r.getMessage()]
     assert record.exc_info is None and "kokoro-v1_0.pth" in record.getMessage()
+
+
+def _admit_failing_on(marker: str) -> Callable[[Synthesizer, SynthesizeRequest], object]:
+    """``speakable.admit`` with a fault of the server's own for texts holding ``marker`` (a test double
+    of a bug: the paths that must survive one have no real bug to trigger)."""
+
+    def admit(synthesizer: Synthesizer, request: SynthesizeRequest) -> object:
+        if marker in request.text:
+            raise RuntimeError("a bug in the server")
+        return speakable.admit(synthesizer, request)
+
+    return admit
+
+
+async def test_a_server_fault_reading_one_message_is_answered_and_the_session_goes_on_with_fake_engine(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("tts_container.session.admit", _admit_failing_on("BUG"))
+    async with running_app(create_app(ToneEngine)) as address, open_ws(f"ws://{address}{WS_PATH}") as ws:
+        await ws.send(dumps(text="BUG here.", request_id="bug"))
+        await ws.send(dumps(text="One two three.", request_id="after"))
+        fault = await read_frame(ws)
+        assert isinstance(fault, dict) and fault["type"] == "error" and fault["code"] == "internal_error"
+        after = await read_response(ws)
+        assert after.end is not None and after.end["request_id"] == "after" and after.pcm
+
+
+async def test_a_server_fault_on_post_is_a_coded_500_with_fake_engine(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("tts_container.invocations.admit", _admit_failing_on("BUG"))
+    async with running_app(create_app(ToneEngine)) as address, httpx.AsyncClient() as client:
+        failed = await client.post(f"http://{address}/invocations", json={"text": "BUG here."})
+        after = await client.post(f"http://{address}/invocations", json={"text": "One two three."})
+    assert failed.status_code == 500 and failed.json()["code"] == "internal_error"
+    assert after.status_code == 200 and after.content
