@@ -125,7 +125,12 @@ class TurnSocket:
             if message["type"] == "websocket.disconnect":
                 raise _Gone
             payload = message.get("bytes")
-            await self._on_message(message.get("text", "") if payload is None else payload)
+            try:
+                await self._on_message(message.get("text", "") if payload is None else payload)
+            except Exception:  # a fault of the app's own: this message is answered, the connection stays
+                logger.exception("could not take a WebSocket message")
+                failed = "the app failed to read this message"
+                await self._outbox.put(event_frames.refusal(None, "internal_error", failed))
 
     async def _on_message(self, payload: bytes | str) -> None:
         try:

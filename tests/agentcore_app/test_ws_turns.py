@@ -146,6 +146,30 @@ async def test_bad_messages_get_coded_errors_and_the_connection_goes_on(
     assert_one_turn(spoken, "ok", "Still here.")
 
 
+async def test_a_fault_of_the_apps_own_is_answered_and_the_connection_goes_on(
+    model_server: RunningServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agentcore_app import ws_turns
+    from agentcore_app.payload import Turn, parse_turn
+
+    def parse_turn_with_a_bug(payload: Any) -> Turn:  # a test double of a bug in the app
+        if payload.get("prompt") == "BUG":
+            raise RuntimeError("a bug in the app")
+        return parse_turn(payload)
+
+    monkeypatch.setattr(ws_turns, "parse_turn", parse_turn_with_a_bug)
+    async with (
+        app_url(model_server.ws_url, lambda: ScriptedModel(answer="Still here."), tmp_path) as url,
+        connect(local_ws_url(url)) as ws,
+    ):
+        await ws.send(event_frames.turn_request({"prompt": "BUG"}, "bug"))
+        fault = json.loads(await ws.recv())
+        await ws.send(event_frames.turn_request({"prompt": "Are you there?"}, "ok"))
+        spoken = await read_turn(ws)
+    assert fault["type"] == "error" and fault["code"] == "internal_error" and "bug" not in fault["message"]
+    assert_one_turn(spoken, "ok", "Still here.")
+
+
 async def ping_status(url: str) -> str:
     async with httpx.AsyncClient(timeout=10) as http:
         return str((await http.get(url + "/ping")).json()["status"])
