@@ -52,7 +52,7 @@ from strands_kokoro.protocol import (
 logger = logging.getLogger(__name__)
 
 MAX_QUEUED_TURNS = 4  # turn requests waiting behind the running one
-OUTBOX_FRAMES = 64  # frames on their way to the client; a turn waits when they are not read
+OUTBOX_EVENTS = 64  # events (their frames) on their way to the client; a turn waits when they are not read
 POLICY_VIOLATION = 1008
 
 TurnRunner = Callable[[Turn, "str | None"], AsyncGenerator[Mapping[str, Any]]]
@@ -90,7 +90,8 @@ class TurnSocket:
         self._session_id = session_id
         self._worker = worker_loop
         self._loop = asyncio.get_running_loop()
-        self._outbox: asyncio.Queue[WsFrame] = asyncio.Queue(OUTBOX_FRAMES)
+        # An event's frames travel as one item: a cancel between them would leave a header without audio.
+        self._outbox: asyncio.Queue[WsFrame | tuple[WsFrame, ...]] = asyncio.Queue(OUTBOX_EVENTS)
         self._queued: deque[_Request] = deque()
         self._wake = asyncio.Event()
         self._running: _Request | None = None
@@ -248,8 +249,7 @@ class TurnSocket:
                 async for event in events:
                     if event.get("type") == "error":
                         status = "failed"
-                    for frame in event_frames.turn_frames(event, request.request_id):
-                        await self._hand_over(frame)
+                    await self._hand_over(tuple(event_frames.turn_frames(event, request.request_id)))
         except asyncio.CancelledError:
             status = "cancelled"
         except Exception:
@@ -260,23 +260,24 @@ class TurnSocket:
             with contextlib.suppress(RuntimeError):  # the connection's loop is closed: nobody waits
                 self._loop.call_soon_threadsafe(_resolve, done, status)
 
-    async def _hand_over(self, frame: WsFrame) -> None:
+    async def _hand_over(self, frames: tuple[WsFrame, ...]) -> None:
         """From the worker loop into the bounded outbox on this connection's loop (waits while full)."""
         if self._worker is None or self._worker is self._loop:
-            await self._outbox.put(frame)
+            await self._outbox.put(frames)
             return
-        await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(self._outbox.put(frame), self._loop))
+        await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(self._outbox.put(frames), self._loop))
 
     # ----------------------------------------------------------------------------------- sender
 
     async def _send_loop(self) -> None:
         while True:
-            frame = await self._outbox.get()
+            item = await self._outbox.get()
             try:
-                if isinstance(frame, bytes):
-                    await self._ws.send_bytes(frame)
-                else:
-                    await self._ws.send_text(frame)
+                for frame in item if isinstance(item, tuple) else (item,):
+                    if isinstance(frame, bytes):
+                        await self._ws.send_bytes(frame)
+                    else:
+                        await self._ws.send_text(frame)
             except (WebSocketDisconnect, OSError, RuntimeError) as exc:
                 raise _Gone from exc
 
