@@ -307,6 +307,10 @@ def create_app(
         except PayloadError as refused:
             yield refused.event()
             return
+        except Exception:  # a fault of the app's own: coded (the SDK would send str(exc))
+            logger.exception("could not read an invocation payload")
+            yield events.error("internal_error", "the app failed to read this request")
+            return
         session_id = None if context is None else context.session_id
         async with aclosing(spoken(turn, session_id)) as stream:
             async for event in until_hung_up(stream, hangup):

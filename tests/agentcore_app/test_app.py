@@ -125,6 +125,7 @@ def test_event_order_both_modes_with_real_model_server(model_server: RunningServ
         (b'{"prompt": "Hi \\ud800 there."}', 200, "bad_utf8"),  # a lone surrogate: refused before the turn
         ({"prompt": "hi", "mode": "duplex"}, 200, "unknown_mode"),
         ({"prompt": "hi", "speed": "fast"}, 200, "bad_speed"),
+        (b'{"prompt": "hi", "speed": ' + b"1" * 400 + b"}", 200, "bad_speed"),  # overflows a float
         ({"prompt": "hi", "voice": ["af_heart"]}, 200, "bad_voice"),
     ],
 )
@@ -134,6 +135,19 @@ def test_bad_payload_gets_one_coded_error_event(body: bytes | Any, status: int, 
     assert len(events) == 1
     assert events[0]["type"] == "error" and events[0]["code"] == code
     assert events[0]["message"] and "Traceback" not in events[0]["message"]
+
+
+def test_a_fault_of_the_apps_own_reading_a_payload_is_coded_not_its_exception_text(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def parse_turn_with_a_bug(payload: Any) -> Any:  # a test double of a bug in the app
+        raise OverflowError("int too large to convert to float")
+
+    monkeypatch.setattr("agentcore_app.app.parse_turn", parse_turn_with_a_bug)
+    [(got_status, events)] = asyncio.run(_raw_events(dead_endpoint(), [{"prompt": "hi"}]))
+    assert got_status == 200 and len(events) == 1
+    assert events[0]["type"] == "error" and events[0]["code"] == "internal_error"
+    assert "int too large" not in events[0]["message"]
 
 
 @MODEL_SERVER_TIMEOUT
