@@ -187,8 +187,12 @@ class Session:
         try:
             parsed = parse_client_message(payload)
         except ProtocolError as exc:
-            if not self._closing:
+            if self._closing:
+                return
+            if exc.request_id is None:  # nothing says it was a request: answered at once
                 self._error(exc.frame())
+            else:
+                self._refuse(exc.frame())
             return
         if isinstance(parsed, Cancel):
             self._cancel()
@@ -209,8 +213,7 @@ class Session:
             message = f"{MAX_QUEUED_REQUESTS} requests are already queued in this session; retry later"
             admitted = ServerError(request.request_id, ErrorCode.OVERLOADED, message)
         if isinstance(admitted, ServerError):
-            self._count_error()
-            self._requests.put_nowait(Refusal(admitted, self._epoch))
+            self._refuse(admitted)
             return
         job = Job(admitted, request.request_id or uuid.uuid4().hex, self._epoch)
         self._open.add(job)
@@ -233,6 +236,12 @@ class Session:
     def _count_error(self) -> None:
         """One more error frame queued for the client (the reader waits at ``MAX_UNREAD_ERRORS``)."""
         self._unread_errors += 1
+
+    def _refuse(self, frame: ServerError) -> None:
+        """A request's refusal, answered in its place in the request order (after the audio of the
+        requests before it)."""
+        self._count_error()
+        self._requests.put_nowait(Refusal(frame, self._epoch))
 
     def _error(self, frame: ServerError) -> None:
         """An error about a message that is not a request: answered at once."""

@@ -13,7 +13,7 @@ import json
 import httpx
 import pytest
 
-from strands_kokoro.protocol import MAX_QUEUED_REQUESTS, WS_PATH, Cancel, control_object
+from strands_kokoro.protocol import MAX_QUEUED_REQUESTS, MAX_TEXT_CHARS, WS_PATH, Cancel, control_object
 from tests.faults.id_engine import IdEngine, expected_pcm
 from tests.faults.wire import read_transcript
 from tests.model_server_process import RunningServer, running_app
@@ -180,17 +180,32 @@ async def test_item8_unknown_type_keeps_the_request_id(model_server: RunningServ
 
 
 async def test_item8_refusals_of_later_requests_never_overtake_earlier_audio() -> None:
-    """unknown_voice / unsupported_lang / overloaded answers come in request order (architecture §3)."""
+    """Every refusal naming a request comes in request order (architecture §3): those of its settings
+    and text found while reading the message (bad_speed, bad_format, missing_text, text_too_long,
+    unknown_type) as well as unknown_voice / unsupported_lang / overloaded."""
     engine = IdEngine(delay_s=0.02)
     async with running_app(create_app(lambda: engine)) as address, open_ws(f"ws://{address}{WS_PATH}") as ws:
         await ws.send(dumps(text="One. Two. Three.", request_id="a"))
         await ws.send(dumps(text="Hi.", request_id="b", voice="zz_nobody"))
         await ws.send(dumps(text="Hi.", request_id="c", lang="de"))
+        await ws.send(dumps(text="Hi.", request_id="e", speed=9))
+        await ws.send(dumps(text="Hi.", request_id="f", format="flac"))
+        await ws.send(dumps(text=" ", request_id="g"))
+        await ws.send(dumps(text="a" * (MAX_TEXT_CHARS + 1), request_id="h"))
+        await ws.send(dumps(type="synthesise", text="Hi.", request_id="i"))
         await ws.send(dumps(text="Four.", request_id="d"))
-        transcript = await read_transcript(ws, ends=4)
+        transcript = await read_transcript(ws, ends=9)
     order = [rid for kind, rid in transcript.kinds() if kind in ("synthesis_complete", "error")]
-    assert order == ["a", "b", "c", "d"]
-    assert [transcript.end_of(r)["code"] for r in "bc"] == ["unknown_voice", "unsupported_lang"]
+    assert order == ["a", "b", "c", "e", "f", "g", "h", "i", "d"]
+    assert [transcript.end_of(r)["code"] for r in "bcefghi"] == [
+        "unknown_voice",
+        "unsupported_lang",
+        "bad_speed",
+        "bad_format",
+        "missing_text",
+        "text_too_long",
+        "unknown_type",
+    ]
     assert transcript.pcm_of("a") == expected_pcm("One. Two. Three.")
 
 
