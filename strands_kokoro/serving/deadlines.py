@@ -18,6 +18,12 @@ every real reader takes the response at least as fast as it is heard (the thinne
 over SSE, is about 5 KB/s of audio). :class:`ReaderDeadline` makes that a hang-up. It can only fire
 once the socket buffers are full (a few MB on a fast link), so it stops long answers, not short ones.
 
+Closing a connection sends what is still buffered first, so a peer that stopped reading would hold a
+closed connection (its buffer, its socket) for good: uvicorn closes with ``transport.close()`` after a
+404, a 408, a hang-up, a WebSocket's 1008 or 1011, and none of them is ever followed by a reset. A
+closing connection whose unsent bytes have not moved for ``CLOSE_STALL_S`` is reset (a peer that reads,
+however slowly, is let finish: a pipe into a player takes its audio at the pace it plays).
+
 Idle WebSocket sessions follow SageMaker's bidirectional-streaming contract: its router pings the
 container every 60 s and closes a connection after 5 pings go unanswered; the container answers every
 ping with a pong (uvicorn does, on the event loop, whatever the engine is doing). The servers ping their
@@ -47,6 +53,7 @@ KEEP_ALIVE_S = 5  # idle time between two requests on one connection (uvicorn's 
 READER_STALL_S = 30.0  # a response chunk the caller's connection has not taken for this long: it is gone
 WS_PING_INTERVAL_S = 60.0  # SageMaker's router pings this often
 WS_PING_TIMEOUT_S = 60.0  # a pong later than this: the peer is gone
+CLOSE_STALL_S = 10.0  # a closing connection whose unsent bytes have not moved for this long is reset
 
 
 @dataclass(frozen=True, slots=True)

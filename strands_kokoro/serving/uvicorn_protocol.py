@@ -21,12 +21,16 @@ app's image).
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import socket
+import struct
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from strands_kokoro.serving.deadlines import (
+    CLOSE_STALL_S,
     HANDSHAKE_TOO_LARGE,
     HEADER_TIMEOUT_S,
     HEADERS_TIMED_OUT,
@@ -49,11 +53,67 @@ except ImportError:  # no websockets package: uvicorn picks its other WebSocket 
 
 if TYPE_CHECKING:
     _Base = H11Protocol
+    _AnyProtocol = asyncio.BaseProtocol
 else:
-    _Base = object
+    _Base = _AnyProtocol = object
 
 
-class _HeaderDeadline(_Base):
+class ClosingTransport:
+    """A transport whose ``close()`` cannot be held open by a peer that stopped reading.
+
+    ``close()`` sends what is buffered before it closes; every :data:`CLOSE_STALL_S` after it, a buffer
+    that has not shrunk since the last look means the peer takes nothing, and the connection is reset.
+    A proxy rather than a subclass: uvloop's transports (the model server's ``uvicorn[standard]``) are
+    extension types, which take neither a subclass from here nor a patched method.
+    """
+
+    def __init__(self, transport: asyncio.BaseTransport, stall_s: float = CLOSE_STALL_S) -> None:
+        self._transport = cast(asyncio.Transport, transport)
+        self._stall_s = stall_s
+        self._watching = False
+
+    def close(self) -> None:
+        self._transport.close()
+        if not self._watching:
+            self._watching = True
+            self._look(unsent=self._transport.get_write_buffer_size())
+
+    def _look(self, unsent: int) -> None:
+        if unsent == 0:
+            return  # flushed (or handed to the kernel): the close completes on its own
+        loop = asyncio.get_running_loop()
+        loop.call_later(self._stall_s, self._check, unsent)
+
+    def _check(self, unsent_before: int) -> None:
+        unsent = self._transport.get_write_buffer_size()
+        if 0 < unsent >= unsent_before:  # nothing taken in CLOSE_STALL_S
+            self.reset()
+            return
+        self._look(unsent)
+
+    def reset(self) -> None:
+        """Drop the connection with a TCP reset: ``abort()`` alone frees only this process's buffer; the
+        kernel would go on offering its own to the peer (SO_LINGER 0 makes the close a reset)."""
+        sock = self._transport.get_extra_info("socket")
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self._transport.abort()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
+
+
+class _ResetStalledClose(_AnyProtocol):
+    """The mixin: the protocol's transport is a :class:`ClosingTransport` (once, also after an upgrade
+    hands the same transport to the WebSocket protocol)."""
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        closing = transport if isinstance(transport, ClosingTransport) else ClosingTransport(transport)
+        super().connection_made(closing)  # type: ignore[arg-type]  # a proxy with the transport's API
+
+
+class _HeaderDeadline(_ResetStalledClose, _Base):
     """The mixin: a request's headers must be complete ``header_timeout_s`` after it began."""
 
     refusal: bytes = b""  # the raw 408 response; set by :func:`header_deadline_protocol`
@@ -105,7 +165,7 @@ class _HeaderDeadline(_Base):
 
 if WebSocketsSansIOProtocol is not None:
 
-    class QuietWebSocketProtocol(WebSocketsSansIOProtocol):
+    class QuietWebSocketProtocol(_ResetStalledClose, WebSocketsSansIOProtocol):
         """uvicorn's WebSocket protocol (``websockets-sansio``, what it picks when ``websockets`` is
         installed) without the two ERROR logs any caller could write into a server's log at will.
 

@@ -106,3 +106,22 @@ def post_head(path: str, host: str, content_length: int, content_type: str = "ap
         "",
     ]
     return "\r\n".join(lines).encode()
+
+
+_TCP_STATES = {1: "established", 7: "close", 8: "close_wait"}  # include/net/tcp_states.h
+
+
+async def let_go(sock: socket.socket, timeout_s: float) -> str:
+    """This end's TCP state once the server let go of the connection (its FIN or its reset)."""
+    async with asyncio.timeout(timeout_s):
+        while True:
+            if (state := tcp_state(sock)) != "established":
+                return state
+            await asyncio.sleep(0.2)
+
+
+def tcp_state(sock: socket.socket) -> str:
+    """This end's TCP state (Linux ``TCP_INFO``): ``established`` while the server keeps the connection,
+    ``close_wait`` after its FIN, ``close`` after its reset."""
+    state = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 1)[0]
+    return _TCP_STATES.get(state, str(state))

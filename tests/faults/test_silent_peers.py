@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,7 @@ from strands_kokoro.protocol import WS_PATH, ErrorCode, control_object
 from strands_kokoro.serving.deadlines import BODY_TIMEOUT_S, HEADER_TIMEOUT_S
 from tests.faults.agent_app_process import SHORT_ANSWER, agent_app_process, recorded
 from tests.faults.id_engine import IdEngine
-from tests.faults.raw_http import Answer, RawConnection, post_head
+from tests.faults.raw_http import Answer, RawConnection, let_go, post_head
 from tests.model_server_process import RunningServer, wait_for_ping
 from tests.tts_container.server_harness import dumps, read_response, stats, wait_for_stats
 from tts_container.__main__ import SERVER_OPTIONS
@@ -152,10 +153,14 @@ async def test_an_idle_session_that_answers_pings_stays_open_and_one_that_stops_
                 await mute_ws.send(dumps(text="A sentence. " * 20, request_id=f"m{index}"))
             while not isinstance(await mute_ws.recv(), bytes):  # its work is under way
                 pass
+            mute_socket = mute_ws.transport.get_extra_info("socket")
+            mute_socket.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
             mute_ws.transport.pause_reading()  # it no longer reads: the server's pings go unanswered
-            # The server drops the mute one (its queued requests cancelled) ...
+            # The server drops the mute one (its queued requests cancelled), and resets its connection
+            # (whose unsent audio would otherwise hold it open for good) ...
             dropped = await wait_for_stats(address, lambda s: s["sessions_active"] == 1, timeout_s=60)
             assert dropped["requests_cancelled"] >= 3, dropped
+            assert await let_go(mute_socket, timeout_s=60) in ("close", "close_wait")
             # ... while the idle one, which answered every ping meanwhile, is served as before.
             await idle_ws.send(dumps(text="Still here.", request_id="idle"))
             response = await read_response(idle_ws, timeout_s=60)

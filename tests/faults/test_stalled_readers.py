@@ -30,7 +30,7 @@ from strands_kokoro.serving import deadlines
 from strands_kokoro.serving.deadlines import ReaderDeadline, ReaderStalled
 from tests.faults.agent_app_process import agent_status
 from tests.faults.id_engine import IdEngine
-from tests.faults.raw_http import RawConnection, post_head
+from tests.faults.raw_http import RawConnection, let_go, post_head
 from tests.model_server_process import wait_for_ping
 from tests.scripted_model import FOUR_SENTENCES, ScriptedModel
 from tests.tts_container.server_harness import idle, stats, wait_for_stats
@@ -136,9 +136,11 @@ async def test_a_post_stream_nobody_reads_is_cancelled_and_the_server_serves_the
         settled = await wait_for_stats(
             address, lambda s: idle(s) and s["requests_cancelled"] > before["requests_cancelled"], BOUND_S
         )
+        dropped = await let_go(connection.writer.get_extra_info("socket"), BOUND_S)
     finally:
         connection.writer.transport.abort()
     assert settled["requests_completed"] == before["requests_completed"], (before, settled)
+    assert dropped == "close"  # reset by the server: its unsent audio is not held for a reader that left
     async with httpx.AsyncClient(timeout=BOUND_S) as http:
         response = await http.post(f"http://{address}/invocations", json={"text": "Still here."})
     assert response.status_code == 200 and len(response.content) > 0
