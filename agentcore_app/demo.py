@@ -30,9 +30,10 @@ import httpx
 from agentcore_app.client import INVOKE_TIMEOUT_S, TurnRecord, new_session_id, run_turn
 from agentcore_app.report import (
     answer_lines,
-    comparison,
+    compared_turns,
     concatenated,
     results_json,
+    speech_wait_ms,
     speedup,
     speedup_line,
     stall_ms,
@@ -341,10 +342,9 @@ def report_conversation(
         for number, (bidi, batch) in enumerate(
             zip(conversations["bidi"], conversations["batch"], strict=True), 1
         ):
-            batch_ms, bidi_ms = batch.summary()["first_audio_ms"], bidi.summary()["first_audio_ms"]
-            ratio = speedup(batch_ms, bidi_ms)
+            ratio = speedup(speech_wait_ms(batch.summary()), speech_wait_ms(bidi.summary()))
             ratios.append(None if ratio is None else round(ratio, 2))
-            print(f"turn {number}: {comparison(batch_ms, bidi_ms)}")
+            print(f"turn {number}: {compared_turns(batch.summary(), bidi.summary())}")
     artifacts = {
         f"wav_{mode}": str(write_wav(concatenated(turns), out_dir / f"demo-{mode}.wav"))
         for mode, turns in conversations.items()

@@ -259,14 +259,19 @@ export class VoicePage {
     this.render();
   }
 
-  /** The latest bidi and batch turns that both produced audio: how much sooner bidi started to speak. */
+  /**
+   * The latest bidi and batch turns that both produced audio: how much sooner bidi started to speak,
+   * counted from the model's first words (the mode asked second finds the prompt in the local model's
+   * cache, and would be credited with it).
+   */
   ratio() {
     const last = (mode) => [...this.turns].reverse()
       .find((t) => t.mode === mode && t.firstAudioMs !== null && t.state !== "stopped");
     const bidi = last("bidi");
     const batch = last("batch");
     if (!bidi || !batch) return null;
-    return { bidiMs: bidi.firstAudioMs, batchMs: batch.firstAudioMs, ratio: batch.firstAudioMs / bidi.firstAudioMs };
+    const wait = (t) => t.firstAudioMs - (t.firstTextMs ?? 0);
+    return { bidiMs: wait(bidi), batchMs: wait(batch), ratio: wait(batch) / wait(bidi) };
   }
 
   render() {
@@ -292,7 +297,8 @@ export class VoicePage {
     // Worded both ways: on a loaded machine bidi can lose, and "0.8× sooner" would read as a win.
     const how = !r ? "" : r.ratio >= 1 ? `${r.ratio.toFixed(1)}× sooner` : `${(1 / r.ratio).toFixed(1)}× later`;
     this.el.ratio.textContent = r
-      ? `bidi first audio is ${how} than batch (${Math.round(r.bidiMs)} ms vs ${Math.round(r.batchMs)} ms)`
+      ? `bidi first audio is ${how} than batch (${Math.round(r.bidiMs)} ms vs ${Math.round(r.batchMs)} ms ` +
+        "after the model's first words)"
       : "";
   }
 }

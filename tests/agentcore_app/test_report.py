@@ -60,9 +60,20 @@ def test_table_and_ratio_line() -> None:
     text = table([bidi, batch])
     assert "time to first audio" in text and "400 ms" in text and "2,000 ms" in text
     assert "playback stall" in text
-    assert speedup_line([bidi, batch]) == "bidi first audio is 5.0× sooner than batch"
+    # From the model's first words (50 ms in both): 350 vs 1,950 ms.
+    said = "bidi first audio is 5.6× sooner than batch, counted from the model's first words"
+    assert speedup_line([bidi, batch]) == said
     silent = TurnRecord(mode="batch")
     assert "no ratio" in speedup_line([bidi, silent])
+
+
+def test_the_ratio_does_not_credit_a_prompt_cache_to_the_mode_that_ran_second() -> None:
+    """Bidi ran first and read the prompt (first words at 450 ms); batch found it cached (50 ms)."""
+    bidi = _record("bidi", [(800, 900)], first_text=450.0)
+    batch = _record("batch", [(1100, 1800)], first_text=50.0)
+    assert speedup_line([bidi, batch]) == (
+        "bidi first audio is 3.0× sooner than batch, counted from the model's first words"
+    )
 
 
 @pytest.mark.parametrize(
