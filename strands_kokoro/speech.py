@@ -56,9 +56,11 @@ _current_turn: ContextVar[SpeechTurn | None] = ContextVar("kokoro_current_turn",
 class KokoroSpeech(HookProvider):
     """A Strands ``HookProvider`` that streams an agent's answer to a Kokoro server sentence by sentence.
 
-    ``mode="bidi"`` speaks while the agent writes, over one persistent session: a short first phrase,
-    then requests sized by :class:`~strands_kokoro.pacer.SpeechPacer` from the listener's buffered audio
-    and the engine's measured speed (whole sentences as soon as the engine is ahead, always on a GPU).
+    ``mode="bidi"`` speaks while the agent writes, over one persistent session: each sentence is sent
+    whole the moment it is written (a streaming server's first audio comes after one small window,
+    whatever the sentence's length); :class:`~strands_kokoro.pacer.SpeechPacer` cuts a sentence still
+    being written only when the listener would otherwise wait, and the server renders the piece as part
+    of its sentence, so the cut is not heard.
     ``mode="batch"`` is the fair baseline: same agent and endpoint, one synthesis after the whole answer.
 
     ``pacing`` matters for engines slower than real time (a loaded CPU): ``"latency"`` (default) starts
@@ -69,8 +71,9 @@ class KokoroSpeech(HookProvider):
     While a tool runs, the text before it is spoken first; if the tool is still running
     ``tool_filler_after_s`` after that audio ran out, ``tool_filler`` is said (``None``: stay silent)
     so a slow tool does not leave the listener wondering. ``reconnect_attempts`` bounds how often a dropped
-    session is reopened within a turn. ``session_factory`` replaces ``open_session(endpoint)`` (tests,
-    custom transports).
+    session is reopened within a turn, ``reconnect_backoff_s`` the wait before the first reopening.
+    ``session_factory`` replaces ``open_session(endpoint)`` (tests, custom transports); other keyword
+    arguments (``session_options``) go to ``open_session`` (e.g. ``region`` for ``sagemaker:``).
 
     ``lang``: the language the server reads the answer in; ``None`` (default): the voice's own
     (``ff_siwis`` reads French, ``bf_emma`` British English).

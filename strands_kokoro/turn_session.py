@@ -39,9 +39,11 @@ MAX_REFUSALS = 5  # an ``overloaded`` request is re-sent this many times before 
 SETUP_FAILURES = {  # what a listener's app can say when a session cannot even be set up
     "unknown_endpoint_scheme": "the speech endpoint is not a ws://, http(s)://, sagemaker: or "
     "sagemaker-batch: address",
-    "bad_endpoint": "the speech endpoint does not name a SageMaker endpoint",
+    "bad_endpoint": "the speech endpoint names no host, or no SageMaker endpoint",
     "bad_endpoint_option": "the speech endpoint has an option its session does not take",
     "missing_dependency": "speech over SageMaker needs the 'sagemaker' extra installed",
+    "no_region": "speech over SageMaker needs an AWS region (AWS_REGION, or ?region= on the endpoint)",
+    "no_credentials": "speech over SageMaker found no AWS credentials",
 }
 
 

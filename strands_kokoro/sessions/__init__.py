@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import importlib
 from typing import Any
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, urlsplit
 
 from strands_kokoro.errors import CodedError
 from strands_kokoro.protocol import (
@@ -70,9 +70,9 @@ def check_endpoint(endpoint: str) -> str:
     """The scheme that picks ``endpoint``'s session; an :class:`EndpointError` when none would open it.
 
     Why apart from :func:`open_session`: it connects nothing and imports nothing, so an app checks its
-    setting when it starts (``unknown_endpoint_scheme``, or ``bad_endpoint`` for a SageMaker endpoint
-    without a name) instead of failing its first turn. Options a session may refuse are checked only
-    when it is built, by the session's own module.
+    setting when it starts (``unknown_endpoint_scheme``, or ``bad_endpoint`` for an address without a
+    host or a SageMaker endpoint without a name) instead of failing its first turn. Options a session
+    may refuse are checked only when it is built, by the session's own module.
     """
     scheme = endpoint.partition(":")[0].lower() if ":" in endpoint else ""
     if scheme not in ENDPOINT_SCHEMES:
@@ -83,6 +83,8 @@ def check_endpoint(endpoint: str) -> str:
         )
     if scheme in _SAGEMAKER_MODULES:
         parse_sagemaker_endpoint(endpoint)
+    elif not urlsplit(endpoint).hostname:  # "ws://", "http:///x": nothing to connect to, ever
+        raise EndpointError("bad_endpoint", f"cannot open {endpoint!r}: it names no host")
     return scheme
 
 

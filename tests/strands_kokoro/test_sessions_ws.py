@@ -102,6 +102,13 @@ def test_unknown_scheme_is_a_coded_error(endpoint: str) -> None:
     assert "ws://" in info.value.message
 
 
+@pytest.mark.parametrize("endpoint", ["ws://", "wss:///path", "http://", "https://:8080"])
+def test_an_address_without_a_host_is_a_bad_endpoint_not_a_reconnect(endpoint: str) -> None:
+    with pytest.raises(EndpointError) as info:
+        open_session(endpoint)
+    assert info.value.code == "bad_endpoint"
+
+
 def test_sagemaker_endpoint_without_a_name_is_a_coded_error() -> None:
     with pytest.raises(EndpointError) as info:
         open_session("sagemaker:?region=us-east-1")

@@ -267,6 +267,23 @@ async def test_endpoint_down_at_start_text_goes_on() -> None:
     assert turn.events[-1]["first_audio_ms"] is None
 
 
+@pytest.mark.parametrize(("endpoint", "code"), [("ws://", "bad_endpoint"), ("sagemaker:kokoro", "no_region")])
+async def test_an_endpoint_that_cannot_be_set_up_is_its_own_code_at_once(
+    endpoint: str, code: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("strands_kokoro.sessions.sagemaker")
+    for name in ("AWS_REGION", "AWS_DEFAULT_REGION"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")  # no region from a profile either
+    # Not retried: with this backoff a retry would outlast the test's timeout.
+    speech = KokoroSpeech(endpoint=endpoint, reconnect_backoff_s=600.0)
+    agent, _ = make_agent(speech, [ScriptedCall("Hello there.")])
+    turn = await run_turn(speech.stream(agent, "Hi."))
+    [error] = turn.of("speech_error")
+    assert error["code"] == code and "text goes on" in error["message"]
+    assert turn.text() == "Hello there."
+
+
 async def test_server_gone_mid_turn_text_goes_on(model_server: RunningServer) -> None:
     """The server goes away mid-turn: its socket dies (aborted, no close frame) as the second request's
     audio begins, and nothing listens any more where the turn reopens (as after a crash)."""
