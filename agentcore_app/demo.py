@@ -173,6 +173,11 @@ class Delivery:
         from httpx_sse import SSEError
         from websockets.exceptions import WebSocketException
 
+        aws: tuple[type[Exception], ...] = ()
+        with contextlib.suppress(ImportError):  # botocore: only for an AgentCore runtime's ARN
+            from botocore.exceptions import BotoCoreError
+
+            aws = (BotoCoreError,)
         try:
             return await run_turn(
                 endpoint,
@@ -188,6 +193,8 @@ class Delivery:
             # Nothing listening, no scheme, not an agent app, a dropped connection: one line, not httpx's
             # (or websockets') traceback. OSError: the WebSocket client's connection refused / timed out.
             raise TargetError(f"{endpoint} did not answer ({_reason(exc)})") from exc
+        except aws as exc:  # no credentials, no route to the region: what botocore says, in one line
+            raise TargetError(f"{endpoint} could not be asked ({_reason(exc)})") from exc
 
 
 async def collect(

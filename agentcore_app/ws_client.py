@@ -46,10 +46,11 @@ def runtime_ws_url(runtime_arn: str, query: dict[str, str] | None = None) -> str
 
 def _credentials(session: Any) -> Any:
     import botocore.session
+    from botocore.exceptions import NoCredentialsError
 
     credentials = (session or botocore.session.get_session()).get_credentials()
     if credentials is None:
-        raise RuntimeError("no AWS credentials: configure them (aws configure, or AWS_* variables)")
+        raise NoCredentialsError()  # what botocore's own signer raises on the SSE path
     return credentials.get_frozen_credentials()
 
 

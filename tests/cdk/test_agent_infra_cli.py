@@ -122,6 +122,19 @@ def test_demo_against_nothing_listening_is_one_line_naming_the_url(
     assert not any(tmp_path.iterdir())  # nothing reported, nothing written
 
 
+@pytest.mark.parametrize("transport", ["sse", "ws"])
+def test_demo_against_a_runtime_without_aws_credentials_is_one_line(transport: str, tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env |= {"AWS_CONFIG_FILE": "/nonexistent", "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent"}
+    arn = "arn:aws:bedrock-agentcore:us-east-1:123456789012:runtime/x"
+    argv = ("demo", "--endpoint-url", arn, "--transport", transport, "--out-dir", str(tmp_path))
+    result = _run(AGENT_INFRA, *argv, env=env)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    last = result.stderr.strip().splitlines()[-1]
+    said = "could not be asked (NoCredentialsError: Unable to locate credentials)"
+    assert last == f"agent-infra demo: {arn} {said}"
+
+
 def test_demo_endpoint_url_without_a_scheme_is_refused_before_anything_is_asked(tmp_path: Path) -> None:
     result = _run(AGENT_INFRA, "demo", "--endpoint-url", "127.0.0.1:8080", "--out-dir", str(tmp_path))
     assert result.returncode == 2
