@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import sys
 
 from agentcore_app.conversation_settings import CONVERSATIONS_ENV
@@ -62,13 +63,24 @@ def main(argv: list[str] | None = None) -> None:
     speech, model = speech_endpoint_setting(args.speech_endpoint), model_setting(args.model)
     # Said before uvicorn starts (the SDK's run() says nothing at its default log level): a port that is
     # taken is reported by uvicorn on the next line.
-    shown = args.host or "127.0.0.1"  # None: the SDK binds 0.0.0.0 in a container, reachable here too
+    host = args.host or default_host()
+    every_interface = host in ("0.0.0.0", "::")
+    where = f" (listening on {host}: every interface, as in a container)" if every_interface else ""
     print(
-        f"agent app on http://{shown}:{args.port} (speech {speech}, model {model})",
+        f"agent app on http://{'127.0.0.1' if every_interface else host}:{args.port}{where} "
+        f"(speech {speech}, model {model})",
         file=sys.stderr,
         flush=True,
     )
-    app.run(port=args.port, host=args.host, **server_settings())
+    app.run(port=args.port, host=host, **server_settings())
+
+
+def default_host() -> str:
+    """The SDK's own choice when no host is given (``BedrockAgentCoreApp.run``): every interface inside
+    a container (``/.dockerenv`` or ``DOCKER_CONTAINER``), else loopback; decided here so the printed
+    address is the bound one."""
+    in_container = os.path.exists("/.dockerenv") or bool(os.environ.get("DOCKER_CONTAINER"))
+    return "0.0.0.0" if in_container else "127.0.0.1"  # nosec B104: a container publishes its port
 
 
 if __name__ == "__main__":

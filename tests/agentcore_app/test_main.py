@@ -122,3 +122,16 @@ def test_the_help_is_plain_text() -> None:
     env = {**os.environ, "COLUMNS": "200"}
     shown = subprocess.run([*APP, "--help"], capture_output=True, text=True, timeout=120, env=env, check=True)
     assert "``" not in shown.stdout and "python -m tts_container --port 8081" in shown.stdout
+
+
+def test_the_default_host_is_the_sdks_own_choice(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentcore_app.__main__ import default_host
+
+    monkeypatch.setattr("os.path.exists", lambda path: False)
+    monkeypatch.delenv("DOCKER_CONTAINER", raising=False)
+    assert default_host() == "127.0.0.1"
+    monkeypatch.setenv("DOCKER_CONTAINER", "1")
+    assert default_host() == "0.0.0.0"
+    monkeypatch.delenv("DOCKER_CONTAINER")
+    monkeypatch.setattr("os.path.exists", lambda path: path == "/.dockerenv")
+    assert default_host() == "0.0.0.0"
