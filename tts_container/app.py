@@ -47,7 +47,7 @@ from strands_kokoro.serving.routes import ROUTE_STATUSES, route_refusal
 from tts_container.engines.base import Engine
 from tts_container.g2p import dialect_for
 from tts_container.inference import InferencePool
-from tts_container.invocations import error_response, invocations
+from tts_container.invocations import error_response, invocations, model_unavailable
 from tts_container.local_guard import LocalRequestGuard
 from tts_container.session import Session, SessionCounters
 from tts_container.synthesis import Synthesizer
@@ -139,22 +139,18 @@ def create_app(
     async def voices(_: Request) -> Response:
         """Every voice the engine has and the language a request for it is read in without ``lang``."""
         if state.synthesizer is None:
-            return error_response(
-                ErrorCode.NOT_READY, "the model is still loading; retry after /ping answers 200"
-            )
+            return error_response(*model_unavailable(state.load_failed))
         names = sorted(state.synthesizer.engine.voices)
         listed = [{"name": name, "lang": dialect_for(None, name)} for name in names]
         return JSONResponse({"default": DEFAULT_VOICE, "voices": listed})
 
     async def post_invocations(request: Request) -> Response:
-        return await invocations(request, state.synthesizer, state.counters)
+        return await invocations(request, state.synthesizer, state.counters, load_failed=state.load_failed)
 
     async def bidirectional_stream(websocket: WebSocket) -> None:
         if state.synthesizer is None:
             await websocket.accept()
-            await websocket.send_text(
-                ServerError(None, ErrorCode.NOT_READY, "the model is still loading").to_wire()
-            )
+            await websocket.send_text(ServerError(None, *model_unavailable(state.load_failed)).to_wire())
             await websocket.close(TRY_AGAIN_LATER)
             return
         await Session(websocket, state.synthesizer, state.counters).run()

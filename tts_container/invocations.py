@@ -76,12 +76,19 @@ _MEDIA_TYPES = {"opus": "audio/ogg; codecs=opus", "mp3": "audio/mpeg"}
 _UNKNOWN_SIZE = 0xFFFFFFFF
 
 
+def model_unavailable(load_failed: bool) -> tuple[ErrorCode, str]:
+    """Why there is no model to ask: still loading (retry), or it failed to load (it never will)."""
+    if load_failed:
+        return ErrorCode.ENGINE_FAILED, "the model failed to load (the server's log says why)"
+    return ErrorCode.NOT_READY, "the model is still loading; retry after /ping answers 200"
+
+
 def error_response(code: ErrorCode, message: str, request_id: str | None = None) -> JSONResponse:
     return JSONResponse(ServerError(request_id, code, message).to_dict(), status_code=_STATUS.get(code, 400))
 
 
 async def invocations(
-    request: Request, synthesizer: Synthesizer | None, counters: SessionCounters
+    request: Request, synthesizer: Synthesizer | None, counters: SessionCounters, *, load_failed: bool = False
 ) -> Response:
     """Validate the body, synthesize the first audio, then stream the rest in the requested format.
 
@@ -92,9 +99,7 @@ async def invocations(
     in a coded ``error`` event first).
     """
     if synthesizer is None:
-        return error_response(
-            ErrorCode.NOT_READY, "the model is still loading; retry after /ping answers 200"
-        )
+        return error_response(*model_unavailable(load_failed))
     if _announced_length(request) > MAX_MESSAGE_BYTES:  # refused before a byte of it is awaited
         return error_response(ErrorCode.MESSAGE_TOO_LARGE, f"message is over {MAX_MESSAGE_BYTES} bytes")
     try:
@@ -108,8 +113,8 @@ async def invocations(
         return error_response(exc.error_code, exc.message, exc.request_id)
     synth_request = invocation.request
     if not encoder_available(synth_request.format):
-        unavailable = FormatUnavailable(synth_request.format)
-        return error_response(ErrorCode.FORMAT_UNAVAILABLE, unavailable.message, synth_request.request_id)
+        missing = FormatUnavailable(synth_request.format)
+        return error_response(ErrorCode.FORMAT_UNAVAILABLE, missing.message, synth_request.request_id)
     admitted = admit(synthesizer, invocation.request)
     if isinstance(admitted, ServerError):
         return error_response(ErrorCode(admitted.code), admitted.message, admitted.request_id)

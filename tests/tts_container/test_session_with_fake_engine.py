@@ -7,6 +7,7 @@ model in test_server_real.py.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import threading
 import time
@@ -260,7 +261,14 @@ async def test_weights_no_source_provides_are_one_error_line_and_a_failed_ping(
             if ping.json()["status"] == "failed":
                 break
             await asyncio.sleep(0.05)
+        # What asks for speech then is told the model failed to load, not that it is still loading.
+        posted = await client.post(f"http://{address}/invocations", json={"text": "Hi."})
+        listed = await client.get(f"http://{address}/voices")
+        async with connect(f"ws://{address}{WS_PATH}") as ws:
+            refused = json.loads(await ws.recv())
     assert ping.status_code == 503 and ping.json()["status"] == "failed"
+    assert [posted.json()["code"], listed.json()["code"], refused["code"]] == ["engine_failed"] * 3
+    assert "failed to load" in posted.json()["message"]
     (record,) = [r for r in caplog.records if "loading the engine failed" in r.getMessage()]
     assert record.exc_info is None and "kokoro-v1_0.pth" in record.getMessage()
 
