@@ -46,6 +46,7 @@ from agentcore_app.client import TimedEvent, TurnRecord, run_turn
 from agentcore_app.local_llm import LLM_NICE_ENV
 from agentcore_app.report import stall_ms
 from benchmarks.engine_floor import engine_first_audio_ms
+from benchmarks.machine import results_path
 from cdk.local_stack import agent_app, model_server, provision_weights, warm_up_model, warm_up_turns
 from strands_kokoro.speech_text import clean_for_speech
 
@@ -288,12 +289,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--tts-threads", type=int, default=None, help="model server engine threads (all)")
     parser.add_argument("--llm-nice", type=int, default=None, help="the embedded LLM's nice value (10)")
     parser.add_argument("--no-whisper", action="store_true", help="skip the Whisper round trip")
-    parser.add_argument("--out", type=Path, default=None, help="JSON path (default benchmarks/results/...)")
+    parser.add_argument(
+        "--out", type=Path, default=None, help="JSON path (default benchmarks/results/e2e_latency.json)"
+    )
     args = parser.parse_args(argv)
     args.variants = tuple(args.variants)
     if args.llm_nice is not None:
         os.environ[LLM_NICE_ENV] = str(args.llm_nice)  # read when the LLM loads, in this process
-    args.out = args.out or RESULTS_DIR / f"e2e_latency-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    # benchmarks/results/e2e_latency.json, or noisy/ beside it when the machine is busy as it starts.
+    args.out = args.out or results_path(RESULTS_DIR / "e2e_latency.json")
     result = asyncio.run(run(args))
     print_table(result)
     write_result(result, args.out)
