@@ -347,4 +347,13 @@ def conversation_store(
     return None if settings.location is None else ConversationStore(settings)
 
 
-app = create_app()
+def __getattr__(name: str) -> Any:
+    """``agentcore_app.app:app``: the app built from the environment's settings, on first use.
+
+    Not at import: ``python -m agentcore_app --model local`` imports this module for ``create_app``,
+    and a bad ``STRANDS_KOKORO_MODEL`` in the environment must not stop a flag that overrides it.
+    """
+    if name == "app":
+        built = globals()["app"] = create_app()
+        return built
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -85,18 +85,11 @@ def demo_main(args: argparse.Namespace) -> int:
 
 
 def check_settings(model: str, speech_endpoint: str | None = None) -> None:
-    """Raise the app's setting error now, before weights, a model server or the LLM are started.
+    """Raise the app's setting error now, before weights, a model server or the LLM are started: the
+    app is built as it will be (the arguments over the environment's settings), and nothing is run."""
+    from agentcore_app.app import create_app
 
-    Importing ``agentcore_app.app`` builds its module-level app, which checks the environment's
-    settings (tools, conversations); the arguments are checked as the app will read them.
-    """
-    import agentcore_app.app  # noqa: F401  (imported for the check its module-level app makes)
-    from agentcore_app.models import parse_model_spec
-    from strands_kokoro.sessions import check_endpoint
-
-    parse_model_spec(model)
-    if speech_endpoint is not None:
-        check_endpoint(speech_endpoint)
+    create_app(speech_endpoint=speech_endpoint, model=model)
 
 
 def reported(prog: str, run: Callable[[], int]) -> int:

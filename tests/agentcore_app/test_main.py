@@ -135,3 +135,17 @@ def test_the_default_host_is_the_sdks_own_choice(monkeypatch: pytest.MonkeyPatch
     monkeypatch.delenv("DOCKER_CONTAINER")
     monkeypatch.setattr("os.path.exists", lambda path: path == "/.dockerenv")
     assert default_host() == "0.0.0.0"
+
+
+def test_a_flag_overrides_a_bad_setting_in_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Importing the app module reads no setting; ``agentcore_app.app:app`` is built on first use."""
+    import importlib
+
+    from agentcore_app.models import ModelSpecError
+    from cdk.local_commands import check_settings
+
+    monkeypatch.setenv("STRANDS_KOKORO_MODEL", "gpt4")
+    app_module = importlib.reload(importlib.import_module("agentcore_app.app"))
+    check_settings("local")  # the flag's model, over the environment's
+    with pytest.raises(ModelSpecError):
+        _ = app_module.app  # the SDK's entrypoint object reads the environment
