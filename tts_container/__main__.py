@@ -8,6 +8,8 @@ from __future__ import annotations
 import argparse
 import functools
 import logging
+import socket
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -47,7 +49,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default="auto",
         help="inference engine; auto picks torch when CUDA is available, else onnx (default: %(default)s)",
     )
-    parser.add_argument("--threads", type=int, default=None, help="engine CPU threads (default: all cores)")
+    parser.add_argument(
+        "--threads", type=_positive, default=None, help="engine CPU threads (default: all cores)"
+    )
     parser.add_argument(
         "--allow-origin",
         action="append",
@@ -66,6 +70,26 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def _positive(text: str) -> int:
+    """An argparse type: a whole number of at least 1 (``--threads 0`` would mean nothing to run on)."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, got {value}")
+    return value
+
+
+def _port_taken(host: str, port: int) -> OSError | None:
+    """Why ``host:port`` cannot be served, found before the model loads (uvicorn binds only after the
+    app's start-up, and the engine's load, ~30 s on a CPU, cannot be interrupted on the way out)."""
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            return exc
+    return None
+
+
 def _load(engine: str, threads: int | None) -> Engine:
     # Imported here: the loader pulls in onnxruntime/torch, which only the loading thread needs.
     from tts_container.engines.loader import load_engine
@@ -75,6 +99,9 @@ def _load(engine: str, threads: int | None) -> Engine:
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
+    if (taken := _port_taken(args.host, args.port)) is not None:
+        print(f"error: cannot serve on {args.host}:{args.port}: {taken.strerror or taken}", file=sys.stderr)
+        raise SystemExit(3)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     metrics.configure()
     app = create_app(

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import socket
+
 import pytest
 
-from tts_container.__main__ import parse_args
+from tts_container.__main__ import main, parse_args
 from tts_container.engines.loader import ENGINE_NAMES
 
 
@@ -21,3 +23,22 @@ def test_engine_choices_are_the_loaders(capsys: pytest.CaptureFixture[str]) -> N
     with pytest.raises(SystemExit):
         parse_args(["--engine", "bogus"])
     assert "invalid choice: 'bogus'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("threads", ["0", "-3"])
+def test_threads_must_be_one_or_more(threads: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        parse_args(["--threads", threads])
+    assert "must be 1 or more" in capsys.readouterr().err
+    assert parse_args(["--threads", "2"]).threads == 2
+
+
+def test_a_taken_port_stops_the_server_before_the_model_loads(capsys: pytest.CaptureFixture[str]) -> None:
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        with pytest.raises(SystemExit) as stopped:
+            main(["--port", str(port)])  # would load the model first, were the port not checked
+    assert stopped.value.code == 3
+    assert f"cannot serve on 127.0.0.1:{port}" in capsys.readouterr().err
