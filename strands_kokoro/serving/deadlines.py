@@ -21,8 +21,9 @@ once the socket buffers are full (a few MB on a fast link), so it stops long ans
 Closing a connection sends what is still buffered first, so a peer that stopped reading would hold a
 closed connection (its buffer, its socket) for good: uvicorn closes with ``transport.close()`` after a
 404, a 408, a hang-up, a WebSocket's 1008 or 1011, and none of them is ever followed by a reset. A
-closing connection whose unsent bytes have not moved for ``CLOSE_STALL_S`` is reset (a peer that reads,
-however slowly, is let finish: a pipe into a player takes its audio at the pace it plays).
+closing connection whose unsent bytes have not moved for ``CLOSE_STALL_S`` is reset, and the kernel,
+which keeps offering its own buffer once the socket is closed, gives up after as long without progress
+(a peer that reads, however slowly, is let finish: a pipe into a player takes its audio as it plays).
 
 Idle WebSocket sessions follow SageMaker's bidirectional-streaming contract: its router pings the
 container every 60 s and closes a connection after 5 pings go unanswered; the container answers every

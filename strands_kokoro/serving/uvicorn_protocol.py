@@ -73,6 +73,7 @@ class ClosingTransport:
         self._watching = False
 
     def close(self) -> None:
+        self._give_up_in_the_kernel_too()
         self._transport.close()
         if not self._watching:
             self._watching = True
@@ -90,6 +91,16 @@ class ClosingTransport:
             self.reset()
             return
         self._look(unsent)
+
+    def _give_up_in_the_kernel_too(self) -> None:
+        """Once this process's buffer is flushed the socket closes, and the kernel goes on offering its
+        own buffer to the peer for minutes; ``TCP_USER_TIMEOUT`` (Linux) bounds that to the same
+        :data:`CLOSE_STALL_S` without progress. A peer that reads, however slowly, keeps it going."""
+        sock = self._transport.get_extra_info("socket")
+        option = getattr(socket, "TCP_USER_TIMEOUT", None)
+        if sock is not None and option is not None:
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.IPPROTO_TCP, option, int(self._stall_s * 1000))
 
     def reset(self) -> None:
         """Drop the connection with a TCP reset: ``abort()`` alone frees only this process's buffer; the
