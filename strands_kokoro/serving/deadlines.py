@@ -22,7 +22,7 @@ Closing a connection sends what is still buffered first, so a peer that stopped 
 closed connection (its buffer, its socket) for good: uvicorn closes with ``transport.close()`` after a
 404, a 408, a hang-up, a WebSocket's 1008 or 1011, and none of them is ever followed by a reset. A
 closing connection whose unsent bytes have not moved for ``CLOSE_STALL_S`` is reset, and the kernel,
-which keeps offering its own buffer once the socket is closed, gives up after as long without progress
+which keeps offering its own buffer once the socket is closed, gives up after three times as long
 (a peer that reads, however slowly, is let finish: a pipe into a player takes its audio as it plays).
 
 Idle WebSocket sessions follow SageMaker's bidirectional-streaming contract: its router pings the

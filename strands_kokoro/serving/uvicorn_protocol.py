@@ -94,13 +94,15 @@ class ClosingTransport:
 
     def _give_up_in_the_kernel_too(self) -> None:
         """Once this process's buffer is flushed the socket closes, and the kernel goes on offering its
-        own buffer to the peer for minutes; ``TCP_USER_TIMEOUT`` (Linux) bounds that to the same
-        :data:`CLOSE_STALL_S` without progress. A peer that reads, however slowly, keeps it going."""
+        own buffer to the peer for minutes; ``TCP_USER_TIMEOUT`` (Linux) bounds that to three times
+        :data:`CLOSE_STALL_S` without progress. Longer than the reset's own wait, so a peer whose bytes
+        are still here gets the reset (which tells it, and any proxy between, that the connection is
+        gone) rather than a silent drop. A peer that reads, however slowly, keeps it going."""
         sock = self._transport.get_extra_info("socket")
         option = getattr(socket, "TCP_USER_TIMEOUT", None)
         if sock is not None and option is not None:
             with contextlib.suppress(OSError):
-                sock.setsockopt(socket.IPPROTO_TCP, option, int(self._stall_s * 1000))
+                sock.setsockopt(socket.IPPROTO_TCP, option, int(3 * self._stall_s * 1000))
 
     def reset(self) -> None:
         """Drop the connection with a TCP reset: ``abort()`` alone frees only this process's buffer; the
