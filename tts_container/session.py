@@ -173,10 +173,8 @@ class Session:
             if message["type"] == "websocket.disconnect":
                 raise _ClientGone
             payload = message.get("bytes")
-            if payload is None:
-                payload = message.get("text", "")
             try:
-                self._take(payload)
+                self._take(message.get("text", "") if payload is None else payload)
             except Exception:  # a fault of the server's own: this message is answered, the session goes on
                 logger.exception("could not take a client message")
                 failed = ServerError(None, ErrorCode.INTERNAL_ERROR, "the server failed to read this message")
@@ -186,13 +184,9 @@ class Session:
         """One client message: a cancel, a close, a request, or a coded refusal of it."""
         try:
             parsed = parse_client_message(payload)
-        except ProtocolError as exc:
-            if self._closing:
-                return
-            if exc.request_id is None:  # nothing says it was a request: answered at once
-                self._error(exc.frame())
-            else:
-                self._refuse(exc.frame())
+        except ProtocolError as exc:  # named requests are refused in order; the rest answered at once
+            if not self._closing:
+                (self._error if exc.request_id is None else self._refuse)(exc.frame())
             return
         if isinstance(parsed, Cancel):
             self._cancel()
