@@ -177,8 +177,9 @@ def speech_wait_ms(summary: Mapping[str, Any]) -> float | None:
 
 def compared_turns(batch: Mapping[str, Any], bidi: Mapping[str, Any]) -> str:
     """:func:`comparison` of two turns' summaries, from the model's first words (:func:`speech_wait_ms`)."""
-    said = comparison(speech_wait_ms(batch), speech_wait_ms(bidi))
-    return said if "no ratio" in said else f"{said}, counted from the model's first words"
+    batch_ms, bidi_ms = speech_wait_ms(batch), speech_wait_ms(bidi)
+    said = comparison(batch_ms, bidi_ms)
+    return said if batch_ms is None or bidi_ms is None else f"{said}, counted from the model's first words"
 
 
 def speedup_line(records: Sequence[TurnRecord]) -> str | None:

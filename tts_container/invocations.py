@@ -88,7 +88,7 @@ def error_response(code: ErrorCode, message: str, request_id: str | None = None)
 
 
 async def invocations(
-    request: Request, synthesizer: Synthesizer | None, counters: SessionCounters, *, load_failed: bool = False
+    request: Request, synthesizer: Synthesizer | None, counters: SessionCounters, *, load_failed: bool
 ) -> Response:
     """Validate the body, synthesize the first audio, then stream the rest in the requested format.
 
