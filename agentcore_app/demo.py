@@ -171,7 +171,7 @@ class Delivery:
     ) -> TurnRecord:
         """One turn, delivered this way; :class:`TargetError` when the endpoint cannot be talked to."""
         from httpx_sse import SSEError
-        from websockets.exceptions import WebSocketException
+        from websockets.exceptions import InvalidStatus, WebSocketException
 
         aws: tuple[type[Exception], ...] = ()
         with contextlib.suppress(ImportError):  # botocore: only for an AgentCore runtime's ARN
@@ -189,7 +189,14 @@ class Delivery:
                 transport=self.transport,
                 audio_format=self.audio_format,
             )
-        except (httpx.TransportError, SSEError, WebSocketException, OSError) as exc:
+        except (SSEError, InvalidStatus) as exc:
+            # Something answered, but not as an agent app: most often the model server's port given for
+            # the agent app's (the model server answers a turn with JSON, and has no /ws).
+            raise TargetError(
+                f"{endpoint} answered, but not as an agent app ({_reason(exc)}); the demo talks to the agent "
+                "app (python -m agentcore_app), not to the model server"
+            ) from exc
+        except (httpx.TransportError, WebSocketException, OSError) as exc:
             # Nothing listening, no scheme, not an agent app, a dropped connection: one line, not httpx's
             # (or websockets') traceback. OSError: the WebSocket client's connection refused / timed out.
             raise TargetError(f"{endpoint} did not answer ({_reason(exc)})") from exc

@@ -52,6 +52,7 @@ from cdk.tooling import (
 )
 
 ACTIONS = ("deploy", "diff", "synth", "destroy")
+DEMO_HELP = "hear the agent speak; bidi vs batch first-audio time"
 DEFAULT_OUTPUT = REPO_ROOT / "cdk" / "cdk.out"
 # jsii's node prints an 11-line banner per start on a node it no longer supports; the value lists the
 # majors to keep quiet about (20: the oldest the docs ask for, "Node.js 20+"). Both the in-process synth
@@ -134,25 +135,36 @@ def agent_main(argv: Sequence[str] | None = None) -> int:
         return serve_main(args_list[1:])
     if args_list and args_list[0] in ACTIONS:
         return agent_infra(args_list)
-    args = agent_parser().parse_args(args_list)
-    from cdk.local_commands import demo_main
+    if args_list and args_list[0] == "demo":
+        # The demo's own parser: a bad flag is then reported with the demo's usage, not the top level's.
+        from cdk.local_commands import demo_main
 
-    return demo_main(args)
+        return demo_main(demo_parser().parse_args(args_list[1:]))
+    parser = agent_parser()
+    parser.parse_args(args_list)  # --help, no command or an unknown one: argparse answers and exits
+    parser.print_usage(sys.stderr)
+    return 2
 
 
 def agent_parser() -> argparse.ArgumentParser:
-    """``agent-infra``'s top level: ``demo`` with its options, the others listed for ``--help``."""
-    from cdk.local_commands import add_demo_arguments
-
+    """``agent-infra``'s top level: the commands listed for ``--help`` (each parses its own options)."""
     parser = argparse.ArgumentParser(
         prog="agent-infra", description="The speaking agent: hear it locally, serve its player, deploy it."
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    demo = commands.add_parser("demo", help="hear the agent speak; bidi vs batch first-audio time")
-    add_demo_arguments(demo)
+    commands.add_parser("demo", help=DEMO_HELP, add_help=False)
     commands.add_parser("serve", help="browser voice player (see `agent-infra serve --help`)", add_help=False)
     for action in ACTIONS:
         commands.add_parser(action, help=f"cdk {action} of the agent stack", add_help=False)
+    return parser
+
+
+def demo_parser() -> argparse.ArgumentParser:
+    """``agent-infra demo``'s options, as a parser of its own (``prog`` names the command)."""
+    from cdk.local_commands import add_demo_arguments
+
+    parser = argparse.ArgumentParser(prog="agent-infra demo", description=DEMO_HELP)
+    add_demo_arguments(parser)
     return parser
 
 

@@ -126,6 +126,7 @@ def _leaves(group: BaseExceptionGroup[BaseException]) -> Iterator[BaseException]
 
 def serve_parser() -> argparse.ArgumentParser:
     from cdk.local_stack import MODEL_SERVER_ENGINES
+    from strands_kokoro.serving.local_callers import origin_option  # standard library only
 
     parser = argparse.ArgumentParser(
         prog="agent-infra serve", description="Serve the browser voice player with a local agent stack."
@@ -151,7 +152,9 @@ def serve_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--cors-origin",
         action="append",
+        type=origin_option,
         default=[],
+        metavar="ORIGIN",
         help="another origin allowed to call the agent app (local origins always are); repeatable",
     )
     parser.add_argument(

@@ -16,6 +16,7 @@ from typing import Any
 import uvicorn
 
 from strands_kokoro.protocol import MAX_MESSAGE_BYTES
+from strands_kokoro.serving.local_callers import origin_option
 from strands_kokoro.serving.uvicorn_protocol import uvicorn_settings
 from tts_container import metrics
 from tts_container.app import create_app, refusal
@@ -55,6 +56,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--allow-origin",
         action="append",
+        type=origin_option,
         default=[],
         metavar="ORIGIN",
         help="a browser origin (scheme://host[:port]) allowed to open a WebSocket session; repeatable. "

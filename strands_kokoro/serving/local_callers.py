@@ -14,7 +14,9 @@ checks never apply there.
 
 from __future__ import annotations
 
+import argparse
 import ipaddress
+import urllib.parse
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -30,6 +32,7 @@ __all__ = [
     "local_socket_refusal",
     "normalize_origin",
     "on_loopback",
+    "origin_option",
 ]
 
 ORIGIN_NOT_ALLOWED = "origin_not_allowed"
@@ -72,6 +75,24 @@ def on_loopback(scope: Scope) -> bool:
 
 def normalize_origin(origin: str) -> str:
     return origin.strip().rstrip("/").lower()
+
+
+def origin_option(text: str) -> str:
+    """An argparse type for an allowed origin: ``scheme://host[:port]`` as a browser sends it in
+    ``Origin``, refused at start-up otherwise (``localhost:3000`` or ``https://x.org/app`` could never
+    match, and the page would only ever see a 403)."""
+    parts = urllib.parse.urlsplit(text.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.path not in ("", "/"):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not an origin: write scheme://host[:port], e.g. http://localhost:3000"
+        )
+    if parts.query or parts.fragment or parts.username is not None:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an origin: scheme://host[:port] only")
+    try:
+        parts.port  # noqa: B018 - a port out of range or not a number raises here
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an origin: {exc}") from exc
+    return normalize_origin(text)
 
 
 def local_post_refusal(

@@ -12,6 +12,7 @@ import pytest
 
 from cdk import cli
 from cdk.local_stack import free_port
+from tests.model_server_process import RunningServer
 
 AGENT_INFRA = str(Path(sys.executable).parent / "agent-infra")
 
@@ -120,6 +121,28 @@ def test_demo_against_nothing_listening_is_one_line_naming_the_url(
     assert "Traceback" not in result.stderr
     assert last.startswith(f"agent-infra demo: {url} did not answer (") and says in last
     assert not any(tmp_path.iterdir())  # nothing reported, nothing written
+
+
+@pytest.mark.parametrize("transport", ["sse", "ws"])
+def test_demo_pointed_at_the_model_server_says_it_needs_the_agent_app(
+    transport: str, model_server: RunningServer, tmp_path: Path
+) -> None:
+    """The model server's port is an easy mix-up with the agent app's: it answers, so "did not answer"
+    would mislead."""
+    url = model_server.http_url
+    argv = ("demo", "--endpoint-url", url, "--transport", transport, "--out-dir", str(tmp_path))
+    result = _run(AGENT_INFRA, *argv)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"agent-infra demo: {url} answered, but not as an agent app (")
+    assert last.endswith("the demo talks to the agent app (python -m agentcore_app), not to the model server")
+
+
+def test_a_bad_demo_flag_is_reported_with_the_demos_usage() -> None:
+    result = _run(AGENT_INFRA, "demo", "--bogus")
+    assert result.returncode == 2
+    assert result.stderr.startswith("usage: agent-infra demo ")
+    assert "agent-infra demo: error: unrecognized arguments: --bogus" in result.stderr
 
 
 @pytest.mark.parametrize("transport", ["sse", "ws"])

@@ -42,3 +42,20 @@ def test_a_taken_port_stops_the_server_before_the_model_loads(capsys: pytest.Cap
             main(["--port", str(port)])  # would load the model first, were the port not checked
     assert stopped.value.code == 3
     assert f"cannot serve on 127.0.0.1:{port}" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "origin", ["notaurl", "localhost:3000", "https://x.org/app", "http://localhost:99999"]
+)
+def test_an_allowed_origin_that_could_never_match_is_refused_at_start(
+    origin: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as refused:
+        parse_args(["--allow-origin", origin])
+    assert refused.value.code == 2
+    assert f"{origin!r} is not an origin" in capsys.readouterr().err
+
+
+def test_an_allowed_origin_is_kept_as_a_browser_sends_it() -> None:
+    args = parse_args(["--allow-origin", "HTTPS://App.Example.com/", "--allow-origin", "http://[::1]:3000"])
+    assert args.allow_origin == ["https://app.example.com", "http://[::1]:3000"]
