@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentcore_app.conversation_settings import ConversationError
 from agentcore_app.conversations import ConversationStore, TurnBuffer
+from strands_kokoro.uninterruptible import run_to_end
 
 if TYPE_CHECKING:
     from strands import Agent
@@ -78,15 +79,11 @@ async def remembered_turn(
 async def _uncancellable(work: Awaitable[Any]) -> None:
     """Run ``work`` to its end even if this task is cancelled meanwhile (then re-raise the cancel).
 
-    Why: the turn is stored while the SDK tears the request down after a disconnect. If a second
-    cancellation cut the wait short, the lock would be released before the turn is written and the next
-    turn could restore a history without it.
+    Why: the turn is stored while the SDK tears the request down after a disconnect. If a cancellation
+    (the first, or any later one) cut the wait short, the lock would be released before the turn is
+    written and the next turn could restore a history without it.
     """
-    future = asyncio.ensure_future(work)
     try:
-        await asyncio.shield(future)
-    except asyncio.CancelledError:
-        await future
-        raise
+        await run_to_end(work)
     except Exception:
         logger.exception("a conversation turn could not be stored")

@@ -24,7 +24,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import AsyncGenerator, AsyncIterable
+from collections.abc import AsyncGenerator
 from pathlib import Path
 from typing import Any, TypedDict, TypeVar
 
@@ -33,6 +33,8 @@ from strands.models.model import Model
 from strands.types.content import Messages
 from strands.types.streaming import StreamEvent
 from strands.types.tools import ToolSpec
+
+from strands_kokoro.uninterruptible import run_to_end
 
 logger = logging.getLogger(__name__)
 
@@ -211,9 +213,10 @@ class LocalSmolLM2Model(Model):
         """Load the weights and read ``system_prompt`` once, so the first caller's turn costs what every
         later one does: llama.cpp keeps the prompt it last read and reads only what a new one adds."""
         greeting: Messages = [{"role": "user", "content": [{"text": "Hi."}]}]
-        async for event in self.stream(greeting, system_prompt=system_prompt):
-            if "contentBlockDelta" in event:
-                break  # one token sampled: the prompt is read; closing the stream stops sampling
+        async with contextlib.aclosing(self.stream(greeting, system_prompt=system_prompt)) as events:
+            async for event in events:
+                if "contentBlockDelta" in event:
+                    break  # one token sampled: the prompt is read; closing the stream stops sampling
 
     async def stream(
         self,
@@ -223,7 +226,7 @@ class LocalSmolLM2Model(Model):
         *,
         cancel_signal: threading.Event | None = None,
         **kwargs: Any,
-    ) -> AsyncIterable[StreamEvent]:
+    ) -> AsyncGenerator[StreamEvent, None]:
         server = await asyncio.to_thread(_LoadedServer.get, self.threads)
         request = {"messages": chat_messages(messages, system_prompt), "stream": True, **self.config}
         loop = asyncio.get_running_loop()
@@ -279,7 +282,7 @@ class LocalSmolLM2Model(Model):
             # Consumer done or gone: stop sampling at the next token and wait for the thread to finish,
             # so no work outlives the turn.
             stop.set()
-            await asyncio.shield(worker)
+            await run_to_end(worker)
 
     async def structured_output(
         self, output_model: type[T], prompt: Messages, system_prompt: str | None = None, **kwargs: Any

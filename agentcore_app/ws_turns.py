@@ -190,14 +190,15 @@ class TurnSocket:
         """Barge-in: drop the queued turns, stop the running one; answered once it has ended."""
         dropped = list(self._queued)
         self._queued.clear()
+        running = self._running is not None
+        if running:  # stopped first: the answers below may wait on a full outbox (a slow reader)
+            self._waiting_cancels.append(len(dropped))
+            self._stopping = True
+            self._stop_worker()
         for request in dropped:
             await self._outbox.put(event_frames.turn_end(request.request_id, "cancelled"))
-        if self._running is None:
+        if not running:
             await self._outbox.put(event_frames.cancelled(len(dropped)))
-            return
-        self._waiting_cancels.append(len(dropped))
-        self._stopping = True
-        self._stop_worker()
 
     def _stop_worker(self) -> None:
         """Cancel the running turn's task; one not started yet sees ``_stopping`` when it starts."""
@@ -287,17 +288,24 @@ def _resolve(done: asyncio.Future[TurnStatus], status: TurnStatus) -> None:
         done.set_result(status)
 
 
-def worker_loop_of(app: Any) -> asyncio.AbstractEventLoop | None:
-    """The loop the SDK runs entrypoint turns on (``BedrockAgentCoreApp``'s worker thread), if it has one.
+def worker_loop_of(app: Any) -> Callable[[], asyncio.AbstractEventLoop]:
+    """How to get the loop the SDK runs entrypoint turns on (``BedrockAgentCoreApp``'s worker thread).
 
-    The SDK keeps no public name for it; without one the turns run on the socket's own loop.
+    The SDK keeps no public name for it. Without it the app refuses to start rather than run ``/ws``
+    turns on another loop than the SSE turns: the conversations' locks belong to one loop.
     """
     ensure = getattr(app, "_ensure_worker_loop", None)
-    return ensure() if callable(ensure) else None
+    if not callable(ensure):
+        raise RuntimeError(
+            "this bedrock-agentcore has no worker loop (BedrockAgentCoreApp._ensure_worker_loop), which "
+            "the /ws turns share with the SSE turns; install the version pyproject.toml allows"
+        )
+    return ensure
 
 
 def turn_socket_handler(app: Any, run_turn: TurnRunner) -> Callable[[WebSocket, Any], Any]:
     """The ``@app.websocket`` handler: one :class:`TurnSocket` per connection."""
+    worker_loop = worker_loop_of(app)  # checked when the app is built, started on the first connection
 
     async def handle(websocket: WebSocket, context: Any) -> None:
         header = None if context is None else getattr(context, "session_id", None)
@@ -305,7 +313,7 @@ def turn_socket_handler(app: Any, run_turn: TurnRunner) -> Callable[[WebSocket, 
             websocket,
             run_turn,
             session_id=session_of(websocket, header),
-            worker_loop=worker_loop_of(app),
+            worker_loop=worker_loop(),
         )
         await socket.serve()
 

@@ -24,7 +24,8 @@ list markers are sentence rules, not markdown: ``1. The first item 2. The second
 ``max_chars=M`` (off by default): no chunk is longer than M characters; an over-long sentence is cut
 at its last clause mark (``,`` ``;`` ``:`` ``—``) past a third of M, else at its last space, else at M.
 Where the first request of a turn is cut (a short first phrase) is not the chunker's business: the
-speech pacer decides that from :attr:`~IncrementalSentenceChunker.settled` and the text fed.
+speech pacer decides that from :meth:`~IncrementalSentenceChunker.pending` (the sentence still being
+written, up to :attr:`~IncrementalSentenceChunker.settled`).
 
 ``flush()`` ends the input: it returns the sentences that only the end of input could settle, as a
 list, and resets the chunker, so one instance serves one text segment after another.

@@ -48,9 +48,18 @@ from strands_kokoro.sessions.base import SpeechSession
 from strands_kokoro.speech_options import SessionFactory, SpeechMode, SpeechOptions
 from strands_kokoro.speech_turn import SpeechTurn
 
-# The turn the current task belongs to. Set in the turn's own task, so the agent task (a child) sees it
-# and two turns on two agents sharing one KokoroSpeech never mix their text.
-_current_turn: ContextVar[SpeechTurn | None] = ContextVar("kokoro_current_turn", default=None)
+# The turn the current task belongs to, and the KokoroSpeech that runs it. Set in the turn's own task, so
+# the agent task (a child) sees it and two turns on two agents sharing one KokoroSpeech never mix their
+# text. The owner: an agent tapped by two KokoroSpeech (built with one, spoken with another) must copy
+# each token into the turn once, not once per tap.
+_current_turn: ContextVar[tuple[KokoroSpeech, SpeechTurn] | None] = ContextVar(
+    "kokoro_current_turn", default=None
+)
+
+
+def _running_turn() -> SpeechTurn | None:
+    current = _current_turn.get()
+    return None if current is None else current[1]
 
 
 class KokoroSpeech(HookProvider):
@@ -142,13 +151,13 @@ class KokoroSpeech(HookProvider):
         self.install(event.agent)
 
     async def _before_tool_call(self, event: BeforeToolCallEvent) -> None:
-        turn = _current_turn.get()
+        turn = _running_turn()
         if turn is not None:
             await turn.wait_flushed()
             turn.tool_started(_tool_use_id(event))
 
     def _after_tool_call(self, event: AfterToolCallEvent) -> None:
-        turn = _current_turn.get()
+        turn = _running_turn()
         if turn is not None:
             turn.tool_finished(_tool_use_id(event))
 
@@ -161,8 +170,10 @@ class KokoroSpeech(HookProvider):
     async def _tap(
         self, context: InvokeModelContext, next_fn: MiddlewareNext[InvokeModelContext, TypedEvent]
     ) -> AsyncGenerator[TypedEvent, None]:
-        """Pass every model event through untouched; copy text deltas into the current turn."""
-        turn = _current_turn.get()
+        """Pass every model event through untouched; copy text deltas into the current turn (when it is
+        this KokoroSpeech's: another's tap on the same agent copies them)."""
+        current = _current_turn.get()
+        turn = current[1] if current is not None and current[0] is self else None
         if turn is None:
             async for event in next_fn(context):
                 yield event
@@ -212,7 +223,7 @@ class KokoroSpeech(HookProvider):
                     await runner
 
     async def _run(self, turn: SpeechTurn, agent_stream: AsyncIterator[Any]) -> None:
-        _current_turn.set(turn)  # this task's own context: only the turn's children see it
+        _current_turn.set((self, turn))  # this task's own context: only the turn's children see it
         self._active.add(turn)
         try:
             await turn.run(agent_stream)

@@ -21,6 +21,7 @@ from strands_kokoro.events import speech_error
 from strands_kokoro.protocol import (
     SETTING_REFUSALS,
     AudioData,
+    ErrorCode,
     ServerError,
     SessionStarted,
     SynthesisCompleted,
@@ -112,14 +113,12 @@ class TurnSession:
                 async with self._open_session() as session:
                     await self._attach(session)
                     ever_connected = True
-                    received = session.events()
-                    try:
-                        async for event in received:
-                            await self._handle(event)
-                    finally:
-                        # Close the iterator here, not in a GC finalizer task that outlives the turn.
-                        if (aclose := getattr(received, "aclose", None)) is not None:
-                            await aclose()
+                    if not state.finished():
+                        await self._receive(session)
+                    # Leaving the block closes the session. Never ``close()`` from here: a draining
+                    # close waits for the consumer of its events, and the consumer is this task.
+                async with self._lock:
+                    self._session = None
                 return
             except Exception as exc:
                 async with self._lock:
@@ -135,6 +134,19 @@ class TurnSession:
                 self._give_up(exc, ever_connected)
                 return
 
+    async def _receive(self, session: SpeechSession) -> None:
+        """Handle the session's events until the turn is owed nothing more."""
+        received = session.events()
+        try:
+            async for event in received:
+                await self._handle(event)
+                if self._state.finished():
+                    return
+        finally:
+            # Close the iterator here, not in a GC finalizer task that outlives the turn.
+            if (aclose := getattr(received, "aclose", None)) is not None:
+                await aclose()
+
     async def _attach(self, session: SpeechSession) -> None:
         """A session opened: (re-)send every request not yet fully spoken, in order, then go live."""
         async with self._lock:
@@ -143,7 +155,6 @@ class TurnSession:
                 await self._send(session, request)
             self._session = session
         self._state.wake()  # a tool may be waiting for text that is only now on the wire
-        await self.close_if_finished()
 
     def _give_up(self, exc: Exception, ever_connected: bool) -> None:
         """Speech is over for this turn: say why in words a listener's app can show."""
@@ -162,6 +173,10 @@ class TurnSession:
             # The transport's own code (e.g. SageMaker's ``no_credentials``) says why; never the URL.
             because = f" ({code})" if code and code != "connection_lost" else ""
             self.fail(kind, f"{what}{tries}{because}; the text goes on")
+        elif ever_connected:
+            # Not a drop (the sessions code those): a fault of this library's own while speaking.
+            logger.error("speech for turn %s stopped on a fault", state.request_id, exc_info=True)
+            self.fail(ErrorCode.INTERNAL_ERROR, "speech stopped on a fault of its own; the text goes on")
         else:
             # Not a drop: the session cannot be set up at all (bad credentials, a broken transport...).
             logger.warning("speech session for turn %s failed", state.request_id, exc_info=True)
@@ -208,11 +223,11 @@ class TurnSession:
                         now=state.now_ms(),
                     )
                     output.completed(request, words)
-                    await self._retire(request)
+                    self._retire(request)
             case ServerError(request_id=request_id, code="overloaded") if (
                 refused := ledger.get(request_id)
             ) is not None:
-                await self._refused(refused)
+                self._refused(refused)
             case ServerError(request_id=request_id, code=code, message=message):
                 request = ledger.settle(request_id)
                 if state.failed:
@@ -220,23 +235,21 @@ class TurnSession:
                 elif code in SETTING_REFUSALS and request is not None:
                     # Every request of the turn would be refused alike (an unknown voice): say it once.
                     self.fail(code, f"{message}; the text goes on")
-                    await self.close_if_finished()
                 elif request is None:
                     if not state.muted:
                         output.notice(code, message)
                 else:
                     if not state.muted:
                         output.failed(request, code, message)
-                    await self._retire(request)
+                    self._retire(request)
         output.consider_start(ledger.in_flight(), finished=state.finished())
 
-    async def _retire(self, request: TurnRequest) -> None:
+    def _retire(self, request: TurnRequest) -> None:
         """The request owes nothing more: later requests' events go out, and the speaker looks again."""
         self._state.output.retire(request)
         self._state.wake()
-        await self.close_if_finished()
 
-    async def _refused(self, request: TurnRequest) -> None:
+    def _refused(self, request: TurnRequest) -> None:
         """The server's queue was full: send the request again shortly (its place in the order is kept:
         whatever the server accepted after it waits behind it until it is spoken)."""
         request.refusals += 1
@@ -245,7 +258,7 @@ class TurnSession:
             self._state.ledger.settle(request.request_id)
             message = f"the speech server stayed overloaded for {MAX_REFUSALS} retries"
             self._state.output.failed(request, "overloaded", message)
-            await self._retire(request)
+            self._retire(request)
             return
         if self.tasks is not None:
             with contextlib.suppress(RuntimeError):  # the group is finishing: nothing to re-send to

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from strands_kokoro.protocol import DEFAULT_LANG, Word
+from strands_kokoro.protocol import DEFAULT_LANG, DEFAULT_VOICE, Word
 from tts_container.engines.voices import voice_lang
 from tts_container.text_normalization import NormalizedText, normalize_text
 
@@ -160,11 +160,11 @@ class Phonemizer:
                 self._g2p[dialect] = _espeak_g2p(dialect)
         return self._g2p[dialect]
 
-    def phonemize(self, text: str, *, lang: str = "en-us", voice: str = "af_heart") -> str:
+    def phonemize(self, text: str, *, lang: str = DEFAULT_LANG, voice: str = DEFAULT_VOICE) -> str:
         """Phonemes of ``text`` (may be empty for text with nothing speakable, e.g. only emoji)."""
         return self.phonemes(text, lang=lang, voice=voice).text
 
-    def phonemes(self, text: str, *, lang: str = "en-us", voice: str = "af_heart") -> Phonemes:
+    def phonemes(self, text: str, *, lang: str = DEFAULT_LANG, voice: str = DEFAULT_VOICE) -> Phonemes:
         """Phonemes of ``text`` and which written word each phoneme sounds (for word timings).
 
         English is first read as a person says it (:mod:`tts_container.text_normalization`: "60 km/h" is
@@ -177,7 +177,7 @@ class Phonemizer:
             phonemes, tokens = self._get(dialect)(text)
         return Phonemes.of(text, phonemes or "", tokens, normalized)
 
-    def warm_up(self, lang: str = "en-us", voice: str = "af_heart") -> None:
+    def warm_up(self, lang: str = DEFAULT_LANG, voice: str = DEFAULT_VOICE) -> None:
         """Load spaCy and the lexicons now (seconds) rather than inside the first request."""
         self.phonemize("Ready.", lang=lang, voice=voice)
 

@@ -20,6 +20,8 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
+from strands_kokoro.uninterruptible import run_to_end
+
 
 @dataclass(frozen=True, slots=True)
 class PoolStats:
@@ -64,7 +66,7 @@ class InferencePool:
                 with self._lock:
                     self._queued -= 1
             else:
-                await _wait_through_cancellation(done)
+                await run_to_end(done.wait())  # the engine call cannot be interrupted
             raise
         return future.result()
 
@@ -81,12 +83,3 @@ class InferencePool:
 
     def shutdown(self) -> None:
         self._executor.shutdown(wait=True, cancel_futures=True)
-
-
-async def _wait_through_cancellation(done: asyncio.Event) -> None:
-    """Wait for ``done`` even if cancelled again meanwhile (the engine call cannot be interrupted)."""
-    while not done.is_set():
-        try:
-            await done.wait()
-        except asyncio.CancelledError:
-            continue

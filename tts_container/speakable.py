@@ -17,8 +17,10 @@ Why: the engine speaks whatever its G2P makes of the text, and two kinds of text
 - **Emoji** are not read aloud (eSpeak says their names: "😀🐱🎉" was "grinning cat party", with no
   written word to caption it): pictographs and what glues or modifies them (ZWJ, variation selectors,
   skin tones, flags, tags, keycaps) are left out first, as the client's speech filter does; ©, ® and ™
-  stay (a person says "copyright"). Text of only emoji has nothing to say. Control characters go too,
-  and terminal colour codes whole (``ESC[31m`` was heard as "31 meters"; a NUL reached a caption).
+  stay (a person says "copyright"), in English also the arrows the normalizer reads ("↔" is "to and
+  from"), and ‼ and ⁉ are read as the ! and ? they double. Text of only emoji has nothing to say.
+  Control characters go too, and terminal colour codes whole (``ESC[31m`` was heard as "31 meters";
+  a NUL reached a caption).
 - **Invisible characters** go as well (zero-width spaces and joiners, soft hyphens, byte order and
   direction marks: Unicode ``Cf``), and every other space is a plain one: a zero-width joiner split
   "Hel\u200dlo" into two words (a quarter longer), a no-break space merged five caption words into two,
@@ -39,6 +41,8 @@ import regex
 
 from strands_kokoro.protocol import ErrorCode, ServerError, SynthesizeRequest
 from tts_container.g2p import dialect_for
+from tts_container.normalization.tables import SYMBOLS
+from tts_container.text_normalization import ENGLISH_DIALECTS
 
 if TYPE_CHECKING:
     from tts_container.synthesis import Synthesizer
@@ -63,10 +67,22 @@ _CONTROL = regex.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|[\x00-\x08\x0b\x0c\x0e-\x1f\x
 _INVISIBLE = regex.compile(r"\p{Cf}+")
 _OTHER_SPACE = regex.compile(r"[^\S \t\n\r]")  # no-break, thin, ideographic... spaces, line separators
 _BEFORE_PUNCTUATION = regex.compile(r"\s+(?=[.,;:!?…)\]}])")  # "a lot 🎉." is "a lot."
-_EMOJI = regex.compile(
-    r"\s*(?:(?![©®™])[\p{Extended_Pictographic}\u200d\ufe0e\ufe0f\u20e3"
-    r"\U0001F3FB-\U0001F3FF\U0001F1E6-\U0001F1FF\U000E0020-\U000E007F])+\s*"
-)
+
+
+def _emoji_pattern(kept: str) -> regex.Pattern[str]:
+    """Pictographs and what glues or modifies them, except the characters in ``kept``."""
+    return regex.compile(
+        rf"\s*(?:(?![{regex.escape(kept)}])[\p{{Extended_Pictographic}}\u200d\ufe0e\ufe0f\u20e3"
+        r"\U0001F3FB-\U0001F3FF\U0001F1E6-\U0001F1FF\U000E0020-\U000E007F])+\s*"
+    )
+
+
+# ©, ® and ™ are said in every language; in English also the pictographic symbols the normalizer reads
+# ("↔" is "to and from"), which the client's speech filter keeps for it.
+_EMOJI = _emoji_pattern("©®™")
+_ENGLISH_EMOJI = _emoji_pattern("©®™" + "".join(symbol for symbol in SYMBOLS if len(symbol) == 1))
+# Doubled marks that are pictographs too: their punctuation is kept (a question is read as one).
+_MARKS = str.maketrans({"‼": "!", "⁉": "?"})
 _NEUTRAL = r"\p{Script=Common}\p{Script=Inherited}"
 
 
@@ -91,8 +107,11 @@ def screen(request: SynthesizeRequest, dialect: str) -> SynthesizeRequest | Serv
         request = replace(request, text=_CONTROL.sub("", request.text))
     if _INVISIBLE.search(request.text) or _OTHER_SPACE.search(request.text):  # before emoji: their ZWJ
         request = replace(request, text=_OTHER_SPACE.sub(" ", _INVISIBLE.sub("", request.text)))
-    if _EMOJI.search(request.text):
-        request = replace(request, text=_BEFORE_PUNCTUATION.sub("", _EMOJI.sub(" ", request.text)).strip())
+    if any(mark in request.text for mark in "‼⁉"):
+        request = replace(request, text=request.text.translate(_MARKS))
+    emoji = _ENGLISH_EMOJI if dialect in ENGLISH_DIALECTS else _EMOJI
+    if emoji.search(request.text):
+        request = replace(request, text=_BEFORE_PUNCTUATION.sub("", emoji.sub(" ", request.text)).strip())
     sayable = len(_SAYABLE.findall(request.text))
     if sayable == 0:
         return nothing_to_say(request.request_id)

@@ -7,8 +7,7 @@ other's entries. One exclusive lock per cache serialises every writer; readers n
 and the manifest are installed by atomic renames.
 
 The lock is ``filelock.FileLock`` (``flock(2)`` on Unix, with filelock's own fallback where a filesystem
-has none). It is not declared by this project directly: ``huggingface-hub`` (container extra) requires it,
-and it is the same lock the hub cache uses. A ``flock`` dies with its process, so a killed fetch never
+has none), the same lock the hub cache uses. A ``flock`` dies with its process, so a killed fetch never
 leaves the cache locked, and whoever holds the lock knows that every ``.staging-*`` folder it sees belongs
 to a writer that is gone: they are removed then, not after a guessed age.
 """

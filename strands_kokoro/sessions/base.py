@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Protocol, Self
 
@@ -193,7 +193,7 @@ class OneRequestAtATimeSession(ABC):
         self._closing = False
 
     @abstractmethod
-    def _invoke(self, request: SynthesizeRequest) -> AsyncIterator[SessionEvent]:
+    def _invoke(self, request: SynthesizeRequest) -> AsyncGenerator[SessionEvent, None]:
         """One call: the request's start, audio and completion (or a ServerError)."""
 
     def _not_open(self) -> SessionClosedError:
@@ -246,11 +246,14 @@ class OneRequestAtATimeSession(ABC):
                 self._current = item
                 generation = self._current_generation = self._generation
                 try:
-                    async for event in self._invoke(item):
-                        if self._cancelled_since(generation):
-                            break
-                        self._drain.settle(event)
-                        yield event
+                    # aclosing: a call left early (a cancel, or this generator closed) releases its
+                    # transport here, not in a GC finalizer task that outlives the session.
+                    async with contextlib.aclosing(self._invoke(item)) as call:
+                        async for event in call:
+                            if self._cancelled_since(generation):
+                                break
+                            self._drain.settle(event)
+                            yield event
                 finally:
                     self._current = None
         finally:

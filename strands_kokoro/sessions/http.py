@@ -14,7 +14,7 @@ across chunks.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 
 import httpx
 from httpx_sse import aconnect_sse
@@ -67,7 +67,7 @@ class HttpSession(OneRequestAtATimeSession):
             await self._client.aclose()
             self._client = None
 
-    async def _invoke(self, request: SynthesizeRequest) -> AsyncIterator[SessionEvent]:
+    async def _invoke(self, request: SynthesizeRequest) -> AsyncGenerator[SessionEvent, None]:
         if self._client is None:
             raise self._not_open()
         request_id = request.request_id or ""

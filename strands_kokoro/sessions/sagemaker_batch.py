@@ -29,7 +29,7 @@ import asyncio
 import contextlib
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncGenerator, Callable, Iterator
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 import httpx
@@ -197,7 +197,7 @@ class SageMakerBatchSession(OneRequestAtATimeSession):
                 step.add_done_callback(_discard_outcome)
         return step.result() if step.done() else _CANCELLED
 
-    async def _invoke(self, request: SynthesizeRequest) -> AsyncIterator[SessionEvent]:
+    async def _invoke(self, request: SynthesizeRequest) -> AsyncGenerator[SessionEvent, None]:
         generation = self._generation
         request_id = request.request_id or ""
         started = time.perf_counter()

@@ -114,3 +114,23 @@ async def test_what_is_not_read_aloud_is_left_out_of_a_sentence(
     assert with_them.end is not None and without.end is not None
     assert [w["text"] for w in with_them.end["words"]] == [w["text"] for w in without.end["words"]]
     assert with_them.pcm == without.pcm  # the same text reached the engine, which renders deterministically
+
+
+READ_AS = {
+    # Pictographs by Unicode, but marks and symbols a reader says: they were dropped with the emoji.
+    "a doubled exclamation": ("Wow‼ That is great.", "Wow! That is great."),
+    "an exclamation question": ("Really⁉ That is great.", "Really? That is great."),
+    "a two-way arrow": ("Trains go Paris ↔ Lyon daily.", "Trains go Paris to and from Lyon daily."),
+}
+
+
+@pytest.mark.parametrize(("written", "said"), READ_AS.values(), ids=list(READ_AS))
+async def test_marks_and_symbols_that_are_also_pictographs_are_read(
+    model_server: RunningServer, written: str, said: str
+) -> None:
+    async with connect(model_server.ws_url + WS_PATH) as ws:
+        await ws.send(dumps(text=written, request_id="written"))
+        await ws.send(dumps(text=said, request_id="said"))
+        as_written, as_said = await read_response(ws), await read_response(ws)
+    assert as_written.end is not None and as_written.end["type"] == "synthesis_complete"
+    assert as_written.pcm == as_said.pcm  # the same phonemes reached the engine

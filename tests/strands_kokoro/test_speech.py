@@ -359,3 +359,18 @@ async def test_an_unknown_voice_is_one_speech_error_and_the_text_goes_on(model_s
     assert error["code"] == "unknown_voice" and "text goes on" in error["message"]
     assert not turn.of("audio_chunk") and not turn.of("error")
     assert turn.events[-1]["type"] == "agent_end"
+
+
+async def test_an_agent_built_with_one_speech_and_spoken_with_another_says_each_word_once(
+    model_server: RunningServer,
+) -> None:
+    """Another voice for one turn: the agent keeps the first KokoroSpeech's tap, the second adds its own;
+    only the turn's owner copies the tokens (both did: every word was written and spoken twice)."""
+    first = KokoroSpeech(endpoint=model_server.ws_url)
+    agent, _ = make_agent(first, [ScriptedCall("Hello there. How are you?")], tokens_per_s=200)
+    second = KokoroSpeech(endpoint=model_server.ws_url, voice="bf_emma")
+    turn = await run_turn(second.stream(agent, "Say hello."))
+    assert turn.text() == "Hello there. How are you?"
+    spoken = " ".join(request["text"] for request in turn.of("sentence_complete"))
+    assert spoken == "Hello there. How are you?"
+    assert turn.of("audio_chunk") and not turn.of("speech_error")

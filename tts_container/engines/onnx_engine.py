@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import onnxruntime as ort
 
+from strands_kokoro.protocol import DEFAULT_LANG, DEFAULT_VOICE
 from tts_container.engines.base import Audio
 from tts_container.engines.norm_stats import NormStats, VoiceNormStats
 from tts_container.engines.onnx_graphs import (
@@ -37,7 +38,7 @@ from tts_container.engines.onnx_graphs import (
     norm_var,
     split_export,
 )
-from tts_container.engines.voices import DEFAULT_VOICE, VoiceTables
+from tts_container.engines.voices import VoiceTables
 from tts_container.engines.windowed_engine import WindowedEngine, choose_growth
 from tts_container.engines.windows import STEP_SAMPLES, Pitch, Prosody
 from tts_container.g2p import MAX_SEGMENT_TOKENS, Phonemizer
@@ -178,7 +179,7 @@ class OnnxEngine(WindowedEngine):
     def warm_up(self, voice: str = DEFAULT_VOICE) -> None:
         """Pay the one-off costs now (G2P models, graph optimisation), measure the vocoder's speed, and,
         when it is slow enough to render in windows, have ``voice``'s vocoder statistics ready."""
-        for _ in self.segments("Ready.", voice=voice, speed=1.0, lang="en-us"):
+        for _ in self.segments("Ready.", voice=voice, speed=1.0, lang=DEFAULT_LANG):
             pass
         if self._whole is None:
             self.growth = choose_growth(self, self._phonemizer, self._stats, voice)

@@ -30,10 +30,11 @@ from pathlib import Path
 import torch
 from kokoro import KModel
 
+from strands_kokoro.protocol import DEFAULT_LANG, DEFAULT_VOICE
 from tts_container.engines.base import Audio
 from tts_container.engines.norm_stats import NormStats, VoiceNormStats
 from tts_container.engines.torch_vocoder import WindowedGenerator, decoder_inputs
-from tts_container.engines.voices import DEFAULT_VOICE, VoiceTables
+from tts_container.engines.voices import VoiceTables
 from tts_container.engines.windowed_engine import WindowedEngine, choose_growth
 from tts_container.engines.windows import Pitch, Prosody
 from tts_container.g2p import MAX_SEGMENT_TOKENS, Phonemizer
@@ -192,6 +193,6 @@ class TorchEngine(WindowedEngine):
     def warm_up(self, voice: str = DEFAULT_VOICE) -> None:
         """Run G2P and the model once (CUDA kernels, cuDNN autotuning), measure the generator's speed
         and, when it is slow enough to render in windows, have ``voice``'s vocoder statistics ready."""
-        for _ in self.segments("Ready.", voice=voice, speed=1.0, lang="en-us"):
+        for _ in self.segments("Ready.", voice=voice, speed=1.0, lang=DEFAULT_LANG):
             pass
         self.growth = choose_growth(self, self._phonemizer, self._stats, voice)

@@ -15,7 +15,6 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-DEFAULT_VOICE = "af_heart"
 STYLE_ROWS = 510
 STYLE_DIM = 256
 

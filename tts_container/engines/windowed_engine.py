@@ -16,6 +16,7 @@ from collections.abc import Container, Iterator
 
 import numpy as np
 
+from strands_kokoro.protocol import DEFAULT_LANG
 from tts_container.engines.base import (
     NATIVE_SAMPLE_RATE,
     NO_CONTEXT,
@@ -136,7 +137,7 @@ def choose_growth(
 
     Decided once per process, so a server renders a given request the same way for its whole life.
     """
-    (probe,) = plan_utterance(phonemizer, SPEED_PROBE_TEXT, voice=voice, lang="en-us")
+    (probe,) = plan_utterance(phonemizer, SPEED_PROBE_TEXT, voice=voice, lang=DEFAULT_LANG)
     prosody = vocoder.prosody(probe.phonemes.text, voice=voice, speed=1.0)
     started = time.perf_counter()
     vocoder.vocode(prosody, 0, prosody.steps, phase=np.zeros(HARMONICS, np.float32), stats=None)
@@ -169,7 +170,7 @@ def voice_calibration(
     def finish() -> None:
         stats.store(voice, samples)
 
-    plan = plan_utterance(phonemizer, CALIBRATION_TEXT, voice=voice, lang="en-us")
+    plan = plan_utterance(phonemizer, CALIBRATION_TEXT, voice=voice, lang=DEFAULT_LANG)
     return VoiceCalibration(voice, tuple(functools.partial(measure, segment) for segment in plan), finish)
 
 
