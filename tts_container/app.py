@@ -91,20 +91,18 @@ class ServerState:
 def create_app(
     load_engine: Callable[[], Engine],
     *,
-    workers: int = 1,
     allowed_origins: Iterable[str] = (),
     idle_calibration: bool = True,
 ) -> Starlette:
     """Build the app; ``load_engine`` (blocking) runs on the inference pool after the server is up.
 
-    ``workers`` is the number of engine calls running at once; one is right for a single shared model
-    whose runtime already uses every core (onnxruntime intra-op threads, one GPU stream).
+    One engine call runs at a time (:class:`~tts_container.inference.InferencePool`).
     ``allowed_origins``: browser origins that may open a session (``--allow-origin``); every other
     ``Origin`` is refused (:mod:`tts_container.local_guard`). ``idle_calibration``: fit every voice
     requested for streaming in idle time (:mod:`tts_container.voice_calibration`); off, only the voice
     warm-up fitted streams (what the shared test server uses, so its counters count requests alone).
     """
-    state = ServerState(pool=InferencePool(workers))
+    state = ServerState(pool=InferencePool())
 
     async def ping(_: Request) -> Response:
         if state.synthesizer is None:

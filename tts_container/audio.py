@@ -11,7 +11,6 @@ streaming soxr resampler per request so its filter state carries across joins.
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 import soxr
@@ -30,44 +29,6 @@ KEEP_CLAUSE_TAIL_S = 0.12
 FADE_S = 0.005
 # One binary frame carries at most this many bytes (a bit under 0.7 s of 24 kHz audio).
 MAX_FRAME_BYTES = 32 * 1024
-
-
-def trim_edges(audio: Audio, **limits: Any) -> Audio:
-    """Shorten the silence at both edges (see :func:`edges_to_keep`; ``limits`` are its keywords).
-
-    A segment that is silence throughout comes back empty: it carries nothing worth a frame.
-    """
-    start, stop = edges_to_keep(audio, **limits)
-    return audio[start:stop]
-
-
-def edges_to_keep(
-    audio: Audio,
-    *,
-    sample_rate: int = NATIVE_SAMPLE_RATE,
-    keep_lead_s: float = KEEP_LEAD_S,
-    keep_tail_s: float = KEEP_TAIL_S,
-    threshold: float = SILENCE_THRESHOLD,
-) -> tuple[int, int]:
-    """The samples to keep: at most ``keep_lead_s`` / ``keep_tail_s`` of silence at either edge
-    (``(0, 0)`` for silence throughout)."""
-    loud = np.flatnonzero(np.abs(audio) > threshold)
-    if loud.size == 0:
-        return 0, 0
-    start = max(0, int(loud[0]) - round(keep_lead_s * sample_rate))
-    stop = min(audio.size, int(loud[-1]) + 1 + round(keep_tail_s * sample_rate))
-    return start, stop
-
-
-def fade_edges(audio: Audio, *, sample_rate: int = NATIVE_SAMPLE_RATE, fade_s: float = FADE_S) -> Audio:
-    """Apply a short raised-cosine fade-in and fade-out so a join never jumps (returns a copy)."""
-    out = np.array(audio, dtype=np.float32, copy=True)
-    n = min(round(fade_s * sample_rate), out.size // 2)
-    if n > 0:
-        ramp = (0.5 - 0.5 * np.cos(np.linspace(0.0, np.pi, n, dtype=np.float32))).astype(np.float32)
-        out[:n] *= ramp
-        out[-n:] *= ramp[::-1]
-    return out
 
 
 def to_s16le(audio: Audio) -> bytes:

@@ -33,10 +33,15 @@ class PoolStats:
 
 
 class InferencePool:
-    """Run blocking engine calls on ``workers`` threads (one by default: the engine is shared)."""
+    """Run blocking engine calls on one thread, in order.
 
-    def __init__(self, workers: int = 1) -> None:
-        self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="kokoro-inference")
+    One: the model is shared and its runtime already uses every core (onnxruntime's intra-op threads,
+    one GPU stream); and a voice's norm statistics, its calibration steps and a request's window
+    generator are never touched by two threads at once.
+    """
+
+    def __init__(self) -> None:
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kokoro-inference")
         self._lock = threading.Lock()
         self._queued = 0
         self._running = 0

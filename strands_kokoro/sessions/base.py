@@ -13,13 +13,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from abc import ABC, abstractmethod
-from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass
 from typing import Protocol, Self
 
 from strands_kokoro.errors import CodedError
 from strands_kokoro.protocol import (
-    SAMPLE_WIDTH_BYTES,
     AudioData,
     Cancelled,
     ControlFrame,
@@ -105,17 +104,6 @@ class FrameDecoder:
             case Cancelled():
                 self.current_request_id = None
         return frame
-
-
-def whole_samples(chunks: Iterable[bytes]) -> Iterator[bytes]:
-    """PCM from a byte stream cut anywhere (HTTP chunks, SageMaker parts): whole 16-bit samples only."""
-    carry = b""
-    for chunk in chunks:
-        data = carry + chunk
-        cut = len(data) - len(data) % SAMPLE_WIDTH_BYTES
-        carry = data[cut:]
-        if cut:
-            yield data[:cut]
 
 
 class DrainTracker:

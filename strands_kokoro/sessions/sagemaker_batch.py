@@ -6,10 +6,10 @@ bidirectional session is measured against, and the path that works with boto3 al
 cancel are :class:`~strands_kokoro.sessions.base.OneRequestAtATimeSession`'s; what is SageMaker's is here.
 
 Why the reassembly: SageMaker cuts the container's byte stream into payload parts wherever it likes, so
-a part can end mid SSE event, mid UTF-8 character or mid PCM sample. ``format="sse"`` (the default:
-it carries the server's coded errors and timings) is decoded by httpx-sse over an httpx response whose
-body is the part stream, so lines and events are joined across parts by the library; ``format="pcm"``
-(a third smaller, no base64) keeps an odd trailing byte for the next part.
+a part can end mid SSE event or mid UTF-8 character. The body asked for is SSE (it carries the
+server's coded errors, word timings and completion, which a bare PCM body cannot: a failure would look
+like a short answer), decoded by httpx-sse over an httpx response whose body is the part stream, so
+lines and events are joined across parts by the library.
 
 boto3 blocks, so the stream is iterated in a worker thread, one step per executor call: the event
 loop never blocks and there is no second event loop. ``cancel`` closes the botocore stream and stops
@@ -28,9 +28,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-import time
 from collections.abc import AsyncGenerator, Callable, Iterator
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final
 
 import httpx
 from httpx_sse import EventSource
@@ -39,20 +38,12 @@ from strands_kokoro.protocol import (
     AudioData,
     Invocation,
     ServerError,
-    SynthesisCompleted,
-    SynthesisStarted,
     SynthesizeRequest,
-    audio_ms,
     parse_error_body,
     parse_sse_data,
 )
 from strands_kokoro.sessions.aws_credentials import SageMakerError, default_botocore_session, resolve_region
-from strands_kokoro.sessions.base import (
-    FrameDecoder,
-    OneRequestAtATimeSession,
-    SessionEvent,
-    whole_samples,
-)
+from strands_kokoro.sessions.base import FrameDecoder, OneRequestAtATimeSession, SessionEvent
 
 if TYPE_CHECKING:
     import botocore.session
@@ -110,19 +101,15 @@ class SageMakerBatchSession(OneRequestAtATimeSession):
         endpoint_name: str,
         *,
         region: str | None = None,
-        format: Literal["sse", "pcm"] = "sse",
         endpoint_url: str | None = None,
         target_variant: str | None = None,
         botocore_session: botocore.session.Session | None = None,
         read_timeout_s: float = 60.0,
         drain_timeout_s: float = 30.0,
     ) -> None:
-        if format not in ("sse", "pcm"):
-            raise ValueError(f"format must be 'sse' or 'pcm', got {format!r}")
         super().__init__(drain_timeout_s=drain_timeout_s)
         self.endpoint_name = endpoint_name
         self.region = region
-        self.format: Literal["sse", "pcm"] = format
         self._endpoint_url = endpoint_url
         self._target_variant = target_variant
         self._botocore_session = botocore_session
@@ -170,9 +157,9 @@ class SageMakerBatchSession(OneRequestAtATimeSession):
         """Runs in a worker thread: sends the request and waits for the response headers."""
         kwargs: dict[str, Any] = {
             "EndpointName": self.endpoint_name,
-            "Body": Invocation(request, self.format).to_body(),
+            "Body": Invocation(request, "sse").to_body(),
             "ContentType": "application/json",
-            "Accept": "text/event-stream" if self.format == "sse" else "application/octet-stream",
+            "Accept": "text/event-stream",
         }
         if self._target_variant:
             kwargs["TargetVariant"] = self._target_variant
@@ -200,7 +187,6 @@ class SageMakerBatchSession(OneRequestAtATimeSession):
     async def _invoke(self, request: SynthesizeRequest) -> AsyncGenerator[SessionEvent, None]:
         generation = self._generation
         request_id = request.request_id or ""
-        started = time.perf_counter()
         try:
             parts = await self._in_thread(self._start_stream, request)
         except Exception as exc:
@@ -212,13 +198,9 @@ class SageMakerBatchSession(OneRequestAtATimeSession):
                 parts.close()
             return
         self._in_flight = parts
-        payloads: Iterator[Any] = sse_payloads(parts) if self.format == "sse" else whole_samples(parts)
+        payloads = sse_payloads(parts)
         decoder = FrameDecoder()
-        n_bytes = chunks = 0
-        first_audio_ms: float | None = None
         try:
-            if self.format == "pcm":
-                yield SynthesisStarted(request_id, request.sample_rate)
             while True:
                 try:
                     payload = await self._in_thread(next, payloads, _END)
@@ -229,26 +211,15 @@ class SageMakerBatchSession(OneRequestAtATimeSession):
                 if payload is _END or payload is _CANCELLED or self._cancelled_since(generation):
                     break
                 event = self._decode(request_id, payload, decoder)
-                if isinstance(event, AudioData):
-                    first_audio_ms = first_audio_ms or (time.perf_counter() - started) * 1000
-                    n_bytes += len(event.pcm)
-                    chunks += 1
                 if event is not None:
                     yield event
-            if self.format == "pcm" and not self._cancelled_since(generation):
-                elapsed_ms = (time.perf_counter() - started) * 1000
-                yield SynthesisCompleted(
-                    request_id, audio_ms(n_bytes, request.sample_rate), chunks, first_audio_ms, elapsed_ms
-                )
         finally:
             self._in_flight = None
             with contextlib.suppress(Exception):
                 parts.close()
 
     @staticmethod
-    def _decode(request_id: str, payload: Any, decoder: FrameDecoder) -> SessionEvent | None:
-        if isinstance(payload, bytes):
-            return AudioData(request_id, payload)
+    def _decode(request_id: str, payload: str, decoder: FrameDecoder) -> SessionEvent | None:
         try:
             message = parse_sse_data(payload, request_id=request_id)
         except ValueError:

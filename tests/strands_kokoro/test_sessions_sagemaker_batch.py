@@ -2,7 +2,7 @@
 
 What this transport does its own way (the whole session contract runs on the WebSocket and SageMaker
 bidi sessions): one signed ``InvokeEndpointWithResponseStream`` call per request, in order, each with its
-rate and speed; the event stream's payload parts joined at any offset, in both formats; a broken stream,
+rate and speed; the event stream's payload parts joined at any offset; a broken stream,
 a refused request and a cancel as coded events; an endpoint that does not answer.
 
 boto3 is pointed (``endpoint_url``) at :class:`SageMakerResponseStreamServer`, a local HTTP server that
@@ -31,7 +31,7 @@ from strands_kokoro.protocol import (
 )
 from strands_kokoro.sessions import open_session
 from strands_kokoro.sessions.aws_credentials import SageMakerError
-from strands_kokoro.sessions.base import SessionClosedError, SessionEvent, whole_samples
+from strands_kokoro.sessions.base import SessionClosedError, SessionEvent
 from strands_kokoro.sessions.sagemaker_batch import SageMakerBatchSession, sse_payloads
 from tests.strands_kokoro.standins.sagemaker_response_stream import SageMakerResponseStreamServer
 
@@ -113,11 +113,8 @@ def assert_whole_request(events: list[SessionEvent], request_id: str) -> None:
     assert abs(mine[-1].audio_ms - expected_ms) < 1.0
 
 
-@pytest.mark.parametrize("fmt", ["sse", "pcm"])
-async def test_requests_complete_in_order_through_real_boto3(
-    standin: SageMakerResponseStreamServer, fmt: Any
-) -> None:
-    async with open_batch(standin.url, format=fmt) as session:
+async def test_requests_complete_in_order_through_real_boto3(standin: SageMakerResponseStreamServer) -> None:
+    async with open_batch(standin.url) as session:
         await session.send(SynthesizeRequest("Hello there.", request_id="r1"))
         await session.send(SynthesizeRequest("How are you today?", request_id="r2", sample_rate=16_000))
         await session.send(
@@ -135,13 +132,12 @@ async def test_requests_complete_in_order_through_real_boto3(
     assert standin.access_keys == [ACCESS_KEY] * 3
 
 
-@pytest.mark.parametrize("fmt", ["sse", "pcm"])
 async def test_payload_parts_split_at_every_offset_give_the_same_audio(
-    standin: SageMakerResponseStreamServer, fmt: Any
+    standin: SageMakerResponseStreamServer,
 ) -> None:
-    """One-byte parts: every offset of the real response is a part boundary (mid event, mid sample)."""
+    """One-byte parts: every offset of the real response is a part boundary (mid event, mid character)."""
     request = SynthesizeRequest("Hi.", request_id="split", sample_rate=8_000)
-    async with open_batch(standin.url, format=fmt) as session:
+    async with open_batch(standin.url) as session:
         whole = await collect_until(_one(session, request), completed(1))
         standin.part_size = 1
         parts_before = standin.parts_sent
@@ -161,20 +157,13 @@ async def _one(session: SageMakerBatchSession, request: SynthesizeRequest) -> As
 
 def test_reassembly_at_every_two_part_split_of_a_real_response(model_server: Any) -> None:
     """Unit check of the reassembly on real bytes: cut one real response in two at every offset."""
-    body = {"text": "Hi.", "sample_rate": 8_000}
-    sse = httpx.post(
-        f"{model_server.http_url}/invocations", json={**body, "format": "sse"}, timeout=60
-    ).content
-    pcm = httpx.post(
-        f"{model_server.http_url}/invocations", json={**body, "format": "pcm"}, timeout=60
-    ).content
-    assert len(sse) > 1000 and len(pcm) > 1000
+    body = {"text": "Hi.", "sample_rate": 8_000, "format": "sse"}
+    sse = httpx.post(f"{model_server.http_url}/invocations", json=body, timeout=60).content
+    assert len(sse) > 1000
     sse_whole = list(sse_payloads(httpx.ByteStream(sse)))
     assert sse_whole[0].startswith('{"type":"synthesis_start"')
     for offset in range(1, len(sse)):
         assert list(sse_payloads(_Parts(sse[:offset], sse[offset:]))) == sse_whole, offset
-    for offset in range(1, len(pcm)):
-        assert b"".join(whole_samples(_Parts(pcm[:offset], pcm[offset:]))) == pcm, offset
 
 
 class _Parts(httpx.SyncByteStream):
@@ -197,11 +186,10 @@ async def test_bad_request_is_a_coded_error_and_the_session_goes_on(
     assert_whole_request(events, "good")
 
 
-@pytest.mark.parametrize("fmt", ["sse", "pcm"])
 async def test_model_stream_error_fails_the_request_with_a_code_and_the_session_goes_on(
-    standin: SageMakerResponseStreamServer, fmt: Any
+    standin: SageMakerResponseStreamServer,
 ) -> None:
-    async with open_batch(standin.url, format=fmt) as session:
+    async with open_batch(standin.url) as session:
         standin.break_after = 2
         await session.send(SynthesizeRequest("This stream will break after two parts.", request_id="broken"))
         broken = await collect_until(session.events(), completed(1))
@@ -262,6 +250,6 @@ async def test_close_lets_the_consumer_finish_what_was_sent(standin: SageMakerRe
 
 
 def test_open_session_picks_the_batch_session_from_the_endpoint_string() -> None:
-    session = open_session("sagemaker-batch:kokoro-tts?region=eu-west-1&format=pcm")
+    session = open_session("sagemaker-batch:kokoro-tts?region=eu-west-1")
     assert isinstance(session, SageMakerBatchSession)
-    assert (session.endpoint_name, session.region, session.format) == ("kokoro-tts", "eu-west-1", "pcm")
+    assert (session.endpoint_name, session.region) == ("kokoro-tts", "eu-west-1")

@@ -10,14 +10,13 @@ import pytest
 
 from strands_kokoro.protocol import Word
 from tts_container.audio import (
+    KEEP_CLAUSE_TAIL_S,
     KEEP_LEAD_S,
     KEEP_TAIL_S,
     SegmentJoiner,
     StreamResampler,
-    fade_edges,
     split_frames,
     to_s16le,
-    trim_edges,
 )
 from tts_container.engines.base import Segment
 from tts_container.invocations import wav_header
@@ -33,22 +32,33 @@ def _padded_tone(lead_s: float, body_s: float, tail_s: float) -> np.ndarray:
     )
 
 
-def test_trim_shortens_long_silences_and_keeps_short_ones() -> None:
-    long_pads = trim_edges(_padded_tone(0.5, 1.0, 1.0))
+def _joined(*segments: Segment, rate: int = RATE) -> np.ndarray:
+    joiner = SegmentJoiner(rate)
+    pcm = b"".join(joiner.segment(segment) for segment in segments) + joiner.finish()
+    return np.frombuffer(pcm, "<i2").astype(np.float32) / 32767
+
+
+def test_the_joiner_shortens_long_silences_and_keeps_short_ones() -> None:
+    long_pads = _joined(Segment(_padded_tone(0.5, 1.0, 1.0)))
     assert long_pads.size == pytest.approx((KEEP_LEAD_S + 1.0 + KEEP_TAIL_S) * RATE, abs=2)
     short_pads = _padded_tone(0.005, 1.0, 0.1)
-    assert trim_edges(short_pads).size == pytest.approx(short_pads.size, abs=2)  # a natural pause stays
+    assert _joined(Segment(short_pads)).size == pytest.approx(short_pads.size, abs=2)  # a natural pause stays
+    clause = _joined(Segment(_padded_tone(0.0, 1.0, 1.0), ending="clause"))
+    assert clause.size == pytest.approx((1.0 + KEEP_CLAUSE_TAIL_S) * RATE, abs=2)  # a comma's pause
+    cut = _joined(Segment(_padded_tone(0.0, 1.0, 0.3), ending="continues"))
+    assert cut.size == pytest.approx(1.3 * RATE, abs=2)  # a cut keeps what the model made: none added
 
 
-def test_trim_of_pure_silence_is_empty() -> None:
-    assert trim_edges(np.zeros(RATE, np.float32)).size == 0
+def test_a_segment_of_pure_silence_gives_no_audio() -> None:
+    assert _joined(Segment(np.zeros(RATE, np.float32))).size == 0
 
 
-def test_fade_brings_a_hard_cut_to_zero_without_touching_the_middle() -> None:
+def test_the_joiner_brings_a_hard_cut_to_zero_without_touching_the_middle() -> None:
     cut = np.full(RATE, 0.8, np.float32)  # a segment split mid-sound: full scale at both edges
-    faded = fade_edges(cut)
-    assert faded[0] == 0.0 and faded[-1] == 0.0
-    assert np.all(faded[RATE // 4 : -RATE // 4] == cut[RATE // 4 : -RATE // 4])
+    faded = _joined(Segment(cut))
+    assert abs(faded[0]) < 1e-3 and abs(faded[-1]) < 0.01
+    middle = slice(RATE // 4, -RATE // 4)
+    assert np.allclose(faded[middle], 0.8, atol=1e-4)
     assert np.all(np.abs(np.diff(faded)) < 0.02)  # no jump anywhere: the click is gone
     assert cut[0] == 0.8  # the input is untouched
 
