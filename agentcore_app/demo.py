@@ -43,9 +43,10 @@ from agentcore_app.report import (
     write_wav,
 )
 from strands_kokoro.protocol import DEFAULT_VOICE
+from strands_kokoro.speech_options import SPEECH_MODES
 
 DEFAULT_PROMPT = "In three or four sentences, why do cats purr?"
-MODES: tuple[str, ...] = ("bidi", "batch")
+MODES: tuple[str, ...] = SPEECH_MODES
 # What reporting needs (the timeline PNG); a launcher adds what its servers need.
 REQUIRED_MODULES: tuple[str, ...] = ("matplotlib",)
 

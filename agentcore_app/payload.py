@@ -8,7 +8,7 @@ half-started turn that already opened a speech session.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from strands_kokoro.audio_encoding import encoder_available
 from strands_kokoro.errors import CodedError
@@ -21,12 +21,12 @@ from strands_kokoro.protocol import (
     parse_speed,
     utf8_encodable,
 )
+from strands_kokoro.speech_options import SPEECH_MODES, SpeechMode
 
 MAX_PROMPT_CHARS = 4_000
 MAX_VOICE_CHARS = 64
-MODES: tuple[str, ...] = ("bidi", "batch")
-
-Mode = Literal["bidi", "batch"]
+MODES = SPEECH_MODES
+Mode = SpeechMode
 
 
 class PayloadError(CodedError, ValueError):
@@ -85,4 +85,4 @@ def parse_turn(payload: Any) -> Turn:
         raise PayloadError(refused.code, refused.message) from None
     if not encoder_available(audio_format):
         raise PayloadError("format_unavailable", f"this app cannot encode {audio_format!r} (PyAV is missing)")
-    return Turn(prompt=prompt, mode=mode, voice=voice, speed=speed, format=audio_format)  # type: ignore[arg-type]
+    return Turn(prompt=prompt, mode=mode, voice=voice, speed=speed, format=audio_format)

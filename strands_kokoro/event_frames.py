@@ -31,49 +31,44 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from strands_kokoro.protocol import control_object
+from strands_kokoro.protocol import control_object, json_text
 
 TurnStatus = Literal["completed", "cancelled", "failed", "refused"]
 WsFrame = str | bytes
-
-
-def _dumps(obj: Mapping[str, Any]) -> str:
-    import json
-
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
 
 
 def turn_frames(event: Mapping[str, Any], request_id: str) -> list[WsFrame]:
     """One event of turn ``request_id`` as the frames that carry it (an ``audio_chunk``: header + audio)."""
     framed = {**event, "request_id": request_id}
     if framed.get("type") != "audio_chunk":
-        return [_dumps(framed)]
+        return [json_text(framed)]
     audio = base64.b64decode(str(framed.pop("audio", "")))
     framed["bytes"] = len(audio)
-    return [_dumps(framed), audio]
+    return [json_text(framed), audio]
 
 
 def turn_end(request_id: str | None, status: TurnStatus) -> str:
     """The last frame of a turn request: nothing of ``request_id`` follows it."""
-    return _dumps({"type": "turn_end", "request_id": request_id, "status": status})
+    return json_text({"type": "turn_end", "request_id": request_id, "status": status})
 
 
 def cancelled(dropped: int) -> str:
     """The answer to ``cancel``: how many turns (running and queued) it stopped."""
-    return _dumps({"type": "cancelled", "dropped": dropped})
+    return json_text({"type": "cancelled", "dropped": dropped})
 
 
 def refusal(request_id: str | None, code: str, message: str) -> str:
     """An ``error`` about one message (``request_id`` None: it was no turn request)."""
-    return _dumps({"type": "error", "request_id": request_id, "code": code, "message": message})
+    return json_text({"type": "error", "request_id": request_id, "code": code, "message": message})
 
 
 def turn_request(payload: Mapping[str, Any], request_id: str | None = None) -> str:
     """A client's turn request (``payload`` as for POST /invocations)."""
-    return _dumps({"type": "turn", **payload, **({} if request_id is None else {"request_id": request_id})})
+    named = {} if request_id is None else {"request_id": request_id}
+    return json_text({"type": "turn", **payload, **named})
 
 
-CANCEL = _dumps({"type": "cancel"})
+CANCEL = json_text({"type": "cancel"})
 
 
 @dataclass(frozen=True, slots=True)

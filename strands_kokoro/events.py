@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Sequence
-from typing import Literal, TypedDict
+from typing import Literal, TypedDict, cast
 
 from strands_kokoro.protocol import AUDIO_FORMAT, CHANNELS, Word
 
@@ -140,7 +140,7 @@ def audio_chunk(
 
 
 def _timings(words: Sequence[Word]) -> list[WordTiming]:
-    return [{"text": w.text, "start_ms": round(w.start_ms, 1), "end_ms": round(w.end_ms, 1)} for w in words]
+    return [cast(WordTiming, w.to_dict()) for w in words]  # as the wire has them
 
 
 def word_timings(sentence: int, words: Sequence[Word]) -> WordTimings:

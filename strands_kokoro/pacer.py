@@ -48,7 +48,7 @@ import math
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Literal, Protocol, get_args
 
 from strands_kokoro.chunker import Sentence
 from strands_kokoro.cut_points import MIN_WORDS, Word, first_phrase, longest_prefix, words_of
@@ -58,7 +58,7 @@ from strands_kokoro.writing_speed import WritingSpeed
 __all__ = ["InFlight", "PacingPolicy", "Piece", "SpeechPacer"]
 
 PacingPolicy = Literal["latency", "smooth"]
-PACING_POLICIES: tuple[str, ...] = ("latency", "smooth")
+PACING_POLICIES: tuple[PacingPolicy, ...] = get_args(PacingPolicy)
 
 # A streaming server starts a whole sentence about as fast as a phrase, so the first request waits this
 # long for the first sentence to be written before it is cut (a small LLM writes one in ~0.3 s).

@@ -22,7 +22,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from strands_kokoro.errors import CodedError
 
@@ -56,14 +56,14 @@ _SHOWN_CHARS = 64  # at most this much of a client's value appears in an error m
 # raw PCM, Ogg Opus or MP3 (:mod:`strands_kokoro.audio_encoding`). PCM is the default everywhere: a client
 # that names no format gets the bytes every client before it got.
 AudioFormatName = Literal["pcm", "opus", "mp3"]
-AUDIO_FORMATS: tuple[AudioFormatName, ...] = ("pcm", "opus", "mp3")
+AUDIO_FORMATS: tuple[AudioFormatName, ...] = get_args(AudioFormatName)
 # What audio frames and events say the bytes are (``format`` of ``synthesis_start`` and ``audio_chunk``):
 # PCM keeps the name it always had; "opus" is an Ogg Opus stream (RFC 7845), "mp3" MPEG audio frames.
 WIRE_AUDIO_FORMATS: dict[AudioFormatName, str] = {"pcm": AUDIO_FORMAT, "opus": "opus", "mp3": "mp3"}
 
 # POST /invocations bodies: raw PCM, streaming WAV, SSE (base64 PCM), or a raw Ogg Opus / MP3 stream.
 InvocationFormat = Literal["pcm", "wav", "sse", "opus", "mp3"]
-INVOCATION_FORMATS: tuple[str, ...] = ("pcm", "wav", "sse", "opus", "mp3")
+INVOCATION_FORMATS: tuple[InvocationFormat, ...] = get_args(InvocationFormat)
 
 
 class ErrorCode(StrEnum):
@@ -148,7 +148,8 @@ def shown(value: object) -> str:
     return repr(text[:_SHOWN_CHARS] + ("…" if len(text) > _SHOWN_CHARS else ""))
 
 
-def _dumps(obj: Mapping[str, Any]) -> str:
+def json_text(obj: Mapping[str, Any]) -> str:
+    """One JSON object as the wire writes it: compact, non-ASCII kept (the agent app's frames too)."""
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
 
 
@@ -161,7 +162,7 @@ class _JsonMessage:
         raise NotImplementedError
 
     def to_wire(self) -> str:
-        return _dumps(self.to_dict())
+        return json_text(self.to_dict())
 
 
 # ---------------------------------------------------------------------------------------------- client
@@ -248,7 +249,7 @@ class Invocation:
     def to_body(self) -> bytes:
         body = self.request.to_dict()
         body.pop("format", None)  # the body's own format names the audio (a POST has one)
-        return _dumps(body | {"format": self.format}).encode("utf-8")
+        return json_text(body | {"format": self.format}).encode("utf-8")
 
 
 def decode_text(payload: bytes | str) -> str:
@@ -482,8 +483,8 @@ def parse_invocation(body: bytes) -> Invocation:
     if not isinstance(fmt, str) or fmt not in INVOCATION_FORMATS:
         names = ", ".join(INVOCATION_FORMATS)
         raise ProtocolError(ErrorCode.BAD_FORMAT, f"'format' must be one of {names}, got {shown(fmt)}")
-    audio: AudioFormatName = fmt if fmt in ("opus", "mp3") else "pcm"  # type: ignore[assignment]
-    return Invocation(replace(_synthesize(obj | {"format": None}), format=audio), fmt)  # type: ignore[arg-type]
+    audio: AudioFormatName = fmt if fmt in ("opus", "mp3") else "pcm"
+    return Invocation(replace(_synthesize(obj | {"format": None}), format=audio), fmt)
 
 
 # ---------------------------------------------------------------------------------------------- server
@@ -654,7 +655,7 @@ def audio_ms(n_bytes: int, sample_rate: int) -> float:
 
 def sse_event(obj: Mapping[str, Any]) -> bytes:
     """One server-sent event carrying a JSON object (``data: {json}\\n\\n``)."""
-    return b"data: " + _dumps(obj).encode("utf-8") + b"\n\n"
+    return b"data: " + json_text(obj).encode("utf-8") + b"\n\n"
 
 
 # ---------------------------------------------------------------------------------------------- receiving

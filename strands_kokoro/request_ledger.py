@@ -53,6 +53,11 @@ class TurnRequest:
     def received_ms(self) -> float:
         return audio_ms(self.received_bytes, self.sample_rate)
 
+    def restart(self) -> None:
+        """A new attempt at it begins (re-sent, or its ``synthesis_start`` came): what it receives starts
+        over; what the listener had is kept (``emitted_bytes``, ``timed_words``)."""
+        self.received_bytes = self.received_words = 0
+
     def fresh_audio(self, pcm: bytes) -> bytes:
         """What of this frame the listener has not had yet: empty while a re-sent request is still
         passing over audio spoken before the drop, the rest of the frame at the seam, then all of it."""
@@ -90,7 +95,8 @@ class RequestLedger:
 
     def sent(self, request: TurnRequest, generation: int, now: float) -> None:
         """The request went on the wire of connection ``generation``; its audio starts over."""
-        request.sent_on, request.sent_at, request.received_bytes = generation, now, 0
+        request.sent_on, request.sent_at = generation, now
+        request.restart()
 
     def unsent(self, generation: int) -> list[TurnRequest]:
         """Pending requests not (yet, or no longer) on connection ``generation``'s wire, in order."""

@@ -45,7 +45,7 @@ from strands_kokoro.protocol import (
 )
 from strands_kokoro.sessions import open_session
 from strands_kokoro.sessions.base import SpeechSession
-from strands_kokoro.speech_options import SessionFactory, SpeechMode, SpeechOptions
+from strands_kokoro.speech_options import SPEECH_MODES, SessionFactory, SpeechMode, SpeechOptions
 from strands_kokoro.speech_turn import SpeechTurn
 
 # The turn the current task belongs to, and the KokoroSpeech that runs it. Set in the turn's own task, so
@@ -112,7 +112,7 @@ class KokoroSpeech(HookProvider):
         session_factory: SessionFactory | None = None,
         **session_options: Any,
     ) -> None:
-        if mode not in ("bidi", "batch"):
+        if mode not in SPEECH_MODES:
             raise ValueError(f"mode must be 'bidi' or 'batch', got {mode!r}")
         if pacing not in PACING_POLICIES:
             raise ValueError(f"pacing must be 'latency' or 'smooth', got {pacing!r}")

@@ -4,31 +4,33 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 from strands_kokoro.pacer import PacingPolicy
-from strands_kokoro.protocol import DEFAULT_SAMPLE_RATE, DEFAULT_VOICE, AudioFormatName
+from strands_kokoro.protocol import AudioFormatName
 from strands_kokoro.sessions.base import SpeechSession
 
-__all__ = ["SessionFactory", "SpeechMode", "SpeechOptions"]
+__all__ = ["SPEECH_MODES", "SessionFactory", "SpeechMode", "SpeechOptions"]
 
 SpeechMode = Literal["bidi", "batch"]
+SPEECH_MODES: tuple[SpeechMode, ...] = get_args(SpeechMode)
 SessionFactory = Callable[[], SpeechSession]
 
 
 @dataclass(frozen=True, slots=True)
 class SpeechOptions:
-    """Everything a turn needs to know about how to speak (set once on ``KokoroSpeech``)."""
+    """Everything a turn needs to know about how to speak (set once on ``KokoroSpeech``, whose signature
+    holds the defaults: they are stated there only)."""
 
-    mode: SpeechMode = "bidi"
-    voice: str = DEFAULT_VOICE
-    speed: float = 1.0
-    sample_rate: int = DEFAULT_SAMPLE_RATE
-    lang: str | None = None  # None: the voice's language
-    pacing: PacingPolicy = "latency"
-    max_chars: int | None = 350
-    tool_filler: str | None = "One moment."
-    tool_filler_after_s: float = 1.0
-    reconnect_attempts: int = 2
-    reconnect_backoff_s: float = 0.25
-    audio_format: AudioFormatName = "pcm"
+    mode: SpeechMode
+    voice: str
+    speed: float
+    sample_rate: int
+    lang: str | None  # None: the voice's language
+    pacing: PacingPolicy
+    max_chars: int | None
+    tool_filler: str | None
+    tool_filler_after_s: float
+    reconnect_attempts: int
+    reconnect_backoff_s: float
+    audio_format: AudioFormatName

@@ -45,6 +45,7 @@ SETUP_FAILURES = {  # what a listener's app can say when a session cannot even b
     "missing_dependency": "speech over SageMaker needs the 'sagemaker' extra installed",
     "no_region": "speech over SageMaker needs an AWS region (AWS_REGION, or ?region= on the endpoint)",
     "no_credentials": "speech over SageMaker found no AWS credentials",
+    "unknown_region": "speech over SageMaker names a region in no partition botocore knows",
 }
 
 
@@ -200,7 +201,7 @@ class TurnSession:
                 state.pacer.speed.advertised(first_audio_ms, rtf)
             case SynthesisStarted(request_id=request_id, sample_rate=rate):
                 if (request := ledger.get(request_id)) is not None:
-                    request.received_bytes = request.received_words = 0
+                    request.restart()
                     request.sample_rate = rate
             case WordTimings(request_id=request_id, words=words):
                 request = ledger.get(request_id)

@@ -267,7 +267,14 @@ async def test_endpoint_down_at_start_text_goes_on() -> None:
     assert turn.events[-1]["first_audio_ms"] is None
 
 
-@pytest.mark.parametrize(("endpoint", "code"), [("ws://", "bad_endpoint"), ("sagemaker:kokoro", "no_region")])
+@pytest.mark.parametrize(
+    ("endpoint", "code"),
+    [
+        ("ws://", "bad_endpoint"),
+        ("sagemaker:kokoro", "no_region"),
+        ("sagemaker:kokoro?region=xx-nowhere-9", "unknown_region"),
+    ],
+)
 async def test_an_endpoint_that_cannot_be_set_up_is_its_own_code_at_once(
     endpoint: str, code: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
