@@ -19,7 +19,7 @@ from strands_kokoro.chunker import IncrementalSentenceChunker
 from strands_kokoro.pacer import MAX_IN_FLIGHT_URGENT, Piece
 from strands_kokoro.protocol import MAX_TEXT_CHARS
 from strands_kokoro.request_ledger import TurnRequest
-from strands_kokoro.speech_text import SpeechTextFilter, clean_for_speech
+from strands_kokoro.speech_text import SpeechTextFilter
 from strands_kokoro.turn_session import TurnSession
 from strands_kokoro.turn_state import (
     WAKE,
@@ -33,6 +33,30 @@ from strands_kokoro.turn_state import (
 )
 
 __all__ = ["TurnSpeaker", "split_for_request"]
+
+
+_ENDS_A_SENTENCE = frozenset(".!?…:;")
+_CLOSERS = "\"')]}”’»*_"
+
+
+def whole_answer_text(written: str) -> str:
+    """The batch baseline's text: the answer cleaned and cut into sentences as bidi cuts it, each one
+    ending as a sentence does.
+
+    Why: joined with spaces, a heading or a list item without a period ran into the next sentence
+    ("Getting started To install...": no pause, no falling pitch, Whisper heard "started to"), where
+    bidi speaks it as a request of its own, which the server ends as a sentence.
+    """
+    chunker, text_filter = IncrementalSentenceChunker(), SpeechTextFilter()
+    sentences = [*chunker.feed(text_filter.feed(written) + text_filter.flush()), *chunker.flush()]
+    spoken = []
+    for sentence in sentences:
+        text = " ".join(sentence.split())
+        if text and text.rstrip(_CLOSERS)[-1:] not in _ENDS_A_SENTENCE:
+            text += "."
+        if text:
+            spoken.append(text)
+    return " ".join(spoken)
 
 
 def split_for_request(text: str, limit: int = MAX_TEXT_CHARS) -> list[str]:
@@ -132,7 +156,7 @@ class TurnSpeaker:
                 whole.append(item.text)
             elif isinstance(item, ModelCallEnded):
                 item.on_the_wire.set()
-        for text in split_for_request(clean_for_speech("".join(whole))):
+        for text in split_for_request(whole_answer_text("".join(whole))):
             # Never more in flight than the server queues (it would refuse the rest).
             while len(state.ledger.pending) >= MAX_IN_FLIGHT_URGENT and state.speaking:
                 await state.inbox.get()  # only wakes come after the end of the text

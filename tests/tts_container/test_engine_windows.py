@@ -102,7 +102,8 @@ def spoken(
 def stats_model(layers: int = 2) -> NormStatsModel:
     one = tuple(np.ones((1, 4, 1), np.float32) for _ in range(layers))
     zero = tuple(np.zeros((1, 4, 1), np.float32) for _ in range(layers))
-    return NormStatsModel(zero, one, zero, one, zero, one)
+    bounds = (np.array([0.0, 1.0, 0.0, 1.0], np.float32),)
+    return NormStatsModel(zero, one, zero, one, zero, one, zero, bounds)
 
 
 def test_windows_cross_fade_into_exactly_the_audio_of_one_call() -> None:
@@ -143,6 +144,55 @@ def test_windows_join_with_a_crossfade_not_a_cut() -> None:
     assert len(double.calls) > 2 and joined[-1] - joined[0] == pytest.approx(0.1 * (len(double.calls) - 1))
     # No jump anywhere: each change of level is a raised-cosine ramp over the cross-fade.
     assert np.abs(np.diff(joined)).max() < 2 * 0.1 / CROSSFADE_SAMPLES
+
+
+def test_a_window_that_overflows_with_predicted_statistics_is_never_sent() -> None:
+    """Statistics that fail a segment make noise (a listener heard "Yes." as full-scale noise): the
+    window that overflows is dropped and the rest of the segment comes from one call with its own
+    statistics, joined where that window would have begun."""
+
+    class OverflowingDouble(SineVocoderDouble):
+        def vocode(self, prosody, start, stop, *, phase, stats):  # type: ignore[no-untyped-def]
+            audio, used = super().vocode(prosody, start, stop, phase=phase, stats=stats)
+            if stats is not None and len(self.calls) == 2:  # the second window
+                audio = np.full_like(audio, 3.4e38)
+                audio[::7] = np.nan
+            return audio, used
+
+    text = "abcdefghij " * 40
+    segment = spoken(text.strip(), (0, len(text.strip())))
+    durations = (1, *(3 if c != " " else 1 for c in text.strip()), 2)
+    (whole,) = render(
+        SineVocoderDouble(durations), segment, voice="v", speed=1.0, stats_model=None, growth=1.5
+    )
+    double = OverflowingDouble(durations)
+    pieces = list(render(double, segment, voice="v", speed=1.0, stats_model=stats_model(), growth=1.5))
+    assert [p.last for p in pieces] == [False, True]  # the first window, then the rest in one piece
+    assert [used for _, _, used in double.calls] == [True, True, False]  # the third call: whole, own stats
+    joined = np.concatenate([p.audio for p in pieces])
+    assert np.isfinite(joined).all() and np.abs(joined).max() <= 0.5
+    np.testing.assert_allclose(joined, whole.audio, atol=1e-5)  # nothing lost, nothing twice
+
+
+def test_the_statistics_model_never_extrapolates_past_its_calibration() -> None:
+    """A linear fit asked far from its data predicts a variance below zero (floored at almost nothing,
+    the vocoder overflowed): shares are clamped into the calibration's ranges, and every variance is at
+    least the smallest that channel had there."""
+    rng = np.random.default_rng(5)
+    samples = []
+    for silence, sibilance in ((0.1, 0.05), (0.3, 0.1), (0.5, 0.2)):
+        mean = rng.normal(size=(1, 8, 1))
+        variance = rng.uniform(0.5, 2.0, size=(1, 8, 1))
+        stats = NormStats((mean.astype(np.float32),), (variance.astype(np.float32),), 300)
+        samples.append(Sample(stats, silence, sibilance))
+    model = NormStatsModel.fit(samples)
+    floor = np.min([s.stats.variances[0] for s in samples], axis=0)
+    for silence, sibilance in ((0.0, 0.0), (0.03, 0.5), (0.9, 0.0), (0.51, 0.24), (0.2, 0.1)):
+        predicted = model.at(silence, 100, sibilance)
+        assert (predicted.variances[0] >= floor - 1e-6).all(), (silence, sibilance)
+    clamped = model.at(0.03, 100, 0.0)  # below the calibration's silence and sibilant ranges
+    at_edge = model.at(0.1, 100, 0.05)
+    np.testing.assert_allclose(clamped.means[0], at_edge.means[0], atol=1e-6)
 
 
 def test_own_region_cuts_at_the_onsets_the_durations_give() -> None:
@@ -213,6 +263,8 @@ def test_the_statistics_model_recovers_a_speech_and_silence_mixture(tmp_path: Pa
     again = VoiceNormStats(tmp_path, layers=1).get("af_heart")
     assert again is not None
     np.testing.assert_allclose(again.silence_squares[0], model.silence_squares[0])
+    np.testing.assert_allclose(again.variance_floors[0], model.variance_floors[0])
+    np.testing.assert_allclose(again.share_bounds[0], [0.1, 0.5, 0.0, 0.0])
     assert VoiceNormStats(tmp_path, layers=2).get("af_heart") is None
     assert VoiceNormStats(tmp_path, layers=1).get("bf_emma") is None
 

@@ -44,8 +44,9 @@ logger = logging.getLogger(__name__)
 Array = npt.NDArray[np.float32]
 
 # Rendered whole, one sentence per call, to learn a voice's statistics: ~40 s of varied speech, short
-# and long sentences (so the silence share varies), questions, lists, numbers, and three full of
-# sibilants (so their share varies too); about 12 s of work on two CPU cores, once per voice and model.
+# and long sentences (so the silence share varies), questions, lists, numbers, three full of sibilants
+# (so their share varies too) and one-word answers (mostly silence: without them "Yes." was predicted
+# past the fit); about 12 s of work on two CPU cores, once per voice and model.
 CALIBRATION_TEXT = (
     "Good morning, and thank you for calling. "
     "I can help you with that right away, if you give me a moment to look it up. "
@@ -65,6 +66,7 @@ CALIBRATION_TEXT = (
     " Sixty sailors sang songs as the ship passed the cliffs."
     " She sold seven silver spoons at the summer fair, so she could buy a bicycle."
     " Just choose the cheese and sausages you see."
+    " Yes. Two. Nice. Thanks!"
 )
 _RIDGE = 1e-3  # keeps the fit defined when the calibration's shares barely vary
 
@@ -109,7 +111,16 @@ class Sample:
 class NormStatsModel:
     """A voice's statistics as ``(1 - s - h) * speech + s * silence + h * sibilants`` for a segment whose
     shares of silence and of sibilants are ``s`` and ``h``: per layer, each component's mean and mean
-    square."""
+    square.
+
+    Bounded to what calibration saw: the shares are clamped into the ranges its sentences covered, and
+    every variance is at least the smallest that channel had in any of them. Why: a linear fit
+    extrapolated past its data predicts a mean square below the squared mean, floored at 1e-6, and the
+    vocoder then divides by almost nothing. Heard by a listener before these bounds: "Yes." (silence
+    0.51, sibilants 0.24 of the segment) was 70-190 ms of full-scale noise with ``af_heart``, and a
+    60-word sentence without a comma (silence 0.03; calibration 0.10-0.56) seven seconds of it with
+    ``bf_emma``.
+    """
 
     speech_means: tuple[Array, ...]
     speech_squares: tuple[Array, ...]
@@ -117,6 +128,8 @@ class NormStatsModel:
     silence_squares: tuple[Array, ...]
     sibilant_means: tuple[Array, ...]
     sibilant_squares: tuple[Array, ...]
+    variance_floors: tuple[Array, ...]
+    share_bounds: tuple[Array, ...]  # one array: silence low, high; sibilants low, high
 
     @classmethod
     def fit(cls, samples: Sequence[Sample]) -> NormStatsModel:
@@ -125,9 +138,12 @@ class NormStatsModel:
         if not samples:
             raise ValueError("no calibration samples")
         design = np.array([_shares(s.silence, s.sibilance) for s in samples])
+        silences, sibilances = [s.silence for s in samples], [s.sibilance for s in samples]
+        bounds = np.array([min(silences), max(silences), min(sibilances), max(sibilances)], dtype=np.float32)
         weights = np.array([s.stats.steps for s in samples], dtype=np.float64)
         normal = design.T @ (weights[:, None] * design) + _RIDGE * np.eye(design.shape[1])
         components: list[list[Array]] = [[], [], [], [], [], []]
+        floors: list[Array] = []
         for layer in range(len(samples[0].stats.means)):
             means = np.stack([s.stats.means[layer].reshape(-1) for s in samples]).astype(np.float64)
             variances = np.stack([s.stats.variances[layer].reshape(-1) for s in samples]).astype(np.float64)
@@ -136,13 +152,17 @@ class NormStatsModel:
             shape = samples[0].stats.means[layer].shape
             for slot, values in enumerate((*fitted_means, *fitted_squares)):
                 components[slot].append(values.reshape(shape).astype(np.float32))
+            floors.append(variances.min(axis=0).reshape(shape).astype(np.float32))
         speech_m, silence_m, sibilant_m, speech_sq, silence_sq, sibilant_sq = (tuple(c) for c in components)
-        return cls(speech_m, speech_sq, silence_m, silence_sq, sibilant_m, sibilant_sq)
+        return cls(
+            speech_m, speech_sq, silence_m, silence_sq, sibilant_m, sibilant_sq, tuple(floors), (bounds,)
+        )
 
     def at(self, silence: float, steps: int, sibilance: float = 0.0) -> NormStats:
         """The statistics predicted for a segment of ``steps`` steps with these shares of silence and
-        of sibilants."""
-        speech, s, h = _shares(silence, sibilance)
+        of sibilants (each clamped into what calibration covered)."""
+        low_s, high_s, low_h, high_h = (float(bound) for bound in self.share_bounds[0])
+        speech, s, h = _shares(min(max(silence, low_s), high_s), min(max(sibilance, low_h), high_h))
         means, variances = [], []
         for layer, speech_mean in enumerate(self.speech_means):
             mean = speech * speech_mean + s * self.silence_means[layer] + h * self.sibilant_means[layer]
@@ -152,7 +172,7 @@ class NormStatsModel:
                 + h * self.sibilant_squares[layer]
             )
             means.append(mean.astype(np.float32))
-            variances.append(np.maximum(square - mean**2, 1e-6).astype(np.float32))
+            variances.append(np.maximum(square - mean**2, self.variance_floors[layer]).astype(np.float32))
         return NormStats(tuple(means), tuple(variances), steps)
 
     @property
@@ -168,7 +188,7 @@ class NormStatsModel:
         fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as stream:
-                np.savez(stream, **arrays)  # type: ignore[arg-type]
+                np.savez(stream, calibration_text=np.str_(CALIBRATION_TEXT), **arrays)  # type: ignore[arg-type]
             os.replace(tmp, path)
         finally:
             if os.path.exists(tmp):
@@ -181,11 +201,11 @@ class NormStatsModel:
             with np.load(path) as saved:
                 if f"speech_means{layers - 1}" not in saved or f"speech_means{layers}" in saved:
                     return None
-                if f"sibilant_means{layers - 1}" not in saved:
-                    return None  # fitted before the sibilant component: fitted again
+                if "calibration_text" not in saved or str(saved["calibration_text"]) != CALIBRATION_TEXT:
+                    return None  # fitted on another calibration text (or before it was saved): again
                 fields = [
-                    tuple(np.asarray(saved[f"{name}{i}"], dtype=np.float32) for i in range(layers))
-                    for name in _FIELDS
+                    tuple(np.asarray(saved[f"{name}{i}"], dtype=np.float32) for i in range(count))
+                    for name, count in ((name, 1 if name == "share_bounds" else layers) for name in _FIELDS)
                 ]
         except (OSError, ValueError, KeyError):
             return None

@@ -30,6 +30,7 @@ decision from its speed (a GPU renders whole sentences faster than a window's wo
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Container, Iterator, Sequence
 from dataclasses import dataclass
@@ -52,7 +53,12 @@ from tts_container.engines.norm_stats import (
 from tts_container.g2p import FRAME_SAMPLES, ONSET_LEAD_MS
 from tts_container.utterance import SpokenSegment
 
+logger = logging.getLogger(__name__)
+
 STEP_SAMPLES = 300  # one vocoder step (12.5 ms); a duration frame is two steps
+# A window's audio beyond full scale (or not finite) is no speech: statistics that fail a segment
+# overflow by orders of magnitude (1e7-1e38 measured), or clip a few milliseconds at 1.0-1.5.
+MAX_SPEECH_PEAK = 1.0
 HARMONICS = 9  # the sine source's fundamental and eight overtones
 CONTEXT_STEPS = 8
 CROSSFADE_SAMPLES = 240  # 10 ms
@@ -218,6 +224,23 @@ def render(
         origin = (start - pre) * STEP_SAMPLES  # the sample of the segment's audio where ``audio`` starts
         lo = region.begin if first else start * STEP_SAMPLES - half
         hi = region.end if last else stop * STEP_SAMPLES - half
+        # What of it is used: the piece and the cross-fade after it (the context around is not heard,
+        # and the vocoder's last steps past the segment's own region ring far above speech).
+        used = audio[lo - origin : hi - origin + (0 if last else CROSSFADE_SAMPLES)]
+        if stats is not None and not is_speech(used):
+            # The predicted statistics failed this segment: never send the noise. The rest of it comes
+            # from one call with its own statistics (a wait of that call, where a window was due).
+            logger.warning(
+                "voice %s: window %d of a %d-step segment overflowed with predicted statistics; the rest "
+                "is rendered whole",
+                voice,
+                index,
+                prosody.steps,
+            )
+            audio, _ = vocoder.vocode(
+                prosody, first_step, last_step, phase=phase_offset(prosody.pitch, first_step), stats=None
+            )
+            origin, stats, last, hi = first_step * STEP_SAMPLES, None, True, region.end
         piece = np.asarray(audio[lo - origin : hi - origin], dtype=np.float32)
         if held.size:
             ramp = _ramp(held.size)
@@ -233,6 +256,16 @@ def render(
             lead=lead,
             ending=segment.ending,
         )
+        if last:
+            return
+
+
+def is_speech(audio: Audio) -> bool:
+    """Whether a window's raw audio can be speech: finite, and within :data:`MAX_SPEECH_PEAK`."""
+    samples = np.asarray(audio, dtype=np.float32)
+    return bool(np.isfinite(samples).all()) and (
+        not samples.size or float(np.abs(samples).max()) <= MAX_SPEECH_PEAK
+    )
 
 
 def _ramp(n: int) -> npt.NDArray[np.float32]:
