@@ -73,7 +73,8 @@ class ClosingTransport:
         self._watching = False
 
     def close(self) -> None:
-        self._give_up_in_the_kernel_too()
+        if not self._transport.is_closing():  # closed already (its socket may be gone): nothing to set
+            self._give_up_in_the_kernel_too()
         self._transport.close()
         if not self._watching:
             self._watching = True
@@ -101,7 +102,8 @@ class ClosingTransport:
         sock = self._transport.get_extra_info("socket")
         option = getattr(socket, "TCP_USER_TIMEOUT", None)
         if sock is not None and option is not None:
-            with contextlib.suppress(OSError):
+            # ValueError: uvloop's socket view of a connection the peer has just closed has no fd left.
+            with contextlib.suppress(OSError, ValueError):
                 sock.setsockopt(socket.IPPROTO_TCP, option, int(3 * self._stall_s * 1000))
 
     def reset(self) -> None:
@@ -109,7 +111,7 @@ class ClosingTransport:
         kernel would go on offering its own to the peer (SO_LINGER 0 makes the close a reset)."""
         sock = self._transport.get_extra_info("socket")
         if sock is not None:
-            with contextlib.suppress(OSError):
+            with contextlib.suppress(OSError, ValueError):
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         self._transport.abort()
 
