@@ -457,6 +457,7 @@ def test_windows_with_the_sentences_own_statistics_come_back_as_the_sentence_on_
     monkeypatch.setattr(torch, "randn_like", torch.zeros_like)
     # The random checkpoint's samples are in the thousands, not speech: no window may be taken for noise.
     monkeypatch.setattr(windows, "MAX_SPEECH_PEAK", math.inf)
+    monkeypatch.setattr(windows, "MAX_CLIPPED_SAMPLES", sys.maxsize)
     text = "This sentence is long enough for the generator to render it in several windows of growing size."
     (segment,) = plan_utterance(phonemizer, text, voice="af_heart", lang="en-us")
     prosody = engine.prosody(segment.phonemes.text, voice="af_heart", speed=1.0)
