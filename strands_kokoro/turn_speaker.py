@@ -19,6 +19,7 @@ from strands_kokoro.chunker import IncrementalSentenceChunker
 from strands_kokoro.pacer import MAX_IN_FLIGHT_URGENT, Piece
 from strands_kokoro.protocol import MAX_TEXT_CHARS
 from strands_kokoro.request_ledger import TurnRequest
+from strands_kokoro.sentence_rules import CJK_TERMINALS, CLOSERS, TERMINALS
 from strands_kokoro.speech_text import SpeechTextFilter
 from strands_kokoro.turn_session import TurnSession
 from strands_kokoro.turn_state import (
@@ -35,8 +36,9 @@ from strands_kokoro.turn_state import (
 __all__ = ["TurnSpeaker", "split_for_request"]
 
 
-_ENDS_A_SENTENCE = frozenset(".!?…:;")
-_CLOSERS = "\"')]}”’»*_"
+# What already ends a sentence (the chunker's marks, and a clause mark a reader pauses at as much).
+_ENDS_A_SENTENCE = TERMINALS | CJK_TERMINALS | frozenset(":;")
+_CLOSERS = "".join(CLOSERS)
 
 
 def whole_answer_text(written: str) -> str:
@@ -49,14 +51,10 @@ def whole_answer_text(written: str) -> str:
     """
     chunker, text_filter = IncrementalSentenceChunker(), SpeechTextFilter()
     sentences = [*chunker.feed(text_filter.feed(written) + text_filter.flush()), *chunker.flush()]
-    spoken = []
-    for sentence in sentences:
-        text = " ".join(sentence.split())
-        if text and text.rstrip(_CLOSERS)[-1:] not in _ENDS_A_SENTENCE:
-            text += "."
-        if text:
-            spoken.append(text)
-    return " ".join(spoken)
+    spoken = [" ".join(sentence.split()) for sentence in sentences]
+    return " ".join(
+        text if text.rstrip(_CLOSERS)[-1:] in _ENDS_A_SENTENCE else f"{text}." for text in spoken if text
+    )
 
 
 def split_for_request(text: str, limit: int = MAX_TEXT_CHARS) -> list[str]:

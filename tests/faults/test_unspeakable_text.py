@@ -14,7 +14,7 @@ from websockets.asyncio.client import connect
 
 from strands_kokoro.protocol import WS_PATH, ErrorCode
 from tests.model_server_process import RunningServer
-from tests.tts_container.server_harness import dumps, read_response
+from tests.tts_container.server_harness import Response, dumps, read_response
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -107,10 +107,7 @@ async def test_what_is_not_read_aloud_is_left_out_of_a_sentence(
     model_server: RunningServer, written: str, plain: str
 ) -> None:
     """A blind fault battery heard these; the sentence around them is spoken as it is without them."""
-    async with connect(model_server.ws_url + WS_PATH) as ws:
-        await ws.send(dumps(text=written, request_id="written"))
-        await ws.send(dumps(text=plain, request_id="plain"))
-        with_them, without = await read_response(ws), await read_response(ws)
+    with_them, without = await _both(model_server, written, plain)
     assert with_them.end is not None and without.end is not None
     assert [w["text"] for w in with_them.end["words"]] == [w["text"] for w in without.end["words"]]
     assert with_them.pcm == without.pcm  # the same text reached the engine, which renders deterministically
@@ -128,9 +125,14 @@ READ_AS = {
 async def test_marks_and_symbols_that_are_also_pictographs_are_read(
     model_server: RunningServer, written: str, said: str
 ) -> None:
-    async with connect(model_server.ws_url + WS_PATH) as ws:
-        await ws.send(dumps(text=written, request_id="written"))
-        await ws.send(dumps(text=said, request_id="said"))
-        as_written, as_said = await read_response(ws), await read_response(ws)
+    as_written, as_said = await _both(model_server, written, said)
     assert as_written.end is not None and as_written.end["type"] == "synthesis_complete"
     assert as_written.pcm == as_said.pcm  # the same phonemes reached the engine
+
+
+async def _both(model_server: RunningServer, written: str, other: str) -> tuple[Response, Response]:
+    """Both texts spoken on one session, in order: their two responses."""
+    async with connect(model_server.ws_url + WS_PATH) as ws:
+        await ws.send(dumps(text=written, request_id="written"))
+        await ws.send(dumps(text=other, request_id="other"))
+        return await read_response(ws), await read_response(ws)
