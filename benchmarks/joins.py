@@ -7,7 +7,10 @@ audio is what a client receives, at 24 kHz), on the int8 ONNX engine:
 - ``streamed``: each sentence one request, rendered window by window (what the server does on a CPU, so
   its first audio comes after one small window): its joins are the windows' seams;
 - ``cut``: the sentence cut into 4-5 word pieces, each a request of its own (the old client's pieces);
-- ``cut+context``: the same pieces with ``previous_text``/``next_text`` (lookahead, cut by durations).
+- ``cut+context``: the same pieces with ``previous_text`` and, as ``next_text``, the least lookahead the
+  pacer sends (:data:`~strands_kokoro.cut_points.MIN_LOOKAHEAD_WORDS` words; cut by durations);
+- ``cut+1 word``: the same with one word of lookahead (what the pacer once sent while a sentence was
+  being written: the reason for the minimum).
 
 Per cut between two words (from the server's word timings, in each rendition's own audio): the silence
 a listener hears there (the longest run of 10 ms below -40 dBFS between the two words) minus the whole
@@ -32,7 +35,7 @@ import json
 import os
 import statistics
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -41,6 +44,7 @@ import numpy.typing as npt
 
 from benchmarks.machine import results_path
 from benchmarks.spectrum import BRIGHT_HZ, timbre_vs_whole
+from strands_kokoro.cut_points import MIN_LOOKAHEAD_WORDS
 from strands_kokoro.protocol import Word
 from tts_container.audio import SegmentJoiner
 from tts_container.engines.base import NATIVE_SAMPLE_RATE, NO_CONTEXT, Context, Segment
@@ -99,6 +103,13 @@ def pieces_of(sentence: str) -> list[str]:
         out.append(" ".join(words[at : at + n]))
         at, k = at + n, k + 1
     return out
+
+
+def context_of(pieces: Sequence[str], index: int, lookahead: int) -> Context:
+    """The words around piece ``index``: all of the sentence before it, ``lookahead`` words after."""
+    previous = " ".join(pieces[:index]) or None
+    following = " ".join(" ".join(pieces[index + 1 :]).split()[:lookahead]) or None
+    return Context(previous, following)
 
 
 def speak(
@@ -249,6 +260,11 @@ def seam_steps(streamed: Rendition, whole: Rendition) -> list[dict[str, float]]:
     return out
 
 
+def share(joins: Sequence[Join], test: Callable[[Join], bool]) -> float:
+    """The share of ``joins`` that pass ``test``."""
+    return round(sum(1 for j in joins if test(j)) / len(joins), 3) if joins else 0.0
+
+
 def summary(values: Sequence[float]) -> dict[str, float]:
     """Median, mean and the value farthest from zero (NaN, where a word had no pitch, left out)."""
     clean = [float(v) for v in values if v == v]
@@ -275,7 +291,8 @@ def main() -> None:
     for voice in VOICES:
         engine.warm_up(voice)  # each voice's vocoder statistics (fitted once, kept in the cache)
     growth = engine.growth
-    results: dict[str, list[Join]] = {"cut": [], "cut+context": []}
+    lookaheads = {"cut+1 word": 1, "cut+context": MIN_LOOKAHEAD_WORDS}
+    results: dict[str, list[Join]] = {"cut": [], **{name: [] for name in lookaheads}}
     seams: list[dict[str, float]] = []
     lengths: dict[str, list[float]] = {"streamed": [], "cut": [], "cut+context": []}
     cost: dict[str, list[float]] = {"streamed": [], "cut": [], "cut+context": []}
@@ -292,14 +309,19 @@ def main() -> None:
             pieces = pieces_of(sentence)
             boundaries = list(np.cumsum([len(p.split()) for p in pieces])[:-1] - 1)
             plain = joined([speak(engine, p, voice) for p in pieces])
-            contexts = []
-            for k, piece in enumerate(pieces):
-                previous = " ".join(pieces[:k]) or None
-                following = " ".join(" ".join(pieces[k + 1 :]).split()[:4]) or None
-                contexts.append(speak(engine, piece, voice, context=Context(previous, following)))
-            context = joined(contexts)
             results["cut"] += measure_joins(index, voice, plain, whole, boundaries)
-            results["cut+context"] += measure_joins(index, voice, context, whole, boundaries)
+            with_context = {
+                name: joined(
+                    [
+                        speak(engine, piece, voice, context=context_of(pieces, k, lookahead))
+                        for k, piece in enumerate(pieces)
+                    ]
+                )
+                for name, lookahead in lookaheads.items()
+            }
+            for name, rendition in with_context.items():
+                results[name] += measure_joins(index, voice, rendition, whole, boundaries)
+            context = with_context["cut+context"]
             seams += seam_steps(streamed_raw, whole_raw)
             timbre["streamed"].append(timbre_vs_whole(streamed.audio, whole.audio))
             timbre["cut+context"].append(timbre_vs_whole(context.audio, whole.audio))
@@ -326,6 +348,9 @@ def main() -> None:
                 "count": len(joins),
                 "added_silence_ms": summary([j.added_silence_ms for j in joins]),
                 "word_before_ratio": summary([j.before_ratio for j in joins]),
+                # how many cuts a listener may notice, beside the medians
+                "word_before_off_15pct": share(joins, lambda j: abs(j.before_ratio - 1) > 0.15),
+                "pitch_step_over_2st": share(joins, lambda j: j.pitch_step_st > 2),
                 "word_after_ratio": summary([j.after_ratio for j in joins]),
                 "pitch_step_st": summary([j.pitch_step_st for j in joins]),
                 "level_step_db": summary([j.level_step_db for j in joins]),
@@ -354,14 +379,15 @@ def main() -> None:
     print(f"load before {load_before[0]:.2f}, after {report['load_average_after'][0]:.2f}")
     print(
         f"{'design':<14}{'silence +ms (median/worst)':>28}{'word before x':>16}"
-        f"{'pitch st':>10}{'level dB':>10}"
+        f"{'pitch st':>10}{'level dB':>10}{'word >15% off':>15}{'pitch >2 st':>13}"
     )
     keys = ("added_silence_ms", "word_before_ratio", "pitch_step_st", "level_step_db")
     for name, data in report["joins"].items():
         s, w, p, lv = (data[k] for k in keys)
         print(
             f"{name:<14}{s['median']:>14.0f} / {s['worst']:<11.0f}{w['median']:>16.2f}"
-            f"{p['median']:>10.2f}{lv['median']:>10.2f}   ({data['count']} cuts)"
+            f"{p['median']:>10.2f}{lv['median']:>10.2f}{data['word_before_off_15pct']:>15.0%}"
+            f"{data['pitch_step_over_2st']:>13.0%}   ({data['count']} cuts)"
         )
     seam = report["window_seams"]
     silence, level = seam["added_silence_ms"], seam["level_step_db"]

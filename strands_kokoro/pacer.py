@@ -27,8 +27,9 @@ The rules:
   of a turn once the sentence has taken longer than :data:`FIRST_SENTENCE_WAIT_MS` to write, or when,
   waiting for the rest of it (at the LLM's rate so far), the buffered audio would run out about when its
   audio arrived (a margin of two of the LLM's write intervals). The piece is the longest settled prefix of
-  at least :data:`MIN_WORDS` words that leaves a word written after it, ending at a clause mark if one
-  fits, else not on a word like "of" or "the";
+  at least :data:`MIN_WORDS` words that leaves three written words after it (the server's lookahead:
+  :mod:`strands_kokoro.cut_points` says what fewer cost), ending at a clause mark if one fits, else not
+  on a word like "of", "the" or "du";
 - a server whose first audio grows with the text (not streaming) gets the old treatment: a short first
   phrase (3-5 words) and pieces sized so their synthesis ends before the buffer runs dry;
 - every cut carries the words around it (``previous_text``/``next_text``): the server renders the piece
@@ -69,7 +70,8 @@ FIRST_SENTENCE_WAIT_MS = 600.0
 # arrives. A cut must also bring the audio at least the smaller bound sooner.
 MIN_CUT_MARGIN_MS = 100.0
 MAX_CUT_MARGIN_MS = 400.0
-# Words sent as ``next_text`` after a cut (the server needs only the next word or two).
+# Words sent as ``next_text`` after a cut: as many as the server renders with (``CONTEXT_WORDS_AFTER``),
+# and a cut waits for at least ``cut_points.MIN_LOOKAHEAD_WORDS`` of them.
 LOOKAHEAD_WORDS = 4
 CONTEXT_CHARS = 300  # ``previous_text``: at most this much of the sentence before a piece
 # Requests in flight: one being synthesized and one queued behind it.
@@ -245,7 +247,7 @@ class SpeechPacer:
             return sentence.end
         if self.policy == "smooth" or not self._listener_waits(now, in_flight):
             return None
-        return longest_prefix(words, math.inf)
+        return longest_prefix(words, math.inf, complete=False)
 
     def _listener_waits(self, now: float, in_flight: Sequence[InFlight]) -> bool:
         """Would the listener hear a gap if this sentence's audio waited for the rest of it?"""
@@ -277,7 +279,7 @@ class SpeechPacer:
         budget = audio_ms / self.speed.ms_per_char
         if sentence.end - words[0].start <= budget:
             return sentence.end if complete else None
-        cut = longest_prefix(words, budget)
+        cut = longest_prefix(words, budget, complete=complete)
         if cut is None and complete:  # even the shortest piece overruns: the shortest arrives first
             return words[MIN_WORDS - 1].end if len(words) > MIN_WORDS else sentence.end
         return cut

@@ -18,8 +18,11 @@ import soxr
 from strands_kokoro.protocol import Word
 from tts_container.engines.base import NATIVE_SAMPLE_RATE, Audio, Segment
 
-# Below this amplitude (about -46 dBFS) a sample counts as silence.
+# Below this level (about -46 dBFS, RMS over SOUND_FRAME_SAMPLES) audio counts as silence. Measured in
+# frames, not samples: the vocoder's leading silence holds lone blips of 0.01 (a sample or two every few
+# ms), which a sample threshold takes for the first sound (keeping up to 90 ms of silence before it).
 SILENCE_THRESHOLD = 0.005
+SOUND_FRAME_SAMPLES = 120  # 5 ms at 24 kHz
 # Silence kept before the first sound of a segment: enough for the fade, short for a fast first sound.
 KEEP_LEAD_S = 0.015
 # Silence kept after the last sound of a segment that ends a sentence: Kokoro's natural pause, capped
@@ -69,6 +72,21 @@ class StreamResampler:
         )
 
 
+def sound_bounds(samples: Audio) -> tuple[int, int] | None:
+    """Where the sound in ``samples`` begins and ends (sample offsets; None: silence throughout): the
+    first and last :data:`SOUND_FRAME_SAMPLES` frame above :data:`SILENCE_THRESHOLD`."""
+    n = SOUND_FRAME_SAMPLES
+    frames = -(-samples.size // n)
+    if not frames:
+        return None
+    padded = np.zeros(frames * n, dtype=np.float64)
+    padded[: samples.size] = samples
+    loud = np.flatnonzero(np.sqrt(np.mean(padded.reshape(frames, n) ** 2, axis=1)) > SILENCE_THRESHOLD)
+    if not loud.size:
+        return None
+    return int(loud[0]) * n, min(samples.size, (int(loud[-1]) + 1) * n)
+
+
 class SegmentJoiner:
     """Per request: engine pieces in, PCM bytes out (edges trimmed, faded, resampled, s16le).
 
@@ -111,28 +129,26 @@ class SegmentJoiner:
             self._in_lead, self._fade_in = piece.lead == "trim", True
             self._unplaced = piece.words
         if self._in_lead:
-            loud = np.flatnonzero(np.abs(samples) > SILENCE_THRESHOLD)
+            sound = sound_bounds(samples)
             cut = (
-                samples.size
-                if loud.size == 0
-                else max(0, int(loud[0]) - round(KEEP_LEAD_S * NATIVE_SAMPLE_RATE))
+                samples.size if sound is None else max(0, sound[0] - round(KEEP_LEAD_S * NATIVE_SAMPLE_RATE))
             )
             self._trimmed += cut
             samples = samples[cut:]
-            self._in_lead = loud.size == 0
+            self._in_lead = sound is None
         samples = np.concatenate([self._quiet, samples]) if self._quiet.size else samples
         self._quiet = np.zeros(0, dtype=np.float32)
         if piece.last:
             if piece.ending != "continues" and not self._in_lead:
                 keep = KEEP_CLAUSE_TAIL_S if piece.ending == "clause" else KEEP_TAIL_S
-                loud = np.flatnonzero(np.abs(samples) > SILENCE_THRESHOLD)
-                stop = (int(loud[-1]) + 1 if loud.size else 0) + round(keep * NATIVE_SAMPLE_RATE)
+                sound = sound_bounds(samples)
+                stop = (0 if sound is None else sound[1]) + round(keep * NATIVE_SAMPLE_RATE)
                 samples = samples[: min(samples.size, stop)]
             if self._in_lead:
                 samples = samples[:0]  # silence throughout: nothing worth a frame
         else:
-            loud = np.flatnonzero(np.abs(samples) > SILENCE_THRESHOLD)
-            keep_to = int(loud[-1]) + 1 if loud.size else 0
+            sound = sound_bounds(samples)
+            keep_to = 0 if sound is None else sound[1]
             self._quiet, samples = samples[keep_to:], samples[:keep_to]
         samples = self._fade(samples, fade_out=piece.last)
         self._emitted += samples.size

@@ -20,7 +20,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from strands_kokoro.chunker import IncrementalSentenceChunker
+from strands_kokoro.chunker import IncrementalSentenceChunker, Sentence
+from strands_kokoro.cut_points import FIRST_PHRASE_MAX_WORDS, MIN_LOOKAHEAD_WORDS
 from strands_kokoro.engine_speed import PRIOR_MS_PER_CHAR, REQUEST_OVERHEAD_MS, EngineSpeed
 from strands_kokoro.pacer import FIRST_SENTENCE_WAIT_MS, MAX_IN_FLIGHT_URGENT, Piece, SpeechPacer
 
@@ -88,7 +89,7 @@ class SimRequest:
 class SimTurn:
     pieces: list[Piece] = field(default_factory=list)
     sent_at: list[float] = field(default_factory=list)
-    sentences: list[str] = field(default_factory=list)
+    sentences: list[Sentence] = field(default_factory=list)
     arrivals: list[tuple[float, float]] = field(default_factory=list)  # (when the listener got it, ms)
     token_times: list[float] = field(default_factory=list)
 
@@ -225,13 +226,14 @@ def test_a_streaming_server_gets_whole_sentences_from_the_first_one(rtf: float) 
 
 def test_the_first_sentence_is_waited_for_only_as_long_as_a_listener_would_not_notice() -> None:
     """A slow LLM (60 characters a second): the first sentence takes ~1.5 s to write. Past the wait the
-    pacer cuts it at a clause, with the words already written after the cut as context."""
+    pacer cuts it before a clause opener, leaving three written words after the cut as its context."""
     text = "When a cat feels safe and warm, it purrs quietly to itself for a long time. It helps."
     turn = simulate(text, rtf=0.3, chars_per_s=60.0)
     first = turn.pieces[0]
-    assert first.text == "When a cat feels safe and warm,"
+    assert first.text == "When a cat feels safe"
     assert turn.sent_at[0] - turn.token_times[0] >= FIRST_SENTENCE_WAIT_MS
     assert first.next_text and text.startswith(f"{first.text} {first.next_text}")
+    assert len(first.next_text.split()) >= MIN_LOOKAHEAD_WORDS  # what the server renders its end with
     second = turn.pieces[1]
     assert second.previous_text == first.text and second.text.endswith("time.")
     assert words(turn.spoken()) == words(text)
@@ -277,7 +279,7 @@ def test_the_first_piece_from_a_non_streaming_server_is_a_short_natural_phrase()
             assert turn.pieces[0].next_text  # the words after the cut go along as context
 
 
-def test_the_first_piece_never_waits_for_more_than_five_words() -> None:
+def test_the_first_piece_waits_only_for_five_words_and_their_lookahead() -> None:
     text = "Domestic cats usually purr while they are being stroked by someone they trust."
     turn = simulate(text, rtf=0.5, chars_per_s=20.0, streaming=False)  # a slow LLM: waiting would show
     written = ""
@@ -285,7 +287,8 @@ def test_the_first_piece_never_waits_for_more_than_five_words() -> None:
         written += token
         if when == turn.sent_at[0]:
             break
-    assert len(words(written)) <= 7  # the five words, and the next one that showed the fifth was whole
+    # the five words, three of lookahead, and the next one that showed the eighth was whole
+    assert len(words(written)) <= FIRST_PHRASE_MAX_WORDS + MIN_LOOKAHEAD_WORDS + 1
 
 
 @pytest.mark.parametrize("rtf", [0.1, 0.3, 0.5, 0.65, 0.8])
@@ -392,7 +395,8 @@ def test_every_word_is_spoken_once_in_order_and_cuts_carry_their_context(
     sentences: list[str], commas: bool, rtf: float, streaming: bool, chars_per_s: float
 ) -> None:
     """Any text, any engine: every word once, in order; every piece that is not a whole sentence says
-    the words around it; and a streaming server never has a complete sentence cut."""
+    the words around it, with at least three words of lookahead; a streaming server never has a complete
+    sentence cut, nor the first sentence of a fast LLM."""
     text = " ".join(s.replace(" ", ", ", 2) if commas else s for s in sentences)
     turn = simulate(text, rtf=rtf, streaming=streaming, chars_per_s=chars_per_s)
     assert words(turn.spoken()) == words(text)
@@ -401,10 +405,15 @@ def test_every_word_is_spoken_once_in_order_and_cuts_carry_their_context(
             assert piece.previous_text or piece.next_text, piece
         if piece.next_text:
             assert text[piece.end :].split()[: len(piece.next_text.split())] == piece.next_text.split()
+            # at least three words of lookahead, or all the rest of the sentence
+            rest = next(s for s in turn.sentences if s.end > piece.end)
+            left = text[piece.end : rest.end].split()
+            assert len(piece.next_text.split()) >= min(MIN_LOOKAHEAD_WORDS, len(left)), (piece, left)
         if piece.previous_text:
             assert text[: piece.start].rstrip().endswith(piece.previous_text)
     if streaming and chars_per_s > 100:
-        assert all(p.whole_sentence for p in turn.pieces)
+        # later ones may be cut where a short sentence ("An.") leaves the listener waiting for a long one
+        assert turn.pieces[0].whole_sentence
 
 
 def test_an_advertised_server_gets_one_request_queued_behind_the_first_at_once() -> None:

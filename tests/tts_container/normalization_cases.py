@@ -205,6 +205,11 @@ CASES: tuple[tuple[str, str, str], ...] = (
     ("file", "Edit the README.md file.", "Edit the README dot M D file."),
     ("file", "Save it as report.pdf.", "Save it as report dot P D F."),
     ("file", "Look in /usr/local/bin for it.", "Look in slash usr slash local slash bin for it."),
+    ("code", "Call os.path.join on both parts.", "Call O S dot path dot join on both parts."),
+    ("code", "Set self.value first.", "Set self dot value first."),
+    ("code", "Use np.array() here.", "Use N P dot array here."),
+    ("code", "Array.prototype.map returns a copy.", "Array dot prototype dot map returns a copy."),
+    ("code", "Try JSON.parse() on it.", "Try JSON dot parse on it."),
     # abbreviations
     ("abbreviation", "Dr. Smith lives on Main St.", "Doctor Smith lives on Main Street."),
     ("abbreviation", "We toured St. Louis last year.", "We toured Saint Louis last year."),

@@ -12,12 +12,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tts_container.audio import KEEP_LEAD_S, SOUND_FRAME_SAMPLES, SegmentJoiner
 from tts_container.engines.base import Segment
 from tts_container.engines.norm_stats import NormStats, NormStatsModel, Sample, VoiceNormStats
 from tts_container.engines.windows import (
     CONTEXT_STEPS,
     CROSSFADE_SAMPLES,
     DECODE_LEAD_SAMPLES,
+    EDGE_STEPS,
     FIRST_WINDOW_STEPS,
     HARMONICS,
     ONSET_LEAD_SAMPLES,
@@ -210,7 +212,45 @@ def test_own_region_cuts_at_the_onsets_the_durations_give() -> None:
     assert [w.text for w in region.words] == ["bb", "cc"]
     whole = spoken(text, (0, len(text)))
     full = own_region(whole, durations, known)
-    assert full is not None and full.begin == max(0, 4 * FRAME_SAMPLES - DECODE_LEAD_SAMPLES)
+    # never in the utterance's first step, where a vocoder call rings
+    assert full is not None and full.begin == max(
+        EDGE_STEPS * STEP_SAMPLES, 4 * FRAME_SAMPLES - DECODE_LEAD_SAMPLES
+    )
+
+
+@dataclass
+class RingingVocoderDouble(SineVocoderDouble):
+    """A test double whose every call rings at its first samples, as Kokoro's vocoder does (a spike of
+    3.0 at the call's tenth sample), over speech that starts after the leading pad."""
+
+    def vocode(
+        self, prosody: Prosody, start: int, stop: int, *, phase: Pitch, stats: NormStats | None
+    ) -> tuple[np.ndarray, NormStats | None]:
+        audio, stats = super().vocode(prosody, start, stop, phase=phase, stats=stats)
+        audio[: 4 * FRAME_SAMPLES - start * STEP_SAMPLES] = 0.0  # the pad's silence
+        audio[9] = 3.0
+        return audio, stats
+
+
+@pytest.mark.parametrize("growth", [None, 1.5])
+def test_no_vocoder_call_rings_into_the_audio_and_the_lead_is_trimmed(growth: float | None) -> None:
+    """The ringing would be sent (or fail the window check and render the segment whole), and it would
+    keep the joiner's lead trim from finding the first sound: every call starts a step early."""
+    text = "abcdefghij " * 12
+    segment = spoken(text.strip(), (0, len(text.strip())))
+    durations = (4, *(3 if c != " " else 1 for c in text.strip()), 2)
+    double = RingingVocoderDouble(durations)
+    model = stats_model() if growth else None
+    pieces = list(render(double, segment, voice="v", speed=1.0, stats_model=model, growth=growth))
+    audio = np.concatenate([p.audio for p in pieces])
+    assert np.abs(audio).max() <= 0.5 + 1e-6  # the sine's own peak: no ringing passed on
+    if growth:
+        assert len(pieces) > 1 and all(with_stats for _, _, with_stats in double.calls)  # none fell back
+    joiner = SegmentJoiner(24_000)
+    pcm = b"".join(joiner.segment(p) for p in pieces) + joiner.finish()
+    samples = np.frombuffer(pcm, dtype="<i2")
+    first_sound = int(np.flatnonzero(np.abs(samples) > 0.005 * 32767)[0])
+    assert first_sound <= round(KEEP_LEAD_S * 24_000) + SOUND_FRAME_SAMPLES  # the kept lead (in frames)
 
 
 def test_a_segment_with_nothing_to_say_renders_nothing() -> None:

@@ -1,5 +1,5 @@
 """Rules for what is read out character by character: URLs, e-mail addresses, file names, paths, IP
-addresses, phone numbers, @handles and #hashtags.
+addresses, phone numbers, @handles, #hashtags and dotted names in code (``os.path.join``).
 
 A person reading "https://docs.python.org/3/" says "docs dot python dot org slash three": the scheme
 is not said, dots are "dot", slashes "slash". Parts that are words stay words (misaki says them); short
@@ -127,6 +127,21 @@ def _hex(match: re.Match[str], british: bool) -> list[Piece]:
     """ "0x80070005", an error code: zero x, then each digit (letters spelled)."""
     said = " ".join(numbers.digits(c) if c.isdecimal() else c.upper() for c in match["digits"])
     return [Piece(match.start(), match.end(), f"zero x {said}")]
+
+
+# "os.path.join", "self.value", "np.array()": parts of two characters or more, and (so that "Mr.Smith"
+# without its space stays prose) a lower-case first part, a third part, or a call.
+_DOTTED_NAME = re.compile(
+    r"(?<![\w.@/\-])(?P<name>[A-Za-z_]\w+(?:\.[A-Za-z_]\w+)+)(?P<call>\(\))?(?![\w@\-(]|\.\w)"
+)
+
+
+def _dotted_name(match: re.Match[str], british: bool) -> list[Piece] | None:
+    """A name in code, as a programmer reads it aloud: "O S dot path dot join" (the call's "()" unsaid)."""
+    name = match["name"]
+    if not (name[0].islower() or name[0] == "_" or name.count(".") >= 2 or match["call"]):
+        return None
+    return [Piece(match.start(), match.end(), spell_out(name))]
 
 
 def _extension(ext: str) -> str:
@@ -286,6 +301,7 @@ RULES = (
     Rule("path", _PATH, _path),
     Rule("windows_path", _WINDOWS_PATH, _windows_path),
     Rule("hex", _HEX, _hex),
+    Rule("dotted_name", _DOTTED_NAME, _dotted_name),
     Rule("handle", _HANDLE, _handle),
     Rule("hashtag", _HASHTAG, _hashtag),
 )
