@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import statistics
 import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
@@ -233,7 +232,8 @@ async def _sentence_first_audio_ms(synthesizer: Synthesizer) -> float | None:
     """How soon a sentence's first audio comes, if that does not depend on its length (None if it does).
 
     Measured on a short and a long sentence, three times each, alternating (only the long one's first
-    frame is synthesized; medians, so another process's burst of load does not decide it): an engine
+    frame is synthesized; the fastest of each, since load only ever adds time: with medians, a suite's
+    start-up load once made a windowed CPU engine look as if it did not stream): an engine
     that renders in windows, or one fast enough that it does not matter, starts both about as soon. A
     client told so speaks whole sentences instead of cutting them (``session_start``).
     """
@@ -244,5 +244,5 @@ async def _sentence_first_audio_ms(synthesizer: Synthesizer) -> float | None:
             async with contextlib.aclosing(synthesizer.pcm_frames(SynthesizeRequest(text))) as frames:
                 await anext(frames, b"")
             times.append((time.perf_counter() - started) * 1000)
-    short, long = (statistics.median(times) for times in firsts.values())
+    short, long = (min(times) for times in firsts.values())
     return long if long <= STREAMING_RATIO * short + STREAMING_SLACK_MS else None

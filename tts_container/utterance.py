@@ -52,6 +52,11 @@ class SpokenSegment:
     # sentence takes the row of (about) its whole sentence, not of the few words it is rendered with.
     style_tokens: int | None = None
 
+    @property
+    def has_context(self) -> bool:
+        """Whether its phonemes hold words it does not speak (a neighbour's, rendered for prosody)."""
+        return self.own != (0, len(self.phonemes.text))
+
 
 def ending_of(phonemes: str) -> Literal["sentence", "clause", "open"]:
     """How a phoneme string ends: a sentence mark, a clause mark, or neither."""

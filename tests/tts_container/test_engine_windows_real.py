@@ -27,7 +27,7 @@ from tts_container.engines.base import NATIVE_SAMPLE_RATE, Context
 from tts_container.engines.norm_stats import NormStats, VoiceNormStats
 from tts_container.engines.onnx_engine import OnnxEngine, session_options
 from tts_container.engines.onnx_graphs import edited_model
-from tts_container.engines.windows import phase_offset, render
+from tts_container.engines.windows import own_region, phase_offset, render
 from tts_container.provisioning import ensure_weights
 from tts_container.utterance import plan_utterance
 
@@ -124,6 +124,36 @@ def test_the_servers_windows_keep_the_sentence_and_its_level(engine: OnnxEngine)
     assert streamed.size == whole.audio.size
     assert abs(level_db(streamed) - level_db(whole.audio)) < 2.0
     assert [w.text for w in pieces[0].words] == [w.text for w in whole.words]  # before any window
+
+
+# Rendered in one call with its own statistics, a segment is the model's own audio: vocoded over its
+# whole utterance, not only its own steps (whose instance norms, seeing less of the pads, rendered it
+# 1-2 dB softer than the model does, and a short answer 1 dB softer than one streamed beside it).
+ONE_CALL = [
+    ("bf_emma", "Bye!", True),  # a CPU engine: a short answer is one call
+    ("af_heart", SENTENCE, False),  # an engine that does not window (a GPU's path)
+]
+
+
+@pytest.mark.parametrize(("voice", "text", "windowed"), ONE_CALL, ids=["short answer", "no windows"])
+def test_a_segment_rendered_in_one_call_is_the_models_own_audio(
+    engine: OnnxEngine, voice: str, text: str, windowed: bool
+) -> None:
+    (segment,) = plan_utterance(engine._phonemizer, text, voice=voice, lang="en-us")
+    prosody = engine.prosody(segment.phonemes.text, voice=voice, speed=1.0)
+    model_audio, _ = engine.vocode(
+        prosody, 0, prosody.steps, phase=phase_offset(prosody.pitch, 0), stats=None
+    )
+    region = own_region(segment, prosody.durations, engine.vocab)
+    assert region is not None
+    growth = engine.growth
+    try:
+        engine.growth = growth if windowed else None
+        pieces = list(engine.segments(text, voice=voice, speed=1.0, lang="en-us"))
+    finally:
+        engine.growth = growth
+    assert len(pieces) == 1
+    assert np.array_equal(pieces[0].audio, model_audio[region.begin : region.end])
 
 
 # One-word answers a listener heard as full-scale noise (statistics predicted past the fit), and the
