@@ -21,7 +21,8 @@ silence and the level on both sides against ``whole`` at the same place. Per ren
 length against ``whole``, engine time (single-threaded calls, summed) against ``whole``, the time to the
 first audio of the sentence, and its spectrum against ``whole``'s (octave bands, the level taken out,
 and the share above 5 kHz: windows normalized with a voice's predicted statistics, not the sentence's
-own, can render sibilants brighter).
+own, can render sibilants brighter); and its level against ``whole``'s, with answers of a word or two
+streamed (:data:`SHORT_ANSWERS`: mostly silence, where the predicted statistics are least sure).
 
     uv run --all-extras python -m benchmarks.joins            # prints a table, writes JSON
 
@@ -33,15 +34,23 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import time
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Sequence
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
-import numpy.typing as npt
 
+from benchmarks.join_measures import (
+    Audio,
+    Join,
+    Rendition,
+    level_db,
+    measure_joins,
+    seam_steps,
+    share,
+    summary,
+)
 from benchmarks.machine import results_path
 from benchmarks.spectrum import BRIGHT_HZ, timbre_vs_whole
 from strands_kokoro.cut_points import MIN_LOOKAHEAD_WORDS
@@ -62,35 +71,11 @@ SENTENCES = (
     "Light from the sun takes about eight minutes to reach the surface of our planet.",
     "When the tide goes out, the children search the rocks for crabs and tiny fish.",
 )
+# Answers of a word or two, where the predicted statistics are least sure (mostly silence): their level
+# streamed against rendered whole.
+SHORT_ANSWERS = ("Bye!", "Yes.", "Sure, why not?", "Thanks a lot.", "Hello there, how are you today?")
 PIECE_WORDS = (4, 5)  # the old pacer's first phrases and pieces: 4, 5, 4, 5 ... words
 VOICES = ("af_heart", "am_michael")
-QUIET_DB = -40.0
-FRAME_S = 0.010
-Audio = npt.NDArray[np.float32]
-
-
-@dataclass
-class Rendition:
-    """What a client received for a sentence: its audio, word timings, and the engine's timings."""
-
-    audio: Audio
-    words: list[Word]
-    first_audio_s: float
-    engine_s: float
-    seams: list[int] = field(default_factory=list)  # samples where a window began (raw renditions)
-
-
-@dataclass
-class Join:
-    sentence: int
-    voice: str
-    before: str
-    after: str
-    added_silence_ms: float
-    before_ratio: float
-    after_ratio: float
-    pitch_step_st: float  # |cut step - whole step|, semitones
-    level_step_db: float  # |cut step - whole step|, dB
 
 
 def pieces_of(sentence: str) -> list[str]:
@@ -155,129 +140,6 @@ def joined(parts: Sequence[Rendition]) -> Rendition:
     return Rendition(np.concatenate(audio), words, parts[0].first_audio_s, sum(p.engine_s for p in parts))
 
 
-def _span(audio: Audio, start_ms: float, end_ms: float) -> Audio:
-    a, b = round(start_ms * 24), round(end_ms * 24)
-    return audio[max(0, a) : max(a, b)]
-
-
-def longest_quiet_ms(audio: Audio) -> float:
-    n = round(FRAME_S * NATIVE_SAMPLE_RATE)
-    frames = audio[: audio.size // n * n].reshape(-1, n) if audio.size >= n else audio.reshape(1, -1)
-    level = 20 * np.log10(np.sqrt(np.mean(frames.astype(np.float64) ** 2, axis=1)) + 1e-9)
-    run = best = 0
-    for quiet in level < QUIET_DB:
-        run = run + 1 if quiet else 0
-        best = max(best, run)
-    return best * FRAME_S * 1000
-
-
-def level_db(audio: Audio) -> float:
-    if not audio.size:
-        return -120.0
-    return float(20 * np.log10(np.sqrt(np.mean(audio.astype(np.float64) ** 2)) + 1e-9))
-
-
-def median_f0(audio: Audio) -> float | None:
-    """Median F0 (Hz) over the voiced 40 ms frames (normalized autocorrelation peak > 0.6)."""
-    n, hop = 960, 240
-    f0s = []
-    for at in range(0, audio.size - n, hop):
-        frame = audio[at : at + n].astype(np.float64)
-        frame -= frame.mean()
-        if np.sqrt(np.mean(frame**2)) < 0.01:
-            continue
-        spectrum = np.fft.rfft(frame, 2 * n)
-        ac = np.fft.irfft(spectrum * np.conj(spectrum))[:n]
-        lo, hi = NATIVE_SAMPLE_RATE // 400, NATIVE_SAMPLE_RATE // 70
-        lag = lo + int(np.argmax(ac[lo:hi]))
-        if ac[0] > 0 and ac[lag] / ac[0] > 0.6:
-            f0s.append(NATIVE_SAMPLE_RATE / lag)
-    return float(np.median(f0s)) if f0s else None
-
-
-def _step_st(a: float | None, b: float | None) -> float | None:
-    return None if a is None or b is None else 12 * float(np.log2(b / a))
-
-
-Pair = tuple[Word, Word, Word, Word]
-
-
-def word_pairs(cut: Rendition, whole: Rendition, boundaries: Sequence[int]) -> Iterator[Pair]:
-    """At each cut: the word before and after it in ``cut``, and the same two words in ``whole``
-    (matched by position: both renditions say the same written words)."""
-    if [w.text for w in cut.words] != [w.text for w in whole.words]:
-        return  # the G2P said the pieces' words differently: no fair comparison for this sentence
-    for index in boundaries:
-        if index + 1 < len(cut.words):
-            yield cut.words[index], cut.words[index + 1], whole.words[index], whole.words[index + 1]
-
-
-def _word_step(audio: Audio, a: Word, b: Word) -> tuple[float | None, float]:
-    """Pitch step (semitones) and level step (dB) from word ``a`` to word ``b``."""
-    first, second = _span(audio, a.start_ms, a.end_ms), _span(audio, b.start_ms, b.end_ms)
-    return _step_st(median_f0(first), median_f0(second)), level_db(second) - level_db(first)
-
-
-def measure_joins(
-    sentence: int, voice: str, cut: Rendition, whole: Rendition, boundaries: Sequence[int]
-) -> list[Join]:
-    joins = []
-    for a, b, wa, wb in word_pairs(cut, whole, boundaries):
-        silence = longest_quiet_ms(_span(cut.audio, a.end_ms - 40, b.start_ms + 40))
-        silence_whole = longest_quiet_ms(_span(whole.audio, wa.end_ms - 40, wb.start_ms + 40))
-        step, level = _word_step(cut.audio, a, b)
-        step_whole, level_whole = _word_step(whole.audio, wa, wb)
-        joins.append(
-            Join(
-                sentence,
-                voice,
-                a.text,
-                b.text,
-                silence - silence_whole,
-                (a.end_ms - a.start_ms) / max(1.0, wa.end_ms - wa.start_ms),
-                (b.end_ms - b.start_ms) / max(1.0, wb.end_ms - wb.start_ms),
-                abs(step - step_whole) if step is not None and step_whole is not None else float("nan"),
-                abs(level - level_whole),
-            )
-        )
-    return joins
-
-
-def seam_steps(streamed: Rendition, whole: Rendition) -> list[dict[str, float]]:
-    """At each window seam: silence added and the level step across it (60 ms each side), against
-    ``whole`` at the same sample (both renditions share one timeline: same durations, same region)."""
-    out = []
-    n = round(0.06 * NATIVE_SAMPLE_RATE)
-    for seam in streamed.seams:
-        if seam - n < 0 or seam + n > min(streamed.audio.size, whole.audio.size):
-            continue
-        s_step = level_db(streamed.audio[seam : seam + n]) - level_db(streamed.audio[seam - n : seam])
-        w_step = level_db(whole.audio[seam : seam + n]) - level_db(whole.audio[seam - n : seam])
-        around = slice(seam - n, seam + n)
-        quiet = longest_quiet_ms(streamed.audio[around]) - longest_quiet_ms(whole.audio[around])
-        if level_db(whole.audio[seam - n : seam + n]) > QUIET_DB:  # a seam in silence steps nowhere
-            out.append({"added_silence_ms": quiet, "level_step_db": abs(s_step - w_step)})
-    return out
-
-
-def share(joins: Sequence[Join], test: Callable[[Join], bool]) -> float:
-    """The share of ``joins`` that pass ``test``."""
-    return round(sum(1 for j in joins if test(j)) / len(joins), 3) if joins else 0.0
-
-
-def summary(values: Sequence[float]) -> dict[str, float]:
-    """Median, mean and the value farthest from zero (NaN, where a word had no pitch, left out)."""
-    clean = [float(v) for v in values if v == v]
-    if not clean:
-        return {}
-    worst = max(clean, key=lambda v: abs(v))
-    return {
-        "median": round(statistics.median(clean), 3),
-        "worst": round(worst, 3),
-        "mean": round(statistics.fmean(clean), 3),
-    }
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=2)
@@ -296,6 +158,7 @@ def main() -> None:
     seams: list[dict[str, float]] = []
     lengths: dict[str, list[float]] = {"streamed": [], "cut": [], "cut+context": []}
     cost: dict[str, list[float]] = {"streamed": [], "cut": [], "cut+context": []}
+    levels: dict[str, list[float]] = {"streamed": [], "cut": [], "cut+context": [], "short streamed": []}
     first: dict[str, list[float]] = {"whole": [], "streamed": [], "cut": [], "cut+context": []}
     timbre: dict[str, list[tuple[float, float]]] = {"streamed": [], "cut+context": []}
     for voice in VOICES:
@@ -328,6 +191,7 @@ def main() -> None:
             for name, rendition in (("streamed", streamed), ("cut", plain), ("cut+context", context)):
                 lengths[name].append(rendition.audio.size / whole.audio.size)
                 cost[name].append(rendition.engine_s / whole.engine_s)
+                levels[name].append(level_db(rendition.audio) - level_db(whole.audio))
             for name, rendition in (
                 ("whole", whole),
                 ("streamed", streamed),
@@ -335,6 +199,13 @@ def main() -> None:
                 ("cut+context", context),
             ):
                 first[name].append(rendition.first_audio_s * 1000)
+        for answer in SHORT_ANSWERS:
+            engine.growth = None
+            whole = speak(engine, answer, voice)
+            engine.growth = growth
+            levels["short streamed"].append(
+                level_db(speak(engine, answer, voice).audio) - level_db(whole.audio)
+            )
     report = {
         "load_average_before": load_before,
         "load_average_after": os.getloadavg(),
@@ -371,6 +242,7 @@ def main() -> None:
             for name, values in timbre.items()
         },
         "engine_time_vs_whole": {name: summary(v) for name, v in cost.items()},
+        "level_vs_whole_db": {name: summary(v) for name, v in levels.items()},
         "first_audio_ms": {name: summary(v) for name, v in first.items()},
         "cuts": [asdict(j) | {"design": name} for name, joins in results.items() for j in joins],
     }
@@ -410,6 +282,8 @@ def main() -> None:
             f" first audio {report['first_audio_ms'][name]['median']:.0f} ms"
             f" (whole: {report['first_audio_ms']['whole']['median']:.0f} ms)"
         )
+    for name, level in report["level_vs_whole_db"].items():
+        print(f"{name:<14} level vs whole {level['median']:+.2f} dB median (worst {level['worst']:+.2f})")
     print(f"wrote {args.json}")
 
 

@@ -104,7 +104,7 @@ def longest_prefix(words: list[Word], budget: float, *, complete: bool) -> int |
     enough = CLAUSE_SHARE * (fitting[-1].end - start)
     clauses = [w for w in fitting if w.clause and w.end - start >= enough]
     strong = [w for w in fitting if not w.weak]
-    return (clauses or [w for w in strong if w.end - start >= enough] or strong or fitting)[-1].end
+    return (clauses or strong or fitting)[-1].end
 
 
 def first_phrase(words: list[Word], end: int, *, complete: bool) -> int | None:

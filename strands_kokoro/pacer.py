@@ -54,6 +54,7 @@ from typing import Literal, Protocol, get_args
 from strands_kokoro.chunker import Sentence
 from strands_kokoro.cut_points import MIN_WORDS, Word, first_phrase, longest_prefix, words_of
 from strands_kokoro.engine_speed import EngineSpeed
+from strands_kokoro.protocol import CONTEXT_WORDS_AFTER
 from strands_kokoro.writing_speed import WritingSpeed
 
 __all__ = ["InFlight", "PacingPolicy", "Piece", "SpeechPacer"]
@@ -70,9 +71,6 @@ FIRST_SENTENCE_WAIT_MS = 600.0
 # arrives. A cut must also bring the audio at least the smaller bound sooner.
 MIN_CUT_MARGIN_MS = 100.0
 MAX_CUT_MARGIN_MS = 400.0
-# Words sent as ``next_text`` after a cut: as many as the server renders with (``CONTEXT_WORDS_AFTER``),
-# and a cut waits for at least ``cut_points.MIN_LOOKAHEAD_WORDS`` of them.
-LOOKAHEAD_WORDS = 4
 CONTEXT_CHARS = 300  # ``previous_text``: at most this much of the sentence before a piece
 # Requests in flight: one being synthesized and one queued behind it.
 MAX_IN_FLIGHT = 2
@@ -334,9 +332,10 @@ class SpeechPacer:
         start, rest = self._rest(sentence)
         text = rest[: end - start].rstrip()
         before = sentence[: max(0, start - sentence.start)].rstrip()
-        # Written words after the cut (in a sentence still being written the last one may be cut short).
+        # Written words after the cut, as many as the server renders with (in a sentence still being
+        # written the last one may be cut short).
         after = sentence[end - sentence.start :].split()
-        after = (after if complete else after[:-1])[:LOOKAHEAD_WORDS]
+        after = (after if complete else after[:-1])[:CONTEXT_WORDS_AFTER]
         predicted_audio = self.speed.predict_audio_ms(len(text))
         # Reported as the expected outcome (no planning margin), to compare with what happens.
         free_at, play_end = self._schedule(now, in_flight, margin=False)

@@ -48,6 +48,11 @@ MAX_SPEED = 2.0
 MAX_MESSAGE_BYTES = 64 * 1024
 MAX_TEXT_CHARS = 5_000
 MAX_CONTEXT_CHARS = 1_000  # previous_text / next_text: only their words next to the text are used
+# previous_text / next_text: the words next to the text the server renders with (for the prosody at the
+# edge: Ma et al. 2020, a lookahead of 1-2 words gets close to whole-sentence quality); a client sends
+# no more ``next_text`` than it uses.
+CONTEXT_WORDS_BEFORE = 6
+CONTEXT_WORDS_AFTER = 4
 MAX_QUEUED_REQUESTS = 32
 MAX_REQUEST_ID_CHARS = 128
 _SHOWN_CHARS = 64  # at most this much of a client's value appears in an error message

@@ -18,13 +18,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from strands_kokoro.protocol import CONTEXT_WORDS_AFTER, CONTEXT_WORDS_BEFORE
 from tts_container.engines.base import Ending
 from tts_container.g2p import MAX_SEGMENT_TOKENS, Phonemes, Phonemizer
 
-# Context words kept on each side: enough for the phrase-level prosody at the edge (Ma et al. 2020: a
-# lookahead of 1-2 words gets close to full-sentence quality), few enough to stay cheap.
-CONTEXT_WORDS_BEFORE = 6
-CONTEXT_WORDS_AFTER = 4
 # The voice's style row follows the utterance's length and sets its speaking rate (measured, af_heart:
 # the same sentence with the row of 30 tokens lasts 22% less than with its own row of 82, and rows past
 # ~110 differ by a few percent). A piece of a sentence takes the row of the sentence as far as it is
