@@ -23,14 +23,14 @@ A segment with context (:mod:`tts_container.utterance`) is rendered whole for it
 audio of its own words is used: from its first word's onset when words precede it, to the next word's
 onset when words follow (the model's pause between the words stays with the earlier request).
 
-Which statistics, measured against the sentence rendered whole (``benchmarks.joins``, level of a
-piece's words): a call that vocodes only a segment's own steps with their own statistics is off by
-1.3 dB median, 4.5 dB worst (its instance norms see a different stretch of the utterance), so a
-segment rendered in one call with its own statistics is vocoded over its whole utterance and sliced:
-exactly the model's audio (a GPU's path, and a short answer's on a CPU). Where the voice's statistics
-model is known (a CPU), a segment with context takes the predicted statistics even in one call
-(1.0 dB median, 2.7 worst, like the windowed pieces beside it): vocoding its context words too would
-triple the call.
+Which statistics, measured against the sentence rendered whole (the level of a piece's words, on the
+28 pieces of ``benchmarks.joins``' sentences cut with context, two voices, rendered each way): a call
+that vocodes only a segment's own steps with their own statistics is off by 1.3 dB median, 4.5 dB
+worst (its instance norms see a different stretch of the utterance), so a segment rendered in one call
+with its own statistics is vocoded over its whole utterance and sliced: exactly the model's audio (a
+GPU's path, and a short answer's on a CPU). Where the voice's statistics model is known (a CPU), a
+segment with context takes the predicted statistics even in one call (1.0 dB median, 2.7 worst, like
+the windowed pieces beside it): vocoding its context words too would triple the call.
 
 Window sizes are a function of the segment alone (deterministic: the same request gives the same audio,
 which the client's reconnect rule relies on); whether a segment is windowed at all is the engine's
