@@ -63,6 +63,11 @@ class IdEngine:
     def voices(self) -> frozenset[str]:
         return VOICES
 
+    @property
+    def renders_in_windows(self) -> bool:
+        """This double renders each sentence in one call."""
+        return False
+
     def calibration(self, voice: str) -> None:
         """Nothing to fit: this double renders every segment at once."""
         return None

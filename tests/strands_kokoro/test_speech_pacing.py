@@ -53,6 +53,11 @@ class PacedEngineDouble:
     def voices(self) -> frozenset[str]:
         return frozenset({"af_heart"})
 
+    @property
+    def renders_in_windows(self) -> bool:
+        """This double renders each request in one call."""
+        return False
+
     def calibration(self, voice: str) -> None:
         """Nothing to fit: this double renders every segment at once."""
         return None

@@ -36,6 +36,11 @@ class ToneEngine:
     def voices(self) -> frozenset[str]:
         return frozenset(TONE_HZ)
 
+    @property
+    def renders_in_windows(self) -> bool:
+        """This double renders each sentence in one call."""
+        return False
+
     def calibration(self, voice: str) -> None:
         """Nothing to fit: this double renders every segment at once."""
         return None

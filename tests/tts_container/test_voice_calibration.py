@@ -48,6 +48,10 @@ class CalibrationDoubleEngine:
     def voices(self) -> frozenset[str]:
         return frozenset({"af_heart", "bf_emma", "am_adam", "broken"})
 
+    @property
+    def renders_in_windows(self) -> bool:
+        return True
+
     def segments(self, *args: object, **kwargs: object) -> Iterator[object]:
         return iter(())
 

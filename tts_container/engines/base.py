@@ -90,6 +90,14 @@ class Engine(Protocol):
         """
         ...
 
+    @property
+    def renders_in_windows(self) -> bool:
+        """Whether long segments are rendered window by window (chosen at load, once per process): a
+        sentence's first audio then comes after its first window whatever its length, and the voice
+        warm-up fitted (:data:`~strands_kokoro.protocol.DEFAULT_VOICE`) streams already. False: every
+        segment is rendered in one call (an engine fast enough that windows do not pay)."""
+        ...
+
     def calibration(self, voice: str) -> VoiceCalibration | None:
         """What must be done before ``voice``'s long segments stream, or None when nothing is (the
         engine renders whole segments fast enough, or ``voice`` is ready or unknown)."""

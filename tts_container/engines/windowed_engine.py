@@ -101,6 +101,10 @@ class WindowedEngine(ABC):
     def voices(self) -> frozenset[str]:
         return self._voice_tables.names
 
+    @property
+    def renders_in_windows(self) -> bool:
+        return self.growth is not None
+
     def segments(
         self, text: str, *, voice: str, speed: float, lang: str, context: Context = NO_CONTEXT
     ) -> Iterator[Segment]:
