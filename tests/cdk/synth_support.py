@@ -1,4 +1,4 @@
-"""Helpers for the CDK tests: a stand-in weight cache and a reader for a synthesized cloud assembly."""
+"""Helpers for the CDK tests: a stand-in weight cache, and readers of a synthesized cloud assembly."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from aws_cdk.assertions import Template
 
 PROFILE_MODEL_ID = "us.anthropic.claude-haiku-4-5-20251001-v1:0"
 WEIGHT_FILES = ("config.json", "kokoro-v1.0.int8.onnx", "voices.npz")
@@ -48,3 +50,25 @@ class Synthesized:
 
     def validation_report(self) -> dict[str, Any]:
         return dict(json.loads((self.outdir / "validation-report.json").read_text()))
+
+
+# The speech stacks, by name.
+FOUNDATION, CACHE, ENDPOINT = "KokoroSpeechFoundation", "KokoroModelCache", "KokoroSpeechEndpoint"
+
+
+def template(synthesized: Synthesized, stack: str) -> Template:
+    return Template.from_json(synthesized.template_json(stack))
+
+
+def only(resources: dict[str, Any]) -> dict[str, Any]:
+    assert len(resources) == 1, list(resources)
+    return next(iter(resources.values()))
+
+
+def alarms_by_metric(t: Template) -> dict[str, dict[str, Any]]:
+    found: dict[str, dict[str, Any]] = {}
+    for alarm in t.find_resources("AWS::CloudWatch::Alarm").values():
+        props = alarm["Properties"]
+        assert props["MetricName"] not in found, props["MetricName"]
+        found[props["MetricName"]] = props
+    return found
