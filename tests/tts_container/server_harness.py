@@ -119,9 +119,15 @@ async def read_response(
 async def open_ws(url: str, **options: Any) -> AsyncIterator[ClientConnection]:
     """A raw WebSocket to the model server, past its first frame (``session_start``, checked here)."""
     async with connect(url, **options) as ws:
-        hello = control_object(await asyncio.wait_for(ws.recv(), 120.0))
-        assert hello is not None and hello["type"] == "session_start", hello
+        await read_session_start(ws)
         yield ws
+
+
+async def read_session_start(ws: ClientConnection) -> dict[str, Any]:
+    """A session's first frame, checked to be ``session_start`` (the server's warm-up measures in it)."""
+    hello = control_object(await asyncio.wait_for(ws.recv(), 120.0))
+    assert hello is not None and hello["type"] == "session_start", hello
+    return hello
 
 
 def dumps(**fields: Any) -> bytes:

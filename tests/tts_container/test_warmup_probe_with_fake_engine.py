@@ -9,7 +9,6 @@ test_voice_calibration.py.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -17,10 +16,10 @@ from dataclasses import dataclass
 import pytest
 from websockets.asyncio.client import connect
 
-from strands_kokoro.protocol import WS_PATH, control_object
+from strands_kokoro.protocol import DEFAULT_VOICE, WS_PATH
 from tests.model_server_process import running_app
 from tests.tts_container.server_fakes import ToneEngine
-from tests.tts_container.server_harness import stats
+from tests.tts_container.server_harness import read_session_start, stats
 from tts_container.app import PROBE_LONG, STREAMING_SLACK_MS, create_app
 from tts_container.engines.base import Audio
 
@@ -52,25 +51,19 @@ class SlowLongProbeEngineDouble(ToneEngine):
         yield from super().segments(text, voice=voice, speed=speed, lang=lang, context=context)
 
 
-async def session_start(address: str) -> dict[str, object]:
-    """The first frame of a WS session on the server at ``address``."""
-    async with connect(f"ws://{address}{WS_PATH}") as ws:
-        hello = control_object(await asyncio.wait_for(ws.recv(), 30.0))
-    assert hello is not None and hello["type"] == "session_start", hello
-    return hello
-
-
 async def test_a_windowed_engine_slow_on_the_long_probe_streams_and_its_voice_is_fitted() -> None:
     async with running_app(create_app(lambda: SlowLongProbeEngineDouble(windowed=True))) as address:
-        hello = await session_start(address)
+        async with connect(f"ws://{address}{WS_PATH}") as ws:
+            hello = await read_session_start(ws)
         first_audio_ms = hello["first_audio_ms"]
         assert isinstance(first_audio_ms, float)
         assert first_audio_ms >= LONG_PROBE_DELAY_S * 1000 * 0.9  # the long probe's time, reported as it is
-        assert (await stats(address))["voices_calibrated"] == ["af_heart"]
+        assert (await stats(address))["voices_calibrated"] == [DEFAULT_VOICE]
 
 
 async def test_a_whole_rendering_engine_slow_on_the_long_probe_is_told_to_grow_with_length() -> None:
     async with running_app(create_app(lambda: SlowLongProbeEngineDouble(windowed=False))) as address:
-        hello = await session_start(address)
+        async with connect(f"ws://{address}{WS_PATH}") as ws:
+            hello = await read_session_start(ws)
         assert hello["first_audio_ms"] is None
         assert (await stats(address))["voices_calibrated"] == []
