@@ -1,6 +1,6 @@
 """Joins a listener should not hear: the same sentences spoken whole, and cut as a client would cut them.
 
-Four renditions of each held-out sentence, all through the model server's own engine and joiner (the
+The renditions of each held-out sentence, all through the model server's own engine and joiner (the
 audio is what a client receives, at 24 kHz), on the int8 ONNX engine:
 
 - ``whole``: each sentence one request, rendered in one call: the reference (and the batch rendition);
@@ -10,7 +10,8 @@ audio is what a client receives, at 24 kHz), on the int8 ONNX engine:
 - ``cut+context``: the same pieces with ``previous_text`` and, as ``next_text``, the least lookahead the
   pacer sends (:data:`~strands_kokoro.cut_points.MIN_LOOKAHEAD_WORDS` words; cut by durations);
 - ``cut+1 word``: the same with one word of lookahead (what the pacer once sent while a sentence was
-  being written: the reason for the minimum).
+  being written: the reason for the minimum);
+- ``cut+5 words``: the same with five (what waiting for two more written words would buy).
 
 Per cut between two words (from the server's word timings, in each rendition's own audio): the silence
 a listener hears there (the longest run of 10 ms below -40 dBFS between the two words) minus the whole
@@ -153,7 +154,7 @@ def main() -> None:
     for voice in VOICES:
         engine.warm_up(voice)  # each voice's vocoder statistics (fitted once, kept in the cache)
     growth = engine.growth
-    lookaheads = {"cut+1 word": 1, "cut+context": MIN_LOOKAHEAD_WORDS}
+    lookaheads = {"cut+1 word": 1, "cut+context": MIN_LOOKAHEAD_WORDS, "cut+5 words": 5}
     results: dict[str, list[Join]] = {"cut": [], **{name: [] for name in lookaheads}}
     seams: list[dict[str, float]] = []
     lengths: dict[str, list[float]] = {"streamed": [], "cut": [], "cut+context": []}
