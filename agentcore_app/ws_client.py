@@ -14,7 +14,6 @@ The frames are :mod:`strands_kokoro.event_frames`'. The clock starts before the 
 
 from __future__ import annotations
 
-import datetime
 import os
 import time
 from typing import Any
@@ -64,14 +63,12 @@ def signed_headers(runtime_arn: str, session_id: str, *, session: Any = None) ->
     from botocore.awsrequest import AWSRequest
 
     url = runtime_ws_url(runtime_arn)
-    host = urlsplit(url).netloc
-    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
-    request = AWSRequest(method="GET", url=_https(url), headers={"host": host, "x-amz-date": stamp})
-    frozen = _credentials(session)
-    SigV4Auth(frozen, SERVICE, runtime_region(runtime_arn)).add_auth(request)
-    headers = {"X-Amz-Date": stamp, "Authorization": request.headers["Authorization"]}
-    if frozen.token:
-        headers["X-Amz-Security-Token"] = frozen.token
+    request = AWSRequest(method="GET", url=_https(url), headers={"host": urlsplit(url).netloc})
+    SigV4Auth(_credentials(session), SERVICE, runtime_region(runtime_arn)).add_auth(request)
+    # Sent as botocore signed them: it stamps X-Amz-Date itself (a date of our own, taken a moment
+    # earlier, was a second off now and then, and the gateway refused the signature with 403).
+    signed = ("X-Amz-Date", "Authorization", "X-Amz-Security-Token")
+    headers = {name: request.headers[name] for name in signed if name in request.headers}
     headers[SESSION_HEADER] = session_id
     return url, headers
 

@@ -10,6 +10,7 @@ AgentCore SDK's own clients elsewhere.
 from __future__ import annotations
 
 import contextlib
+import datetime
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -23,7 +24,13 @@ from websockets.exceptions import InvalidStatus
 from agentcore_app.app import create_app
 from agentcore_app.client import run_turn
 from agentcore_app.conversation_settings import ConversationSettings
-from agentcore_app.ws_client import DP_ENDPOINT_ENV, local_ws_url, presigned_url, runtime_ws_url
+from agentcore_app.ws_client import (
+    DP_ENDPOINT_ENV,
+    local_ws_url,
+    presigned_url,
+    runtime_ws_url,
+    signed_headers,
+)
 from cdk.local_stack import serve_asgi
 from strands_kokoro import event_frames
 from tests.agentcore_app.agentcore_ws_standin import StandIn
@@ -76,6 +83,18 @@ def test_the_runtime_url_is_agentcores() -> None:
     )
     with pytest.raises(ValueError, match="runtime ARN"):
         runtime_ws_url("arn:aws:s3:::bucket")
+
+
+@pytest.mark.usefixtures("aws_env")
+def test_the_date_sent_is_the_date_botocore_signed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """botocore stamps the request itself; a date taken by the client a moment before was a second off
+    now and then (a 403 from the gateway). Here botocore's clock is far from the real one."""
+    signing_time = datetime.datetime(2026, 1, 2, 3, 4, 5)
+    monkeypatch.setattr("botocore.auth.get_current_datetime", lambda: signing_time)
+    _, headers = signed_headers(ARN, SESSION)
+    assert headers["X-Amz-Date"] == "20260102T030405Z"
+    assert "/20260102/us-west-2/bedrock-agentcore/aws4_request" in headers["Authorization"]
+    assert headers["X-Amz-Security-Token"] == TOKEN
 
 
 @pytest.mark.usefixtures("aws_env")
