@@ -8,6 +8,10 @@ Why a ``BucketDeployment`` from the local cache rather than a build job that pul
   would add a CodeBuild project, its role, logs and internet egress to secure for a one-off copy;
 * the asset hash is the content hash, so an unchanged cache uploads nothing on the next deploy.
 
+Only the manifest and the files it pins are copied (:func:`not_weights`): the same cache directory also
+holds the agent app's local conversations, the test suite's Whisper model and the voices' fitted vocoder
+statistics, none of which belongs in the bucket (a user's chat history least of all).
+
 The price is one upload of the weights from the deployer's machine, once per weight revision.
 
 Each revision lands under its own prefix (``kokoro-82m/<revision>/``, revision = hash of the manifest),
@@ -69,6 +73,13 @@ def read_weights_manifest(weights_dir: Path) -> dict[str, dict[str, object]]:
     return files
 
 
+def not_weights(weights_dir: Path, files: dict[str, dict[str, object]]) -> list[str]:
+    """Every entry of the cache directory that is neither the manifest nor a file it pins: the asset's
+    exclude list (CDK's glob patterns; the entries are matched by name, and a kept file is never one)."""
+    keep = {MANIFEST_FILE, *files}
+    return sorted(entry.name for entry in weights_dir.iterdir() if entry.name not in keep)
+
+
 def weights_revision(files: dict[str, dict[str, object]]) -> str:
     """Short, stable id of a weight set: the hash of the (name, sha256) pairs the manifest pins."""
     pinned = sorted((name, str(entry.get("sha256"))) for name, entry in files.items())
@@ -110,9 +121,7 @@ class ModelCacheStack(Stack):
             self,
             "Weights",
             sources=[
-                s3deploy.Source.asset(
-                    str(config.weights_dir), exclude=[".staging-*", "*.tmp", "*.part", ".lock"]
-                )
+                s3deploy.Source.asset(str(config.weights_dir), exclude=not_weights(config.weights_dir, files))
             ],
             destination_bucket=weights_bucket,
             destination_key_prefix=self.key_prefix,

@@ -13,14 +13,19 @@ from pathlib import Path
 
 import pytest
 
-from tests.cdk.synth_support import PROFILE_MODEL_ID, Synthesized, write_fake_weights_cache
+from tests.cdk.synth_support import NOT_WEIGHTS, PROFILE_MODEL_ID, Synthesized, write_fake_weights_cache
 
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
 
 @pytest.fixture(scope="session")
 def fake_weights_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return write_fake_weights_cache(tmp_path_factory.mktemp("weights"))
+    """The weights, and what else the real cache directory holds beside them (none of it is weights)."""
+    root = write_fake_weights_cache(tmp_path_factory.mktemp("weights"))
+    for name, text in NOT_WEIGHTS.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text, encoding="utf-8")
+    return root
 
 
 @pytest.fixture(scope="session")

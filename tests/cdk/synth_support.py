@@ -12,6 +12,15 @@ from aws_cdk.assertions import Template
 
 PROFILE_MODEL_ID = "us.anthropic.claude-haiku-4-5-20251001-v1:0"
 WEIGHT_FILES = ("config.json", "kokoro-v1.0.int8.onnx", "voices.npz")
+# What the real cache directory holds beside the weights (conversations are kept there by default).
+NOT_WEIGHTS = {
+    "conversations/session_demo-0123456789abcdef0123456789abcdef-bidi/agents/agent_default/messages/"
+    "message_0.json": '{"text": "My cat is called Tom."}',
+    "whisper-base/config.json": "{}",
+    "norm-stats/af_heart.npz": "stand-in",
+    ".lock": "",
+    ".staging-1234/voices.npz.part": "half a download",
+}
 
 
 def write_fake_weights_cache(root: Path, names: tuple[str, ...] = WEIGHT_FILES) -> Path:

@@ -19,7 +19,16 @@ from cdk.app import cdk_json_context
 from cdk.config import ConfigError, SpeechConfig, speech_config
 from cdk.stacks.common import SAGEMAKER_INVOKE_ACTIONS
 from cdk.stacks.speech_endpoint import ROOT_USER_BUILD_ARG, SpeechEndpointStack
-from tests.cdk.synth_support import CACHE, ENDPOINT, FOUNDATION, Synthesized, alarms_by_metric, only, template
+from tests.cdk.synth_support import (
+    CACHE,
+    ENDPOINT,
+    FOUNDATION,
+    WEIGHT_FILES,
+    Synthesized,
+    alarms_by_metric,
+    only,
+    template,
+)
 
 # A full synth takes 20-60 s, several minutes on a loaded CI machine: more than the default 300 s.
 pytestmark = pytest.mark.timeout(900)
@@ -174,6 +183,14 @@ def test_model_cache_copies_the_manifest_revision_and_keeps_it(synthesized: Synt
     model = only(template(synthesized, ENDPOINT).find_resources("AWS::SageMaker::Model"))["Properties"]
     uri = model["PrimaryContainer"]["ModelDataSource"]["S3DataSource"]["S3Uri"]
     assert rendered(uri).endswith(f'"/{prefix}"]]}}')
+
+
+def test_model_cache_uploads_the_pinned_weights_and_nothing_else(synthesized: Synthesized) -> None:
+    sources = [synthesized.outdir / a["source"]["path"] for a in synthesized.assets(CACHE)["files"].values()]
+    (staged,) = [path for path in sources if (path / "manifest.json").is_file()]
+    uploaded = sorted(str(p.relative_to(staged)) for p in staged.rglob("*") if p.is_file())
+    # Conversations, the Whisper model, fitted statistics and half-done downloads stay on this machine.
+    assert uploaded == sorted(["manifest.json", *WEIGHT_FILES])
 
 
 def test_tts_image_asset_is_the_server_dockerfile_for_x86_without_baked_weights(
