@@ -160,6 +160,10 @@ class Delivery:
     def of(cls, args: argparse.Namespace) -> Delivery:
         return cls(getattr(args, "transport", "sse") or "sse", getattr(args, "audio_format", None))
 
+    def recorded(self) -> dict[str, str]:
+        """How the numbers of ``--json`` were delivered (the format the app sends when none is asked)."""
+        return {"transport": self.transport, "format": self.audio_format or "pcm"}
+
     async def turn(
         self,
         endpoint: str,
@@ -244,7 +248,9 @@ def report(args: argparse.Namespace, records: list[TurnRecord], target: str) -> 
     if args.json:
         artifacts["json"] = str(args.json)
     results = results_json(
-        records, {"prompt": args.prompt, "target": target, "artifacts": artifacts, "at": time.time()}
+        records,
+        {"prompt": args.prompt, "target": target, **Delivery.of(args).recorded()}
+        | {"artifacts": artifacts, "at": time.time()},
     )
     return _saved(results, artifacts, args)
 
@@ -370,6 +376,7 @@ def report_conversation(
     results: dict[str, Any] = {
         "prompts": plan.prompts,
         "target": target,
+        **Delivery.of(args).recorded(),
         "artifacts": artifacts,
         "at": time.time(),
         "conversations": {

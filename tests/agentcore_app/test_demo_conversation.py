@@ -76,6 +76,7 @@ def test_turns_run_one_conversation_per_mode_in_order(tmp_path: Path) -> None:
     assert all(sid is not None and len(sid) >= 33 for sid in bidi_ids | batch_ids)
     numbers = json.loads((tmp_path / "n.json").read_text())
     assert numbers["prompts"] == ["q1", "q2"]
+    assert (numbers["transport"], numbers["format"]) == ("sse", "pcm")  # what the numbers were delivered by
     assert [t["text"] for t in numbers["conversations"]["bidi"]["turns"]] == ["Answer 1.", "Answer 2."]
     assert numbers["conversations"]["batch"]["session_id"] in batch_ids
     assert len(numbers["bidi_first_audio_speedup_per_turn"]) == 2

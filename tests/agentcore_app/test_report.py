@@ -15,6 +15,7 @@ from agentcore_app.report import (
     answer_lines,
     comparison,
     cut_pauses_ms,
+    results_json,
     speedup_line,
     stall_ms,
     table,
@@ -74,6 +75,17 @@ def test_the_ratio_does_not_credit_a_prompt_cache_to_the_mode_that_ran_second() 
     assert speedup_line([bidi, batch]) == (
         "bidi first audio is 3.0× sooner than batch, counted from the model's first words"
     )
+
+
+def test_the_saved_speedup_is_the_printed_one() -> None:
+    """``--json`` saved 0.77 where the line said 2.0× sooner: it divided the times from the request."""
+    bidi = _record("bidi", [(800, 900)], first_text=450.0)
+    batch = _record("batch", [(1100, 1800)], first_text=50.0)
+    saved = results_json([bidi, batch], {"transport": "ws"})
+    assert saved["bidi_first_audio_speedup"] == 3.0  # (1100 - 50) / (800 - 450), as the line says
+    assert speedup_line([bidi, batch]).startswith("bidi first audio is 3.0× sooner")
+    assert saved["transport"] == "ws" and set(saved["modes"]) == {"bidi", "batch"}
+    assert results_json([bidi], {})["bidi_first_audio_speedup"] is None
 
 
 @pytest.mark.parametrize(
