@@ -3,8 +3,9 @@
 The defaults pair with a local model server: the agent app on AgentCore's 8080, speech on
 ``ws://127.0.0.1:8081`` (start it with ``python -m tts_container --port 8081``).
 
-A setting the app cannot use (model, tools, conversations, speech endpoint) stops it before it listens,
-with one line that names the setting and exit status 2. Starting, it says where it will listen, in one line.
+A setting the app cannot use (model, tools, conversations, speech endpoint, a port that is taken) stops
+it before it listens, with one line that names the setting and exit status 2. Starting, it says where
+it will listen, in one line.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from agentcore_app.conversation_settings import CONVERSATIONS_ENV
 from agentcore_app.models import DEFAULT_MODEL, MODEL_ENV
 from agentcore_app.setting_errors import SETTING_ERRORS
 from agentcore_app.tools import TOOLS_ENV
+from strands_kokoro.serving.ports import unusable_port
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -61,9 +63,11 @@ def main(argv: list[str] | None = None) -> None:
         print(f"error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
     speech, model = speech_endpoint_setting(args.speech_endpoint), model_setting(args.model)
-    # Said before uvicorn starts (the SDK's run() says nothing at its default log level): a port that is
-    # taken is reported by uvicorn on the next line.
     host = args.host or default_host()
+    if (refused := unusable_port(host, args.port)) is not None:
+        print(f"error: {refused}", file=sys.stderr)
+        raise SystemExit(2)
+    # Said before uvicorn starts (the SDK's run() says nothing at its default log level).
     every_interface = host in ("0.0.0.0", "::")
     where = f" (listening on {host}: every interface, as in a container)" if every_interface else ""
     print(

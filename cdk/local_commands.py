@@ -204,6 +204,11 @@ def serve_main(argv: Sequence[str] | None = None) -> int:
     args = serve_parser().parse_args(argv)
 
     def run() -> int:
+        from cdk.local_stack import LaunchError
+        from strands_kokoro.serving.ports import unusable_port
+
+        if (refused := unusable_port(args.host, args.port)) is not None:
+            raise LaunchError(refused)  # before the weights, the model server and the LLM are started
         check_settings(args.model, args.speech_endpoint)
         with contextlib.suppress(KeyboardInterrupt):
             asyncio.run(serve(args))

@@ -8,7 +8,6 @@ from __future__ import annotations
 import argparse
 import functools
 import logging
-import socket
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -17,6 +16,7 @@ import uvicorn
 
 from strands_kokoro.protocol import MAX_MESSAGE_BYTES
 from strands_kokoro.serving.local_callers import origin_option
+from strands_kokoro.serving.ports import unusable_port
 from strands_kokoro.serving.uvicorn_protocol import uvicorn_settings
 from tts_container import metrics
 from tts_container.app import create_app, refusal
@@ -80,18 +80,6 @@ def _positive(text: str) -> int:
     return value
 
 
-def _port_taken(host: str, port: int) -> OSError | None:
-    """Why ``host:port`` cannot be served, found before the model loads (uvicorn binds only after the
-    app's start-up, and the engine's load, ~30 s on a CPU, cannot be interrupted on the way out)."""
-    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
-        try:
-            probe.bind((host, port))
-        except OSError as exc:
-            return exc
-    return None
-
-
 def _load(engine: str, threads: int | None) -> Engine:
     # Imported here: the loader pulls in onnxruntime/torch, which only the loading thread needs.
     from tts_container.engines.loader import load_engine
@@ -101,8 +89,10 @@ def _load(engine: str, threads: int | None) -> Engine:
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
-    if (taken := _port_taken(args.host, args.port)) is not None:
-        print(f"error: cannot serve on {args.host}:{args.port}: {taken.strerror or taken}", file=sys.stderr)
+    # Before the model loads: uvicorn binds only after the app's start-up, and the engine's load (~30 s
+    # on a CPU) cannot be interrupted on the way out.
+    if (refused := unusable_port(args.host, args.port)) is not None:
+        print(f"error: {refused}", file=sys.stderr)
         raise SystemExit(3)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     metrics.configure()

@@ -9,7 +9,8 @@ and a proxy in front of either sees the same behaviour:
   deadline (an ASGI middleware, no dependency beyond the standard library);
 - :mod:`strands_kokoro.serving.uvicorn_protocol`: uvicorn's HTTP protocol with a deadline for the
   request headers, and the uvicorn settings both servers run with (it needs uvicorn, which only the
-  servers' extras install; nothing else in ``strands_kokoro`` imports it).
+  servers' extras install; nothing else in ``strands_kokoro`` imports it);
+- :mod:`strands_kokoro.serving.ports`: a port that is taken, found before a server starts.
 
 The agent library itself (``KokoroSpeech``, the sessions) never imports this package.
 """

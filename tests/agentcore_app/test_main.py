@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 import subprocess
 import sys
 import time
@@ -149,3 +150,12 @@ def test_a_flag_overrides_a_bad_setting_in_the_environment(monkeypatch: pytest.M
     check_settings("local")  # the flag's model, over the environment's
     with pytest.raises(ModelSpecError):
         _ = app_module.app  # the SDK's entrypoint object reads the environment
+
+
+def test_a_taken_port_stops_the_app_before_it_says_it_listens(tmp_path: Path) -> None:
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        line = _refused("--host", "127.0.0.1", "--port", str(port), "--conversations", "off", cwd=tmp_path)
+    assert line == f"error: cannot serve on 127.0.0.1:{port}: Address already in use"

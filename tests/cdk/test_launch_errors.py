@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import socket
 import subprocess
 import sys
 import threading
@@ -19,7 +20,7 @@ from typing import ClassVar
 
 import pytest
 
-from cdk.local_commands import reported
+from cdk.local_commands import reported, serve_main
 from cdk.local_stack import LaunchError, last_log_line, start_model_server, wait_until_ready
 
 TRACEBACK_LOG = """\
@@ -146,3 +147,14 @@ def test_an_agent_app_still_warming_its_model_is_waited_for() -> None:
         alive.kill()
         alive.wait()
     assert answered == ["HealthyBusy"] * 3 + ["Healthy"]
+
+
+def test_serve_on_a_taken_port_is_one_line_before_anything_starts(capsys: pytest.CaptureFixture[str]) -> None:
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        # Nothing is started: no weights, no model server, no LLM (each would take seconds to minutes).
+        assert serve_main(["--port", str(port), "--speech-endpoint", "ws://127.0.0.1:9"]) == 2
+    said = capsys.readouterr().err
+    assert said == f"agent-infra serve: cannot serve on 127.0.0.1:{port}: Address already in use\n"

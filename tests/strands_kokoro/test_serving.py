@@ -1,4 +1,5 @@
-"""``strands_kokoro.serving``: the header deadline on both of uvicorn's HTTP protocols, the body deadline.
+"""``strands_kokoro.serving``: the header deadline on both of uvicorn's HTTP protocols, the body deadline,
+a taken port.
 
 Real uvicorn on a real socket, with short deadlines (the real 10 s / 20 s are exercised against both
 servers in ``tests/faults/test_silent_peers.py``): what only these tests can pin down is the timer's
@@ -10,6 +11,7 @@ server) and h11 (the agent app's image).
 from __future__ import annotations
 
 import asyncio
+import socket
 from typing import Any
 
 import pytest
@@ -25,6 +27,7 @@ from websockets.asyncio.client import connect
 
 from cdk.local_stack import serve_asgi
 from strands_kokoro.serving.deadlines import BodyDeadline, Refusal
+from strands_kokoro.serving.ports import unusable_port
 from strands_kokoro.serving.uvicorn_protocol import header_deadline_protocol
 from tests.faults.raw_http import RawConnection, post_head
 
@@ -135,3 +138,13 @@ async def test_a_request_the_parser_refuses_gets_the_servers_coded_400(
         await connection.send(request_bytes)
         answer = await connection.answer(WAIT_S)
     assert answer.closed and answer.status == 400 and b'"code":"bad_http"' in answer.body, answer
+
+
+def test_a_taken_port_is_named_with_the_reason_and_a_free_one_is_not() -> None:
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        assert unusable_port("127.0.0.1", port) == f"cannot serve on 127.0.0.1:{port}: Address already in use"
+    assert unusable_port("127.0.0.1", port) is None  # released
+    assert unusable_port("127.0.0.1", 0) is None  # the OS picks a free one
