@@ -68,7 +68,7 @@ def is_emoji_char(ch: str) -> bool:
 _PLAIN = re.compile(r"[^\\`*~_\[!<\n" + re.escape(_KEYCAP_BASE) + _EMOJI_CLASS + "]+")
 _FENCE = re.compile(r"[ \t]*(`{3,}|~{3,})")
 _HEADING = re.compile(r"[ \t]*#{1,6}(?:[ \t]+|$)")
-_BULLET = re.compile(r"[ \t]*[-*+•][ \t]+(?=[^-*_ \t])")
+_BULLET = re.compile(r"[ \t]*[-*+•][ \t]+(?=[^ \t])")  # a rule ("* * *") was told apart before it
 _RULE = re.compile(r"[ \t]*([-*_=])(?:[ \t]*\1){2,}[ \t]*")
 _ORDERED = re.compile(r"[ \t]*\d{1,9}[.)][ \t]+")
 _QUOTE = re.compile(r"[ \t]*(?:>[ \t]?)+")

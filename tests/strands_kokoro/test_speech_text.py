@@ -114,6 +114,16 @@ def test_structural_lines_end_with_a_blank_line_so_the_chunker_splits_there() ->
 MARKDOWN_LINES = [
     # a heading, list item or table row after a line of text starts a chunk of its own, period or not
     ("Steps:\n- install it\n- run it", ["Steps:", "install it", "run it"]),
+    # an item that starts with emphasis is an item too (it was read as one run-on line, markers and all)
+    (
+        "- **Paris** is the capital of France\n- **Berlin** is the capital of Germany\n- _Rome_ too",
+        ["Paris is the capital of France", "Berlin is the capital of Germany", "Rome too"],
+    ),
+    (
+        "Pros:\n* **Fast** and light\n* *Cheap*\n\nCons:\n- **Slow** start",
+        ["Pros:", "Fast and light", "Cheap", "Cons:", "Slow start"],
+    ),
+    ("- -5 at night\n- warm\n\n* * *\nDone.", ["-5 at night", "warm", "Done."]),  # a rule is still no item
     ("Intro text\n## Setup\nRun the script.", ["Intro text", "Setup", "Run the script."]),
     ("Here are the steps:\n1. Install it\n2. Run it", ["Here are the steps:", "1. Install it", "2. Run it"]),
     ("Results\n| Name | Age |\n|---|---|\n| Bob | 5 |", ["Results", "Name, Age", "Bob, 5"]),
