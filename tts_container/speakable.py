@@ -21,6 +21,10 @@ Why: the engine speaks whatever its G2P makes of the text, and two kinds of text
   from"), and ‼ and ⁉ are read as the ! and ? they double. Text of only emoji has nothing to say.
   Control characters go too, and terminal colour codes whole (``ESC[31m`` was heard as "31 meters";
   a NUL reached a caption).
+- **Line breaks** are read as a reader reads them: a blank line ends a sentence where its line has no
+  mark of its own, and a single line break is a space. misaki merged the words on either side of a line
+  break into one token ("nice\nBerlin": one caption word, no pause), so markdown sent straight to the
+  server ran a heading into the next words ("Getting Started\n\nHere are the steps").
 - **Invisible characters** go as well (zero-width spaces and joiners, soft hyphens, byte order and
   direction marks: Unicode ``Cf``), and every other space is a plain one: a zero-width joiner split
   "Hel\u200dlo" into two words (a quarter longer), a no-break space merged five caption words into two,
@@ -67,6 +71,9 @@ _CONTROL = regex.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|[\x00-\x08\x0b\x0c\x0e-\x1f\x
 _INVISIBLE = regex.compile(r"\p{Cf}+")
 _OTHER_SPACE = regex.compile(r"[^\S \t\n\r]")  # no-break, thin, ideographic... spaces, line separators
 _BEFORE_PUNCTUATION = regex.compile(r"\s+(?=[.,;:!?…)\]}])")  # "a lot 🎉." is "a lot."
+# A blank line after a line without a closing mark of its own; then every other line break.
+_PARAGRAPH_END = regex.compile(r"(?<=[^\s.,;:!?…。！？।])[ \t]*(?:\r?\n[ \t]*){2,}(?=\S)")
+_LINE_BREAK = regex.compile(r"[ \t]*[\r\n]+[ \t]*")
 
 
 def _emoji_pattern(kept: str) -> regex.Pattern[str]:
@@ -107,6 +114,9 @@ def screen(request: SynthesizeRequest, dialect: str) -> SynthesizeRequest | Serv
         request = replace(request, text=_CONTROL.sub("", request.text))
     if _INVISIBLE.search(request.text) or _OTHER_SPACE.search(request.text):  # before emoji: their ZWJ
         request = replace(request, text=_OTHER_SPACE.sub(" ", _INVISIBLE.sub("", request.text)))
+    if "\n" in request.text or "\r" in request.text:
+        text = _PARAGRAPH_END.sub(". ", request.text)
+        request = replace(request, text=_LINE_BREAK.sub(" ", text).strip())
     if any(mark in request.text for mark in "‼⁉"):
         request = replace(request, text=request.text.translate(_MARKS))
     emoji = _ENGLISH_EMOJI if dialect in ENGLISH_DIALECTS else _EMOJI

@@ -1,4 +1,5 @@
-"""Issue 23 item 3: text with nothing speakable, or in a script the voice cannot read, gets a code.
+"""Issue 23 item 3: text with nothing speakable, or in a script the voice cannot read, gets a code; and
+what the server leaves out or reads differently before G2P (emoji, doubled marks, line breaks).
 
 Against the REAL model server (onnx engine, misaki G2P), on both routes, with the same code for the same
 input: before, combining marks or zero-width spaces alone gave a WebSocket ``synthesis_complete`` with no
@@ -136,3 +137,25 @@ async def _both(model_server: RunningServer, written: str, other: str) -> tuple[
         await ws.send(dumps(text=written, request_id="written"))
         await ws.send(dumps(text=other, request_id="other"))
         return await read_response(ws), await read_response(ws)
+
+
+LINE_BREAKS = {
+    # misaki merged the words around a line break into one token: one caption word, no pause.
+    "a blank line after a heading": (
+        "Getting Started\n\nHere are the steps.",
+        "Getting Started. Here are the steps.",
+    ),
+    "a blank line after a colon": ("The steps:\r\n\r\nInstall it.", "The steps: Install it."),
+    "a line break": ("Paris is nice\nBerlin is big.", "Paris is nice Berlin is big."),
+}
+
+
+@pytest.mark.parametrize(("written", "read"), LINE_BREAKS.values(), ids=list(LINE_BREAKS))
+async def test_a_blank_line_ends_a_sentence_and_a_line_break_is_a_space(
+    model_server: RunningServer, written: str, read: str
+) -> None:
+    as_written, as_read = await _both(model_server, written, read)
+    assert as_written.end is not None and as_written.end["type"] == "synthesis_complete"
+    assert as_written.pcm == as_read.pcm  # the same phonemes reached the engine
+    words = [w["text"] for w in as_written.end["words"]]
+    assert words == [w.strip(".:") for w in read.split()] and not any("\n" in w for w in words)
