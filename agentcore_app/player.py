@@ -32,8 +32,9 @@ PAGE_PATH = "/player/"
 
 
 def with_page(app: ASGIApp, *, cors_origins: Sequence[str] = ()) -> Starlette:
-    """``app`` plus the player at ``/player/`` (``/`` redirects there), CORS for local origins, and the
-    local-caller guard (:mod:`agentcore_app.local_guard`) that also admits ``cors_origins``."""
+    """``app`` plus the player at ``/player/`` (``/`` and ``/player`` redirect there), CORS for local
+    origins, and the local-caller guard (:mod:`agentcore_app.local_guard`) that also admits
+    ``cors_origins``."""
 
     async def to_page(request: Request) -> Response:
         return RedirectResponse(PAGE_PATH)
@@ -41,6 +42,7 @@ def with_page(app: ASGIApp, *, cors_origins: Sequence[str] = ()) -> Starlette:
     return Starlette(
         routes=[
             Route("/", to_page, methods=["GET"]),
+            Route(PAGE_PATH.rstrip("/"), to_page, methods=["GET"]),  # the page's address without its slash
             Mount(PAGE_PATH.rstrip("/"), StaticFiles(directory=STATIC_DIR, html=True)),
             Mount("/", app),  # /invocations, /ping and anything else the agent app answers
         ],

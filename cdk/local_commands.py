@@ -43,7 +43,7 @@ def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
         "--local", action="store_true", help="start the model server and the agent app here (the default)"
     )
     demo.add_arguments(parser, target)
-    parser.add_argument("--model", default="local", help=f"with --local: {MODEL_HELP}")
+    parser.add_argument("--model", default=None, help=f"with --local (default local): {MODEL_HELP}")
 
 
 @contextlib.asynccontextmanager
@@ -68,9 +68,17 @@ def demo_main(args: argparse.Namespace) -> int:
     from agentcore_app import demo
 
     if args.endpoint_url:
+        if args.model is not None:  # the app there answers with its own model: say so, not ignore it
+            print(
+                f"agent-infra demo: --model chooses the model of the app --local starts; the app at "
+                f"{args.endpoint_url} answers with its own (STRANDS_KOKORO_MODEL where it runs)",
+                file=sys.stderr,
+            )
+            return 2
         if demo.refuse_missing(demo.REQUIRED_MODULES):
             return 2
         return reported("agent-infra demo", lambda: demo.run(args, args.endpoint_url, args.endpoint_url))
+    args.model = args.model or "local"
     needed = [*demo.REQUIRED_MODULES, *LOCAL_MODULES]
     if args.model == "local":
         needed += LOCAL_LLM_MODULES

@@ -92,6 +92,7 @@ def test_serve_starts_a_model_server_serves_page_and_contract_and_stops_it_on_ct
         script = httpx.get(url + "player.js", timeout=10)
         assert script.status_code == 200 and "javascript" in script.headers["content-type"]
         assert httpx.get(base + "/", timeout=10).headers.get("location") == PAGE_PATH
+        assert httpx.get(base + PAGE_PATH.rstrip("/"), timeout=10).headers.get("location") == PAGE_PATH
         # The AgentCore contract is untouched: /ping answers, /invocations still gives coded SSE errors.
         assert httpx.get(base + "/ping", timeout=10).json()["status"] == "Healthy"
         refused = httpx.post(base + "/invocations", json={"mode": "bidi"}, timeout=10)

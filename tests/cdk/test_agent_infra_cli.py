@@ -164,6 +164,17 @@ def test_demo_endpoint_url_without_a_scheme_is_refused_before_anything_is_asked(
     assert _one_line(result).startswith("agent-infra demo: --endpoint-url '127.0.0.1:8080': use ")
 
 
+def test_a_model_for_an_app_that_is_already_running_is_refused_not_ignored(tmp_path: Path) -> None:
+    url = f"http://127.0.0.1:{free_port()}"
+    result = _run(
+        AGENT_INFRA, "demo", "--endpoint-url", url, "--model", "bedrock:x", "--out-dir", str(tmp_path)
+    )
+    assert result.returncode == 2
+    assert _one_line(result).startswith(
+        f"agent-infra demo: --model chooses the model of the app --local starts; the app at {url}"
+    )
+
+
 @pytest.mark.parametrize("command", ["demo --local", "serve"])
 def test_an_unusable_model_setting_stops_the_launcher_in_one_line(command: str, tmp_path: Path) -> None:
     """Checked before the weights, the model server or the LLM start (as python -m agentcore_app does)."""
