@@ -16,9 +16,13 @@ What it does:
   :func:`is_emoji_char`);
 - where something was dropped after a space, no space is left before the punctuation or line end
   that follows (``Bye 👋.`` reads ``Bye.``, not ``Bye .``), and one space between words;
-- headings, list items and table rows end with a blank line, and start with one after a line of
-  text, so the sentence chunker that runs after this filter starts a new chunk there even without a
-  final period.
+- headings, list items (a task list's ``[ ]``/``[x]`` not read), table rows and lines that start with
+  emphasis or an emoji (``**Lunch**``, ``**Step 1:** Mix``, ``✅ Done``, ``1️⃣ Mix`` read "1. Mix") end with
+  a blank line, and start with one after a line of text, so the sentence chunker that runs after this
+  filter starts a new chunk there even without a final period; behind a quote's ``>`` too;
+- a ``*`` between digits or between spaces is a product, kept for the server to read ("2*3" is "two
+  times three"), not emphasis; a tag that breaks a line (``<br>``, ``</p>``) leaves a space; Windows'
+  ``\r\n`` is a line end.
 
 This filter is the only layer that knows markdown. The production path is ``SpeechTextFilter.feed``
 then ``IncrementalSentenceChunker.feed``, whose sentences are sent to the TTS model as they are: the
@@ -71,14 +75,30 @@ _HEADING = re.compile(r"[ \t]*#{1,6}(?:[ \t]+|$)")
 _BULLET = re.compile(r"[ \t]*[-*+•][ \t]+(?=[^ \t])")  # a rule ("* * *") was told apart before it
 _RULE = re.compile(r"[ \t]*([-*_=])(?:[ \t]*\1){2,}[ \t]*")
 _ORDERED = re.compile(r"[ \t]*\d{1,9}[.)][ \t]+")
+_CHECKBOX = re.compile(r"\[[ xX]\](?:[ \t]+|$)")  # a task list's "- [ ] " / "- [x] ": not read
+_CHECKBOX_START = re.compile(r"\[(?:[ xX]\]?)?")  # what may still become one
 _QUOTE = re.compile(r"[ \t]*(?:>[ \t]?)+")
 _TABLE_SEPARATOR = re.compile(r"[ \t]*\|?(?:[ \t]*:?-+:?[ \t]*\|)+(?:[ \t]*:?-+:?[ \t]*)?")
 _UNDECIDED_PREFIX = re.compile(
     # Line starts whose kind the rest of the line decides (a heading's "#"s, a list marker, a table row,
     # a line of only table-separator characters such as ":-- |"): they wait for it.
-    r"[ \t]*(?:`{1,2}|~{1,2}|#{1,6}|[-*+•_=][-*_= \t]*|[-:|][-:| \t]*|\d{1,9}(?:[.)][ \t]*)?|\|.*|>[> \t]*)?"
+    # Behind a quote's ">" too ("> -" may be a quoted list item), and a digit that may become a keycap.
+    r"[ \t]*(?:>[> \t]*)?"
+    r"(?:`{1,2}|~{1,2}|#{1,6}|[-*+•_=][-*_= \t]*|[-:|][-:| \t]*|\d{1,9}(?:[.)][ \t]*|\ufe0f)?|\|.*)?"
+)
+# A line that starts with emphasis ("**Lunch**", "**Step 1:** Mix it") or with an emoji ("✅ Done",
+# "1️⃣ Preheat") is a label or an item: it ends as a sentence of its own, like a list item.
+_LABEL = re.compile(r"[ \t]*(?:\*{1,3}|_{1,3})(?=[^\s*_])")
+_EMOJI_ITEM = re.compile(
+    "[ \t]*(?:["
+    + "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in _PICTOGRAPHIC)
+    + "]|(?P<keycap>\\d)\ufe0f?\u20e3)"
 )
 _TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>\n]{0,200})?/?>|<(?:https?://|mailto:)[^<>\s]{1,500}>")
+# Tags that end a line or a block where they are shown: the words on either side stay apart.
+_BREAK_TAG = re.compile(
+    r"</?(?:br|p|div|li|ul|ol|tr|td|th|table|h[1-6]|hr|summary|details|blockquote)\b", re.IGNORECASE
+)
 _RUNS = re.compile(r"[ \t]+|[^ \t]+")  # output cut into runs of spaces and runs of the rest
 _AFTER_GAP = frozenset(".,!?;:…)]}”’\r\n")  # no space before these where markup was removed
 _SPAN_LIMIT = 500  # a link, tag or bracket held back longer than this is read as plain text
@@ -92,6 +112,7 @@ class SpeechTextFilter:
 
     def _reset(self) -> None:
         self._pending = ""
+        self._cr = ""  # a fragment's last "\r", until the next one says whether "\n" follows
         self._line_start = True
         self._fence: str | None = None  # the opening fence while inside a fenced code block
         self._drop_line = False  # fence lines, rules, table separators
@@ -106,11 +127,14 @@ class SpeechTextFilter:
         """Add a fragment; return the speakable text it completed ("" while a span is undecided)."""
         if not isinstance(fragment, str):
             raise TypeError(f"feed() takes str, not {type(fragment).__name__}")
-        self._pending += fragment
+        text = self._cr + fragment
+        self._cr = "\r" if text.endswith("\r") else ""  # its "\n" may be in the next fragment
+        self._pending += _line_ends(text[:-1] if self._cr else text)
         return self._run(final=False)
 
     def flush(self) -> str:
         """End of input: return what was held back (an unfinished span is read as plain text)."""
+        self._pending += _line_ends(self._cr)
         out = self._run(final=True)
         if not self._cut:
             out += self._held
@@ -185,6 +209,9 @@ class SpeechTextFilter:
         complete = nl >= 0 or final
         if not complete and _UNDECIDED_PREFIX.fullmatch(line):
             return None  # "##", "- ", "1", "|..." : wait for the rest of the prefix
+        item = None if complete else _BULLET.match(line) or _ORDERED.match(line)
+        if item and _CHECKBOX_START.fullmatch(line, item.end()):
+            return None  # "- [", "- [x": a task's checkbox or a link, decided by the next character
         self._line_start = False
         self._structural = False
         self._prev = ""
@@ -215,17 +242,24 @@ class SpeechTextFilter:
             self._put(out, "\n" if gap else "")  # a blank line before it too, after a text line
             self._put(out, ", ".join(c for c in cells if c))
             return i + len(line)
-        for pattern in (_HEADING, _BULLET, _ORDERED, _QUOTE):
-            m = pattern.match(line)
+        quote = _QUOTE.match(line)
+        start = quote.end() if quote else 0  # a quoted line may hold a heading or an item too
+        for pattern in (_HEADING, _BULLET, _ORDERED, _LABEL, _EMOJI_ITEM):
+            m = pattern.match(line, start)
             if m:
-                self._structural = pattern is not _QUOTE
-                if self._structural and gap:
+                self._structural = True
+                if gap:
                     self._put(out, "\n")
-                keep = m.group(0).strip() if pattern is _ORDERED else ""
-                if keep:
-                    self._put(out, keep + " ")
-                return i + m.end()
-        return i
+                if pattern is _EMOJI_ITEM and m["keycap"]:
+                    self._put(out, m["keycap"] + ".")  # "1️⃣ Mix" is read as "1. Mix" (its space follows)
+                    return i + m.end()
+                if pattern in (_LABEL, _EMOJI_ITEM):
+                    return i + start  # its markers and emoji go as they do anywhere
+                if pattern is _ORDERED:
+                    self._put(out, m.group(0).strip() + " ")  # "1." kept, as a reader says it
+                box = _CHECKBOX.match(line, m.end()) if pattern in (_BULLET, _ORDERED) else None
+                return i + (box.end() if box else m.end())
+        return i + start
 
     def _inline(self, p: str, i: int, final: bool, out: list[str]) -> int | None:
         """Handle the text at p[i] inside a line; None to wait for more input."""
@@ -254,6 +288,9 @@ class SpeechTextFilter:
                 self._removed()
                 return i + 1  # the keycap's base; the components after it go as emoji
             if c == "*":
+                if (self._prev.isdigit() and nxt.isdigit()) or (self._prev in " \t" and nxt in " \t"):
+                    self._put(out, c)  # "2*3", "5 * 3": a product, not emphasis (no emphasis opens so)
+                    self._prev = c
                 return i + 1  # emphasis
             self._put(out, c)
             self._prev = c
@@ -315,6 +352,8 @@ class SpeechTextFilter:
     def _angle(self, p: str, i: int, final: bool, out: list[str]) -> int | None:
         m = _TAG.match(p, i)
         if m:
+            if _BREAK_TAG.match(m.group(0)) and not self._held:
+                self._put(out, " ")  # "tea<br>coffee" is two words, not "teacoffee"
             self._removed()
             return m.end()
         if ">" not in p[i : i + _SPAN_LIMIT] and "\n" not in p[i : i + _SPAN_LIMIT]:
@@ -331,6 +370,12 @@ class SpeechTextFilter:
         self._put(out, p[i])
         self._prev = p[i]
         return i + 1
+
+
+def _line_ends(text: str) -> str:
+    """Windows' and old Macs' line ends as ``\n``: a rule, a table separator or a list ending in
+    ``\r\n`` was not told apart (``---`` was read aloud)."""
+    return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 def _find_closing(p: str, start: int, opener: str, closer: str) -> int | None:

@@ -124,6 +124,33 @@ MARKDOWN_LINES = [
         ["Pros:", "Fast and light", "Cheap", "Cons:", "Slow start"],
     ),
     ("- -5 at night\n- warm\n\n* * *\nDone.", ["-5 at night", "warm", "Done."]),  # a rule is still no item
+    # a line that starts with emphasis or an emoji is a label or an item: a sentence of its own
+    (
+        "**Breakfast**\nOatmeal and coffee.\n\n**Lunch**\nA salad.",
+        ["Breakfast", "Oatmeal and coffee.", "Lunch", "A salad."],
+    ),
+    ("**Step 1:** Preheat the oven\n**Step 2:** Bake", ["Step 1: Preheat the oven", "Step 2: Bake"]),
+    ("*Tip*\nUse fresh basil.", ["Tip", "Use fresh basil."]),
+    ("✅ Step one done\n🔹 Step two done", ["Step one done", "Step two done"]),
+    ("1️⃣ Preheat the oven\n2️⃣ Mix the batter", ["1. Preheat the oven", "2. Mix the batter"]),
+    ("Press 1️⃣ now.", ["Press now."]),  # a keycap inside a line is an emoji like any other
+    # a quoted line may hold a heading or an item (only its first marker was read before)
+    ("> Here is a quote\n> - item one\n> - item two", ["Here is a quote", "item one", "item two"]),
+    ("> ## Tip\n> Drink water.", ["Tip", "Drink water."]),
+    ("> **Warning**\n> Do not touch.", ["Warning", "Do not touch."]),
+    # a task list's checkboxes are not read; a bracket that is not one still is
+    ("- [ ] Buy milk\n- [x] Walk the dog\n1. [X] Pay", ["Buy milk", "Walk the dog", "1. Pay"]),
+    ("- [a] b\n- [link](http://x) c", ["[a] b", "link c"]),
+    # Windows line ends are line ends: rules and table separators are not read
+    ("Intro.\r\n\r\n---\r\n\r\nMore.", ["Intro.", "More."]),
+    ("| a | b |\r\n| :-- | --: |\r\n| 1 | 2 |", ["a, b", "1, 2"]),
+    ("A line\r\nand the next.", ["A line\nand the next."]),
+    # a tag that breaks a line keeps the words on either side apart
+    ("| Bob | Likes tea<br>Hates coffee |", ["Bob, Likes tea Hates coffee"]),
+    ("First point.<br>Second point.", ["First point.", "Second point."]),
+    # a star between numbers is a product, not emphasis (2*3*4 was read as 234)
+    ("The result of 2*3*4 is 24.", ["The result of 2*3*4 is 24."]),
+    ("Multiply 5 * 3 to get 15.", ["Multiply 5 * 3 to get 15."]),
     ("Intro text\n## Setup\nRun the script.", ["Intro text", "Setup", "Run the script."]),
     ("Here are the steps:\n1. Install it\n2. Run it", ["Here are the steps:", "1. Install it", "2. Run it"]),
     ("Results\n| Name | Age |\n|---|---|\n| Bob | 5 |", ["Results", "Name, Age", "Bob, 5"]),

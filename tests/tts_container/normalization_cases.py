@@ -233,6 +233,7 @@ CASES: tuple[tuple[str, str, str], ...] = (
     ("symbol", "The error is ±2 degrees.", "The error is plus or minus two degrees."),
     ("symbol", "Go from A → B quickly.", "Go from A to B quickly."),
     ("symbol", "The area is 3 × 4.", "The area is three times four."),
+    ("symbol", "The result of 2*3*4 is 24.", "The result of two times three times four is twenty four."),
     ("symbol", "Follow @nasa for news.", "Follow at nasa for news."),
     ("symbol", "We are #1 in town.", "We are number one in town."),
     ("symbol", "I code in C++ daily.", "I code in C plus plus daily."),

@@ -226,7 +226,8 @@ def _symbol(match: re.Match[str], british: bool) -> list[Piece] | None:
             and right.isspace()
             and re.search(r"\d\s*$", text[max(0, match.start() - 8) : match.start()])
         )
-        return [Piece(match.start(), match.end(), "times")] if spaced_numbers else None
+        between_digits = left.isdecimal() and right.isdecimal()  # "2*3*4"
+        return [Piece(match.start(), match.end(), "times")] if spaced_numbers or between_digits else None
     if symbol == "/":
         denominator = re.match(r"[A-Za-z]+", text[match.end() :])
         if (
