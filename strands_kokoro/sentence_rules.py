@@ -65,6 +65,11 @@ _NOUN_ACRONYMS = _words("u.s u.k u.n u.s.a e.u")
 # Start"); three letters at least, since "U. S. Grant" and "U. N. Owen" are names.
 _COUNTRY_INITIALS = _words("u.a.e u.s.a u.s.s.r")
 _TIMES = _words("a.m p.m")
+# What goes on after "a.m."/"p.m." with a capital: a time zone ("3 p.m. EST") or a day ("9 a.m. Monday
+# through Friday"); not months, which "May" and "March" make ambiguous.
+_AFTER_TIMES = _words("""
+    est edt cst cdt mst mdt pst pdt et ct mt pt gmt utc bst cet cest ist aest jst
+    monday tuesday wednesday thursday friday saturday sunday""")
 _ERAS = _words("b.c a.d b.c.e c.e")
 # Words that open a clause as a time/place adverbial: "At 5 a.m. Mr. Smith went ..." does not end.
 _PREPOSITIONS = _words("at on in by around about before after until till from since during")
@@ -273,8 +278,10 @@ def decide_terminal(w: Window, ctx: SentenceContext) -> Verdict:
     if key.lstrip("0123456789") in _TIMES or (key == "m" and before.lower() == "a."):
         if first.isdigit():
             return yes  # "7 a.m. is before 7 p.m. 7 a.m. is before dinner."
-        if first.islower():
-            return no
+        if first.islower() or first in "-–—":
+            return no  # "8 a.m. – 6 p.m." is a range
+        if next_word().lower() in _AFTER_TIMES:
+            return no  # "9 a.m. Monday through Friday", "3:00 p.m. EST."
         if next_word().lower() in _STARTERS:
             return yes
         return no if clause_first_word(ctx) in _PREPOSITIONS else yes

@@ -148,6 +148,11 @@ MARKDOWN_LINES = [
     # a tag that breaks a line keeps the words on either side apart
     ("| Bob | Likes tea<br>Hates coffee |", ["Bob, Likes tea Hates coffee"]),
     ("First point.<br>Second point.", ["First point.", "Second point."]),
+    # a time range, a day or a zone after "a.m."/"p.m." goes on; a new sentence still ends it
+    ("- **Hours:** 8 a.m. – 6 p.m.\n- Closed Sundays", ["Hours: 8 a.m. – 6 p.m.", "Closed Sundays"]),
+    ("Open 9 a.m. Monday through Friday.", ["Open 9 a.m. Monday through Friday."]),
+    ("It is at 3:00 p.m. EST. Be on time.", ["It is at 3:00 p.m. EST.", "Be on time."]),
+    ("I woke at 7 a.m. The sun was up.", ["I woke at 7 a.m.", "The sun was up."]),
     # a star between numbers is a product, not emphasis (2*3*4 was read as 234)
     ("The result of 2*3*4 is 24.", ["The result of 2*3*4 is 24."]),
     ("Multiply 5 * 3 to get 15.", ["Multiply 5 * 3 to get 15."]),
