@@ -247,12 +247,8 @@ def report(args: argparse.Namespace, records: list[TurnRecord], target: str) -> 
     artifacts["timeline_png"] = str(write_timeline(records, out_dir / "demo-timeline.png"))
     if args.json:
         artifacts["json"] = str(args.json)
-    results = results_json(
-        records,
-        {"prompt": args.prompt, "target": target, **Delivery.of(args).recorded()}
-        | {"artifacts": artifacts, "at": time.time()},
-    )
-    return _saved(results, artifacts, args)
+    extra = {"prompt": args.prompt, "target": target, **Delivery.of(args).recorded(), "artifacts": artifacts}
+    return _saved(results_json(records, extra | {"at": time.time()}), artifacts, args)
 
 
 def run(args: argparse.Namespace, target: Target, label: str) -> int:

@@ -57,9 +57,8 @@ _COMPONENTS = (
     (0xFE0E, 0xFE0F),  # variation selectors: text / emoji presentation
     (0xE0020, 0xE007F),  # tag characters (subdivision flags 🏴󠁧󠁢󠁳󠁣󠁴󠁿)
 )
-_EMOJI_CLASS = "".join(
-    f"{chr(lo)}-{chr(hi)}" if lo != hi else chr(lo) for lo, hi in (*_PICTOGRAPHIC, *_COMPONENTS)
-)
+_PICTOGRAPHIC_CLASS = "".join(f"{chr(lo)}-{chr(hi)}" if lo != hi else chr(lo) for lo, hi in _PICTOGRAPHIC)
+_EMOJI_CLASS = _PICTOGRAPHIC_CLASS + "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in _COMPONENTS)
 _KEYCAP_BASE = "0123456789#*"
 
 
@@ -89,11 +88,7 @@ _UNDECIDED_PREFIX = re.compile(
 # A line that starts with emphasis ("**Lunch**", "**Step 1:** Mix it") or with an emoji ("✅ Done",
 # "1️⃣ Preheat") is a label or an item: it ends as a sentence of its own, like a list item.
 _LABEL = re.compile(r"[ \t]*(?:\*{1,3}|_{1,3})(?=[^\s*_])")
-_EMOJI_ITEM = re.compile(
-    "[ \t]*(?:["
-    + "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in _PICTOGRAPHIC)
-    + "]|(?P<keycap>\\d)\ufe0f?\u20e3)"
-)
+_EMOJI_ITEM = re.compile(f"[ \t]*(?:[{_PICTOGRAPHIC_CLASS}]|(?P<keycap>\\d)\ufe0f?\u20e3)")
 _TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>\n]{0,200})?/?>|<(?:https?://|mailto:)[^<>\s]{1,500}>")
 # Tags that end a line or a block where they are shown: the words on either side stay apart.
 _BREAK_TAG = re.compile(
