@@ -95,7 +95,7 @@ _BREAK_TAG = re.compile(
     r"</?(?:br|p|div|li|ul|ol|tr|td|th|table|h[1-6]|hr|summary|details|blockquote)\b", re.IGNORECASE
 )
 _RUNS = re.compile(r"[ \t]+|[^ \t]+")  # output cut into runs of spaces and runs of the rest
-_AFTER_GAP = frozenset(".,!?;:…)]}”’\r\n")  # no space before these where markup was removed
+_AFTER_GAP = frozenset(".,!?;:…)]}”’\n")  # no space before these where markup was removed
 _SPAN_LIMIT = 500  # a link, tag or bracket held back longer than this is read as plain text
 
 
@@ -158,7 +158,7 @@ class SpeechTextFilter:
             if self._held and not (self._cut and run[0] in _AFTER_GAP):
                 out.append(self._held)
             self._held, self._cut = "", False
-            self._line_text = self._line_text or bool(run.strip("\r\n"))  # "\r-x": text after a \r
+            self._line_text = self._line_text or bool(run.strip("\n"))  # (a "\r" is a "\n" by now)
             out.append(run)
 
     def _removed(self) -> None:
