@@ -608,9 +608,19 @@ class ServerError(_JsonMessage):
     request_id: str | None
     code: str
     message: str
+    # Set only on a refusal that asking again later can cure (``overloaded``): how long to wait first.
+    retry_after_ms: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"type": "error", "request_id": self.request_id, "code": self.code, "message": self.message}
+        frame: dict[str, Any] = {
+            "type": "error",
+            "request_id": self.request_id,
+            "code": self.code,
+            "message": self.message,
+        }
+        if self.retry_after_ms is not None:
+            frame["retry_after_ms"] = self.retry_after_ms
+        return frame
 
 
 @dataclass(frozen=True, slots=True)
@@ -736,11 +746,12 @@ def parse_control(obj: Mapping[str, Any]) -> ControlFrame | None:
     if kind == "word_timings" and request_id is not None:
         return WordTimings(request_id, _words(obj.get("words")))
     if kind == "error":
-        code, message = obj.get("code"), obj.get("message")
+        code, message, retry_after = obj.get("code"), obj.get("message"), obj.get("retry_after_ms")
         return ServerError(
             request_id,
             code if isinstance(code, str) else "unknown_error",
             message if isinstance(message, str) else "",
+            max(0, round(ms)) if (ms := finite_number(retry_after)) is not None else None,
         )
     if kind == "cancelled":
         return Cancelled(_int(obj.get("dropped"), 0))
@@ -780,5 +791,5 @@ def parse_error_body(body: bytes, *, request_id: str, status: int) -> ServerErro
         obj = {"type": "error", "request_id": obj.get("request_id"), **obj["error"]}
     frame = parse_control(obj) if obj is not None else None
     if isinstance(frame, ServerError):
-        return ServerError(frame.request_id or request_id, frame.code, frame.message)
+        return ServerError(frame.request_id or request_id, frame.code, frame.message, frame.retry_after_ms)
     return ServerError(request_id, f"http_{status}", f"the server answered HTTP {status}")
