@@ -43,11 +43,14 @@ from strands_kokoro.serving.deadlines import (
     Refusal,
 )
 from strands_kokoro.serving.routes import ROUTE_STATUSES, route_refusal
+from tts_container.admission import Admission, Capacity
 from tts_container.engines.base import Engine
 from tts_container.g2p import dialect_for
 from tts_container.inference import InferencePool
 from tts_container.invocations import error_response, invocations, model_unavailable
 from tts_container.local_guard import LocalRequestGuard
+from tts_container.server_metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
+from tts_container.server_metrics import ServerMetrics
 from tts_container.session import Session, SessionCounters
 from tts_container.synthesis import Synthesizer
 from tts_container.voice_calibration import VoiceCalibrator
@@ -67,6 +70,7 @@ STREAMING_SLACK_MS = 300.0
 PROBE_ROUNDS = 3
 # Every text a server synthesizes before /ping answers 200, in order (the probes run PROBE_ROUNDS times).
 WARMUP_TEXTS = (WARMUP_TEXT, *((PROBE_SHORT, PROBE_LONG) * PROBE_ROUNDS))
+METRICS_PATH = "/metrics"
 # WebSocket code 1013: "try again later".
 TRY_AGAIN_LATER = 1013
 
@@ -79,12 +83,18 @@ def refusal(answer: LayerAnswer) -> Refusal:
 
 @dataclass(slots=True)
 class ServerState:
-    """What the routes share: the synthesizer once the engine is ready, and the counters."""
+    """What the routes share: the synthesizer and the admission once the engine is ready, the counters
+    and the metrics."""
 
     pool: InferencePool
     counters: SessionCounters = field(default_factory=SessionCounters)
+    metrics: ServerMetrics = field(init=False)
     synthesizer: Synthesizer | None = None
+    admission: Admission | None = None
     load_failed: bool = False
+
+    def __post_init__(self) -> None:
+        self.metrics = ServerMetrics(self.pool, self.counters)
 
 
 def create_app(
@@ -130,8 +140,13 @@ def create_app(
                 "asyncio_tasks": len(asyncio.all_tasks()),
                 "voices_calibrating": calibrator.pending if calibrator else [],
                 "voices_calibrated": calibrator.calibrated if calibrator else [],
+                **_admission_stats(state.admission),
             }
         )
+
+    async def metrics(_: Request) -> Response:
+        """The Prometheus text exposition (``server_metrics``)."""
+        return Response(state.metrics.exposition(), media_type=METRICS_CONTENT_TYPE)
 
     async def voices(_: Request) -> Response:
         """Every voice the engine has and the language a request for it is read in without ``lang``."""
@@ -142,15 +157,17 @@ def create_app(
         return JSONResponse({"default": DEFAULT_VOICE, "voices": listed})
 
     async def post_invocations(request: Request) -> Response:
-        return await invocations(request, state.synthesizer, state.counters, load_failed=state.load_failed)
+        return await invocations(
+            request, state.synthesizer, state.counters, state.admission, load_failed=state.load_failed
+        )
 
     async def bidirectional_stream(websocket: WebSocket) -> None:
-        if state.synthesizer is None:
+        if state.synthesizer is None or state.admission is None:
             await websocket.accept()
             await websocket.send_text(ServerError(None, *model_unavailable(state.load_failed)).to_wire())
             await websocket.close(TRY_AGAIN_LATER)
             return
-        await Session(websocket, state.synthesizer, state.counters).run()
+        await Session(websocket, state.synthesizer, state.counters, state.admission).run()
 
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
@@ -167,6 +184,7 @@ def create_app(
         routes=[
             Route(PING_PATH, ping, methods=["GET"]),
             Route("/stats", stats, methods=["GET"]),
+            Route(METRICS_PATH, metrics, methods=["GET"]),
             Route(VOICES_PATH, voices, methods=["GET"]),
             Route(INVOCATIONS_PATH, post_invocations, methods=["POST"]),
             WebSocketRoute(WS_PATH, bidirectional_stream),
@@ -178,6 +196,20 @@ def create_app(
         ],
         lifespan=lifespan,
     )
+
+
+def _admission_stats(admission: Admission | None) -> dict[str, object]:
+    """The admission's view on ``/stats``: listeners speaking, the capacity, answers admitted and refused."""
+    if admission is None:
+        return {}
+    rate = admission.capacity.audio_per_s
+    return {
+        "listeners_speaking": admission.speaking(),
+        "capacity_listeners": admission.capacity.listeners(),
+        "capacity_audio_per_s": None if rate is None else round(rate, 3),
+        "answers_admitted": admission.admitted,
+        "answers_refused": admission.refused,
+    }
 
 
 async def refuse_route(request: Request, exc: Exception) -> Response:
@@ -223,7 +255,12 @@ async def _load_and_warm(
     rtf = elapsed_ms / warm_ms if warm_ms > 0 else None
     warmed = DEFAULT_VOICE if engine.renders_in_windows else None  # warm-up fitted its statistics
     calibrator = VoiceCalibrator(engine, state.pool, warmed=warmed) if idle_calibration else None
-    state.synthesizer = replace(synthesizer, first_audio_ms=first_audio_ms, rtf=rtf, calibrator=calibrator)
+    capacity = Capacity.from_rtf(rtf)
+    state.synthesizer = replace(
+        synthesizer, first_audio_ms=first_audio_ms, rtf=rtf, calibrator=calibrator, capacity=capacity
+    )
+    state.admission = Admission(capacity, report=state.metrics.heard)
+    state.metrics.watch(state.admission)
     if calibrator is not None:
         await calibrator.run()  # every other voice requested streams once fitted (in idle time)
 

@@ -20,13 +20,15 @@ from __future__ import annotations
 import asyncio
 import io
 import logging
+import math
 import struct
 import time
 import uuid
 import wave
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 from starlette.requests import ClientDisconnect, Request
@@ -52,6 +54,7 @@ from strands_kokoro.protocol import (
     parse_invocation,
     sse_event,
 )
+from tts_container.admission import Admission
 from tts_container.metrics import log_completed
 from tts_container.session import SessionCounters
 from tts_container.speakable import admit, nothing_to_say
@@ -84,11 +87,24 @@ def model_unavailable(load_failed: bool) -> tuple[ErrorCode, str]:
 
 
 def error_response(code: ErrorCode, message: str, request_id: str | None = None) -> JSONResponse:
-    return JSONResponse(ServerError(request_id, code, message).to_dict(), status_code=_STATUS.get(code, 400))
+    return refusal_response(ServerError(request_id, code, message))
+
+
+def refusal_response(error: ServerError) -> JSONResponse:
+    """A coded error as its JSON body and HTTP status; a retryable one says when (``Retry-After``)."""
+    response = JSONResponse(error.to_dict(), status_code=_STATUS.get(ErrorCode(error.code), 400))
+    if error.retry_after_ms is not None:
+        response.headers["Retry-After"] = str(max(1, math.ceil(error.retry_after_ms / 1000)))
+    return response
 
 
 async def invocations(
-    request: Request, synthesizer: Synthesizer | None, counters: SessionCounters, *, load_failed: bool
+    request: Request,
+    synthesizer: Synthesizer | None,
+    counters: SessionCounters,
+    admission: Admission | None,
+    *,
+    load_failed: bool,
 ) -> Response:
     """Validate the body, synthesize the first audio, then stream the rest in the requested format.
 
@@ -98,7 +114,7 @@ async def invocations(
     final chunk: every HTTP client sees a broken body, never a silent success (``sse`` also says so
     in a coded ``error`` event first).
     """
-    if synthesizer is None:
+    if synthesizer is None or admission is None:
         return error_response(*model_unavailable(load_failed))
     if _announced_length(request) > MAX_MESSAGE_BYTES:  # refused before a byte of it is awaited
         return error_response(ErrorCode.MESSAGE_TOO_LARGE, f"message is over {MAX_MESSAGE_BYTES} bytes")
@@ -119,20 +135,26 @@ async def invocations(
     if isinstance(admitted, ServerError):
         return error_response(ErrorCode(admitted.code), admitted.message, admitted.request_id)
     synth = replace(admitted, request_id=admitted.request_id or uuid.uuid4().hex)
+    listener = admission.listener()  # a POST is one listener, for as long as its response lasts
+    if (full := admission.admit(listener, synth, admitted.request_id)) is not None:
+        admission.leave(listener)
+        return refusal_response(full)
     started = time.perf_counter()
     words: list[Word] = []
-    frames = synthesizer.pcm_frames(synth, words)
+    frames = synthesizer.pcm_frames(synth, words, listener=listener, received_at=started)
     try:
         first = await anext(frames, b"")
     except Exception:
         await frames.aclose()
+        admission.leave(listener)
         logger.exception("engine failed before the first audio of a POST of %d characters", len(synth.text))
         return error_response(ErrorCode.ENGINE_FAILED, "synthesis failed on the server", synth.request_id)
     if not first:  # no audio at all: the G2P had no sound for the text ("$" alone)
         await frames.aclose()
+        admission.leave(listener)
         refused = nothing_to_say(synth.request_id)
         return error_response(ErrorCode.NOTHING_TO_SAY, refused.message, synth.request_id)
-    audio = _Audio(synth, frames, first, started, words, counters)
+    audio = _Audio(synth, frames, first, started, words, counters, partial(admission.leave, listener))
     headers = {"X-Request-Id": header_value(str(synth.request_id)), "X-Sample-Rate": str(synth.sample_rate)}
     if invocation.format == "wav":
         return BodyClosingResponse(_wav(audio), media_type="audio/wav", headers=headers)
@@ -191,6 +213,7 @@ class _Audio:
     started: float
     words: list[Word]
     counters: SessionCounters
+    leave: Callable[[], None]  # the listener's place at the server, given up when the stream ends
     n_bytes: int = 0
     chunks: int = 0
     first_audio_ms: float | None = None
@@ -208,6 +231,8 @@ class _Audio:
         except (asyncio.CancelledError, GeneratorExit):
             self.counters.requests_cancelled += 1  # the client hung up: the body was cancelled
             raise
+        finally:
+            self.leave()
         self.counters.requests_completed += 1
         log_completed(self.completed(), route="invocations")
 

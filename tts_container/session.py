@@ -63,6 +63,7 @@ from strands_kokoro.protocol import (
     audio_ms,
     parse_client_message,
 )
+from tts_container.admission import Admission
 from tts_container.metrics import log_completed
 from tts_container.session_queue import CLOSE, END, Control, Finished, Job, QueuedAudio, Refusal
 from tts_container.speakable import admit, nothing_to_say
@@ -111,12 +112,16 @@ class _Ended(Exception):
 class Session:
     """State shared by the reader, synthesizer and sender of one connection."""
 
-    def __init__(self, websocket: WebSocket, synthesizer: Synthesizer, counters: SessionCounters) -> None:
+    def __init__(
+        self, websocket: WebSocket, synthesizer: Synthesizer, counters: SessionCounters, admission: Admission
+    ) -> None:
         self._ws = websocket
         self._synth = synthesizer
         self._counters = counters
+        self._admission = admission
+        self._listener = admission.listener()
+        self._open = self._listener.requests  # accepted and not yet finished on the wire
         self._epoch = 0
-        self._open: set[Job] = set()  # accepted and not yet finished on the wire
         self._requests: asyncio.Queue[Job | Refusal | object] = asyncio.Queue()
         self._outbox: asyncio.Queue[Control | QueuedAudio | Finished | object] = asyncio.Queue()
         self._unread_errors = 0  # error and cancelled frames (and refusals) queued but not yet sent
@@ -151,6 +156,7 @@ class Session:
             await self._close_for_policy("error_flood: bad messages sent while errors went unread")
         finally:
             self._counters.active -= 1
+            self._admission.leave(self._listener)
 
     def _drop_open(self) -> None:
         """The session ended under its requests: those not finished on the wire count as cancelled."""
@@ -199,6 +205,8 @@ class Session:
             self._accept(parsed)
 
     def _accept(self, request: SynthesizeRequest) -> None:
+        """Queue a request, or refuse it in its place: what cannot be spoken, a full queue, and (the
+        first request of a new answer) a server serving all the listeners it can."""
         admitted = admit(self._synth, request)
         if isinstance(admitted, SynthesizeRequest) and not encoder_available(request.format):
             unavailable = FormatUnavailable(request.format)
@@ -210,7 +218,9 @@ class Session:
             self._refuse(admitted)
             return
         job = Job(admitted, request.request_id or uuid.uuid4().hex, self._epoch)
-        self._open.add(job)
+        if (full := self._admission.admit(self._listener, job, request.request_id)) is not None:
+            self._refuse(full)
+            return
         self._queued += 1
         self._requests.put_nowait(job)
 
@@ -301,7 +311,9 @@ class Session:
     async def _synthesize(self, job: Job) -> None:
         rate, fmt = job.request.sample_rate, WIRE_AUDIO_FORMATS[job.request.format]
         self._control(SynthesisStarted(job.request_id, rate, format=fmt), epoch=job.epoch)
-        frames = self._synth.pcm_frames(job.request, job.words)
+        frames = self._synth.pcm_frames(
+            job.request, job.words, listener=self._listener, received_at=job.received_at
+        )
         try:
             async for pcm in frames:
                 self._counters.audio_made_ms += audio_ms(len(pcm), job.request.sample_rate)

@@ -9,14 +9,26 @@ a disconnect) stops the engine at the next segment boundary. ``aclose()`` (use
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncGenerator, Iterator
-from dataclasses import dataclass
+import functools
+import time
+from collections.abc import AsyncGenerator, Callable
+from dataclasses import dataclass, field
 
-from strands_kokoro.protocol import DEFAULT_VOICE, ErrorCode, ServerError, SynthesizeRequest, Word, shown
+from strands_kokoro.protocol import (
+    DEFAULT_VOICE,
+    ErrorCode,
+    ServerError,
+    SynthesizeRequest,
+    Word,
+    audio_ms,
+    shown,
+)
+from tts_container.admission import Capacity
 from tts_container.audio import SegmentJoiner, split_frames
-from tts_container.engines.base import Audio, Context, Engine, Segment
+from tts_container.engines.base import Context, Engine
 from tts_container.g2p import UnsupportedLanguage, dialect_for, request_lang
 from tts_container.inference import InferencePool
+from tts_container.listener import ListenerClock
 from tts_container.voice_calibration import VoiceCalibrator
 
 
@@ -31,6 +43,7 @@ class Synthesizer:
     first_audio_ms: float | None = None
     rtf: float | None = None
     calibrator: VoiceCalibrator | None = None
+    capacity: Capacity = field(default_factory=Capacity)
 
     def refusal(self, request: SynthesizeRequest) -> ServerError | None:
         """Why this engine cannot speak ``request`` at all (checked before any audio), or None."""
@@ -46,18 +59,35 @@ class Synthesizer:
         return None
 
     async def pcm_frames(
-        self, request: SynthesizeRequest, words: list[Word] | None = None
+        self,
+        request: SynthesizeRequest,
+        words: list[Word] | None = None,
+        *,
+        listener: ListenerClock | None = None,
+        received_at: float | None = None,
     ) -> AsyncGenerator[bytes]:
         """Yield s16le PCM frames at ``request.sample_rate``; raises what the engine raises.
 
         ``words`` (optional) receives when each word is heard, in ms of the audio yielded (after the
-        joiner's trimming), segment by segment as their audio goes out.
+        joiner's trimming), segment by segment as their audio goes out. ``listener`` is who plays the
+        audio (default: a listener of its own), ``received_at`` when the request arrived (its clock's
+        time; default now): every engine call is due when that listener needs its audio, and every
+        piece's audio and engine time feed the capacity estimate.
         """
+        listener = ListenerClock() if listener is None else listener
+        arrived = listener.clock() if received_at is None else received_at
+        started = False
+        rate = request.sample_rate
+
+        async def engine_call[T](fn: Callable[[], T]) -> tuple[T, float]:
+            due = listener.deadline(arrived, started=started)
+            return await self.pool.run(functools.partial(_timed, fn), deadline=due)
+
         context = Context(request.previous_text, request.next_text)
         serving = self.calibrator.serving(request.voice) if self.calibrator else contextlib.nullcontext()
         with serving:
             # Even starting the iterator goes through the pool: an engine may phonemize eagerly.
-            segments = await self.pool.run(
+            segments, engine_s = await engine_call(
                 lambda: iter(
                     self.engine.segments(
                         request.text,
@@ -68,21 +98,31 @@ class Synthesizer:
                     )
                 )
             )
-            joiner = SegmentJoiner(request.sample_rate)
+            self.capacity.record(0.0, engine_s)
+            joiner = SegmentJoiner(rate)
             try:
-                while (segment := await self.pool.run(lambda: _next_or_none(segments))) is not None:
-                    pcm = joiner.segment(segment)
-                    if words is not None:
+                while True:
+                    segment, engine_s = await engine_call(functools.partial(next, segments, None))
+                    pcm = joiner.finish() if segment is None else joiner.segment(segment)
+                    seconds = audio_ms(len(pcm), rate) / 1000
+                    self.capacity.record(seconds, engine_s)
+                    if pcm:
+                        listener.made(seconds, arrived, started=started)
+                        started = True
+                    if words is not None and segment is not None:
                         words.extend(joiner.words)
                     for frame in split_frames(pcm):
                         yield frame
-                for frame in split_frames(joiner.finish()):
-                    yield frame
+                    if segment is None:
+                        break
             finally:
                 close = getattr(segments, "close", None)
                 if close is not None:
                     close()
 
 
-def _next_or_none(segments: Iterator[Segment | Audio]) -> Segment | Audio | None:
-    return next(segments, None)
+def _timed[T](fn: Callable[[], T]) -> tuple[T, float]:
+    """``fn()`` and the seconds it took (on the engine thread: the engine's own time)."""
+    began = time.perf_counter()
+    result = fn()
+    return result, time.perf_counter() - began

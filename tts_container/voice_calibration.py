@@ -26,7 +26,7 @@ import time
 from collections.abc import Iterator
 
 from tts_container.engines.base import Engine
-from tts_container.inference import InferencePool
+from tts_container.inference import IDLE, InferencePool
 
 logger = logging.getLogger(__name__)
 
@@ -86,8 +86,8 @@ class VoiceCalibrator:
         started = time.perf_counter()
         for step in calibration.steps:
             await self._idle()
-            await self._pool.run(step)
-        await self._pool.run(calibration.finish)
+            await self._pool.run(step, deadline=IDLE)
+        await self._pool.run(calibration.finish, deadline=IDLE)
         self.calibrated.append(voice)
         elapsed = time.perf_counter() - started
         logger.info("voice %s calibrated in %.1f s: its long segments now stream", voice, elapsed)

@@ -1,0 +1,212 @@
+"""The engine's scheduling and the admission arithmetic, on a simulated clock (deterministic).
+
+The pool's order is checked with real engine-thread calls held behind an event (no timing): whoever
+is due first runs first. The listener clock and the admission take a clock the test moves by hand.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import pytest
+
+from strands_kokoro.protocol import ErrorCode
+from tts_container.admission import UTILIZATION, Admission, Capacity
+from tts_container.inference import IDLE, InferencePool
+from tts_container.listener import ANSWER_GAP_S, FIRST_AUDIO_TARGET_S, ListenerClock
+
+pytestmark = pytest.mark.anyio
+
+
+class ManualClock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def _hold_engine(pool: InferencePool) -> tuple[threading.Event, asyncio.Task[None]]:
+    """Occupy the engine thread until the returned event is set (so later calls queue up)."""
+    entered, release = threading.Event(), threading.Event()
+
+    def block() -> None:
+        entered.set()
+        release.wait(10)
+
+    task = asyncio.create_task(pool.run(block))
+    await asyncio.to_thread(entered.wait, 10)
+    return release, task
+
+
+async def test_the_earliest_deadline_runs_first_and_ties_keep_arrival_order() -> None:
+    pool = InferencePool()
+    order: list[str] = []
+    release, holder = await _hold_engine(pool)
+    calls = [
+        asyncio.create_task(pool.run(lambda name=name: order.append(name), deadline=deadline))
+        for name, deadline in [
+            ("late", 30.0),
+            ("idle", IDLE),
+            ("soon", 10.0),
+            ("tie-a", 20.0),
+            ("tie-b", 20.0),
+        ]
+    ]
+    await asyncio.sleep(0.01)
+    assert pool.stats().queued == 5
+    release.set()
+    await asyncio.gather(holder, *calls)
+    assert order == ["soon", "tie-a", "tie-b", "late", "idle"]
+    stats = pool.stats()
+    assert (stats.queued, stats.running, stats.completed) == (0, 0, 6)
+    pool.shutdown()
+
+
+async def test_a_newcomer_goes_before_a_listener_far_ahead_and_after_one_about_to_run_dry() -> None:
+    clock = ManualClock()
+    far_ahead, about_dry, newcomer = ListenerClock(clock), ListenerClock(clock), ListenerClock(clock)
+    far_ahead.made(6.0, clock.now - 1, started=False)  # six seconds buffered
+    about_dry.made(0.08, clock.now - 1, started=False)  # 80 ms left
+    pool = InferencePool()
+    order: list[str] = []
+    release, holder = await _hold_engine(pool)
+    due = {
+        "far_ahead": far_ahead.deadline(clock.now - 1, started=True),
+        "newcomer": newcomer.deadline(clock.now, started=False),
+        "about_dry": about_dry.deadline(clock.now - 1, started=True),
+    }
+    calls = [
+        asyncio.create_task(pool.run(lambda name=name: order.append(name), deadline=deadline))
+        for name, deadline in due.items()
+    ]
+    await asyncio.sleep(0.01)
+    release.set()
+    await asyncio.gather(holder, *calls)
+    assert order == ["about_dry", "newcomer", "far_ahead"]
+    assert due["newcomer"] == pytest.approx(clock.now + FIRST_AUDIO_TARGET_S)
+    pool.shutdown()
+
+
+async def test_a_waiting_call_cancelled_never_runs_and_a_running_one_is_waited_for() -> None:
+    pool = InferencePool()
+    ran: list[str] = []
+    release, holder = await _hold_engine(pool)
+    waiting = asyncio.create_task(pool.run(lambda: ran.append("withdrawn")))
+    await asyncio.sleep(0.01)
+    waiting.cancel()
+    holder.cancel()  # already running: the cancellation waits for the call to end
+    await asyncio.sleep(0.01)
+    assert not holder.done()
+    release.set()
+    with pytest.raises(asyncio.CancelledError):
+        await holder
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    await pool.run(lambda: ran.append("next"))
+    assert ran == ["next"]
+    assert pool.stats().queued == 0
+    pool.shutdown()
+
+
+async def test_an_engine_failure_reaches_its_caller_and_the_pool_goes_on() -> None:
+    pool = InferencePool()
+
+    def fail() -> None:
+        raise RuntimeError("engine fault")
+
+    with pytest.raises(RuntimeError, match="engine fault"):
+        await pool.run(fail)
+    assert await pool.run(lambda: 7) == 7
+    pool.shutdown()
+
+
+def test_the_listener_clock_counts_stalls_only_inside_speech() -> None:
+    clock = ManualClock()
+    listener = ListenerClock(clock)
+    received = clock.now
+    clock.now += 0.25
+    first = listener.made(0.4, received, started=False)
+    assert first.first_audio_s == pytest.approx(0.25) and first.stall_s == 0
+    assert listener.dry_at == pytest.approx(clock.now + 0.4)
+    clock.now += 0.3  # the next window comes 100 ms before the buffer runs dry
+    assert listener.made(0.6, received, started=True).stall_s == 0
+    assert listener.dry_at == pytest.approx(clock.now + 0.1 + 0.6)
+    clock.now += 0.9  # 200 ms late
+    assert listener.made(0.5, received, started=True).stall_s == pytest.approx(0.2)
+    # A request sent while that audio plays continues it: due when it runs out, a stall if later.
+    next_received = clock.now
+    assert listener.deadline(next_received, started=False) == pytest.approx(clock.now + 0.5)
+    clock.now += 0.7
+    assert listener.made(1.0, next_received, started=False).stall_s == pytest.approx(0.2)
+    # After the listener went quiet, a request starts a new stretch: first audio, no stall.
+    clock.now += 5.0
+    later = clock.now
+    assert listener.deadline(later, started=False) == pytest.approx(later + FIRST_AUDIO_TARGET_S)
+    clock.now += 0.3
+    heard = listener.made(1.0, later, started=False)
+    assert heard.stall_s == 0 and heard.first_audio_s == pytest.approx(0.3)
+    assert listener.stalled_s == pytest.approx(0.4)
+
+
+def test_capacity_follows_the_engine_and_forgets_the_warm_up() -> None:
+    capacity = Capacity.from_rtf(0.5)  # the warm-up: two audio seconds per engine second
+    assert capacity.audio_per_s == pytest.approx(2.0)
+    assert capacity.listeners() == int(2.0 * UTILIZATION)
+    for _ in range(200):  # the engine turns out faster: four audio seconds per engine second
+        capacity.record(audio_s=1.0, engine_s=0.25)
+    assert capacity.audio_per_s == pytest.approx(4.0, rel=0.05)
+    assert capacity.listeners() == 3
+    assert Capacity().listeners() == 1  # nothing measured: one listener is always served
+    assert Capacity.from_rtf(5.0).listeners() == 1  # slower than real time: still one
+
+
+def _admission(clock: ManualClock, audio_per_s: float) -> Admission:
+    capacity = Capacity()
+    capacity.record(audio_s=audio_per_s, engine_s=1.0)
+    return Admission(capacity, clock)
+
+
+def test_a_new_answer_past_capacity_is_refused_with_when_to_retry() -> None:
+    clock = ManualClock()
+    admission = _admission(clock, audio_per_s=2.5)  # x 0.9: two listeners
+    first, second, third = admission.listener(), admission.listener(), admission.listener()
+    assert admission.admit(first, "r1", "r1") is None
+    first.made(3.0, clock.now, started=False)
+    assert admission.admit(second, "r2", "r2") is None
+    second.made(1.0, clock.now, started=False)
+    refused = admission.admit(third, "r3", "r3")
+    assert refused is not None and refused.code == ErrorCode.OVERLOADED
+    assert refused.request_id == "r3"
+    # The soonest place: the second listener's audio runs out in 1 s, then its answer's gap passes.
+    assert refused.retry_after_ms == round((1.0 + ANSWER_GAP_S) * 1000)
+    assert (admission.admitted, admission.refused) == (2, 1)
+    assert "r3" not in third.requests
+
+
+def test_the_next_sentence_of_an_admitted_answer_is_never_refused() -> None:
+    clock = ManualClock()
+    admission = _admission(clock, audio_per_s=1.5)  # one listener
+    speaking, other = admission.listener(), admission.listener()
+    assert admission.admit(speaking, "s1", "s1") is None
+    speaking.made(2.0, clock.now, started=False)
+    speaking.requests.discard("s1")  # its first sentence ended; its audio still plays
+    assert admission.admit(other, "o1", "o1") is not None  # full
+    clock.now += 2.0 + ANSWER_GAP_S / 2  # played out, but the agent is still writing the next sentence
+    assert admission.admit(speaking, "s2", "s2") is None
+    speaking.requests.discard("s2")
+    clock.now += ANSWER_GAP_S * 2  # the answer is over: its next request is a new answer
+    assert admission.speaking() == 0
+    assert admission.admit(other, "o2", "o2") is None
+    assert admission.admit(speaking, "s3", "s3") is not None
+
+
+def test_a_listener_that_leaves_frees_its_place() -> None:
+    clock = ManualClock()
+    admission = _admission(clock, audio_per_s=1.5)
+    gone, waiting = admission.listener(), admission.listener()
+    assert admission.admit(gone, "g", "g") is None
+    assert admission.admit(waiting, "w", "w") is not None
+    admission.leave(gone)
+    assert admission.admit(waiting, "w", "w") is None
