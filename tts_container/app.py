@@ -137,6 +137,7 @@ def create_app(
                 "inference_queued": pool.queued,
                 "inference_running": pool.running,
                 "inference_completed": pool.completed,
+                "engine_busy_s": round(pool.busy_s, 3),
                 "asyncio_tasks": len(asyncio.all_tasks()),
                 "voices_calibrating": calibrator.pending if calibrator else [],
                 "voices_calibrated": calibrator.calibrated if calibrator else [],

@@ -95,6 +95,7 @@ class Synthesizer:
                         speed=request.speed,
                         lang=request_lang(request.lang, request.voice),
                         context=context,
+                        pace=ListenerPace(listener, self.pool, self.capacity),
                     )
                 )
             )
@@ -119,6 +120,36 @@ class Synthesizer:
                 close = getattr(segments, "close", None)
                 if close is not None:
                     close()
+
+
+# The longest call a segment rendered whole may take: a listener who arrives meanwhile waits for it.
+MAX_WHOLE_CALL_S = 0.6
+# A segment is rendered whole only when its listener has this many times its cost buffered.
+WHOLE_MARGIN = 2.0
+
+
+@dataclass(frozen=True, slots=True)
+class ListenerPace:
+    """Lets the engine render a segment in one call when that costs nobody a stall (``Pace``): its
+    listener has :data:`WHOLE_MARGIN` times the call's cost buffered, no other call is due before it
+    would end, and it is short enough (:data:`MAX_WHOLE_CALL_S`) that a listener arriving meanwhile
+    still starts soon. Asked on the engine thread: it only reads floats the loop writes whole."""
+
+    listener: ListenerClock
+    pool: InferencePool
+    capacity: Capacity
+
+    def renders_whole(self, audio_s: float) -> bool:
+        rate = self.capacity.audio_per_s
+        if rate is None or self.listener.dry_at is None:
+            return False
+        cost = audio_s / rate
+        now = self.listener.clock()
+        return (
+            cost <= MAX_WHOLE_CALL_S
+            and self.listener.dry_at - now >= WHOLE_MARGIN * cost
+            and self.pool.next_due - now >= cost
+        )
 
 
 def _timed[T](fn: Callable[[], T]) -> tuple[T, float]:

@@ -15,6 +15,7 @@ from strands_kokoro.protocol import ErrorCode
 from tts_container.admission import UTILIZATION, Admission, Capacity
 from tts_container.inference import IDLE, InferencePool
 from tts_container.listener import ANSWER_GAP_S, FIRST_AUDIO_TARGET_S, ListenerClock
+from tts_container.synthesis import ListenerPace
 
 pytestmark = pytest.mark.anyio
 
@@ -210,3 +211,22 @@ def test_a_listener_that_leaves_frees_its_place() -> None:
     assert admission.admit(waiting, "w", "w") is not None
     admission.leave(gone)
     assert admission.admit(waiting, "w", "w") is None
+
+
+def test_a_segment_renders_whole_only_when_nobody_would_stall_for_it() -> None:
+    clock = ManualClock()
+    capacity = Capacity()
+    capacity.record(audio_s=3.0, engine_s=1.0)  # a one-second segment costs 1/3 s
+    pool = InferencePool()
+    listener = ListenerClock(clock)
+    pace = ListenerPace(listener, pool, capacity)
+    assert not pace.renders_whole(1.0)  # nothing playing yet: a first window is due soon
+    listener.made(2.0, clock.now, started=False)  # two seconds buffered: 6x the cost
+    assert pace.renders_whole(1.0)
+    assert not pace.renders_whole(3.0)  # a 1 s call: a listener arriving meanwhile would wait too long
+    pool.next_due = clock.now + 0.2  # another listener needs the engine before the call would end
+    assert not pace.renders_whole(1.0)
+    pool.next_due = IDLE
+    clock.now += 1.5  # half a second left: less than WHOLE_MARGIN x the cost
+    assert not pace.renders_whole(1.0)
+    pool.shutdown()

@@ -68,6 +68,16 @@ class VoiceCalibration:
     finish: Callable[[], None]
 
 
+class Pace(Protocol):
+    """The server's view of the listener a request is for, asked by the engine on its own thread."""
+
+    def renders_whole(self, audio_s: float) -> bool:
+        """Whether ``audio_s`` of audio may be rendered in one call now: its listener has enough
+        buffered and no other listener needs the engine before the call would end. One call costs
+        less than windows (no context rendered twice) and is exactly the model's audio."""
+        ...
+
+
 class Engine(Protocol):
     """A loaded Kokoro model shared by every session of the server."""
 
@@ -79,10 +89,19 @@ class Engine(Protocol):
         ...
 
     def segments(
-        self, text: str, *, voice: str, speed: float, lang: str, context: Context = NO_CONTEXT
+        self,
+        text: str,
+        *,
+        voice: str,
+        speed: float,
+        lang: str,
+        context: Context = NO_CONTEXT,
+        pace: Pace | None = None,
     ) -> Iterator[Segment | Audio]:
         """Yield the audio of ``text`` piece by piece (segments split at the 510-phoneme limit and
         clauses, each whole or in windows), spoken as part of ``context``'s sentence when given.
+        ``pace`` (optional) lets an engine that renders in windows render a segment whole when its
+        listener is far enough ahead.
 
         Each item is mono float32 at :data:`NATIVE_SAMPLE_RATE`, as a :class:`Segment` or as bare audio
         (one whole segment) from an engine that has nothing more to say. Blocking; called from a worker

@@ -22,6 +22,7 @@ from tts_container.engines.base import (
     NO_CONTEXT,
     Audio,
     Context,
+    Pace,
     Segment,
     VoiceCalibration,
 )
@@ -53,6 +54,7 @@ def speak(
     lang: str,
     context: Context,
     growth: float | None,
+    pace: Pace | None = None,
 ) -> Iterator[Segment]:
     """An engine's ``segments``: plan ``text`` now (a bad request fails at the call, which the server
     makes from its pool), and return an iterator that renders it lazily, piece by piece (so a
@@ -69,7 +71,9 @@ def speak(
     return (
         piece
         for segment in plan
-        for piece in render(vocoder, segment, voice=voice, speed=speed, stats_model=model, growth=growth)
+        for piece in render(
+            vocoder, segment, voice=voice, speed=speed, stats_model=model, growth=growth, pace=pace
+        )
     )
 
 
@@ -106,7 +110,14 @@ class WindowedEngine(ABC):
         return self.growth is not None
 
     def segments(
-        self, text: str, *, voice: str, speed: float, lang: str, context: Context = NO_CONTEXT
+        self,
+        text: str,
+        *,
+        voice: str,
+        speed: float,
+        lang: str,
+        context: Context = NO_CONTEXT,
+        pace: Pace | None = None,
     ) -> Iterator[Segment]:
         """Check the voice and plan now (a bad request fails at the call, which the server makes from
         its pool); the returned iterator renders lazily, piece by piece, so a ``cancel`` lands between."""
@@ -122,6 +133,7 @@ class WindowedEngine(ABC):
             lang=lang,
             context=context,
             growth=self.growth,
+            pace=pace,
         )
 
     def calibration(self, voice: str) -> VoiceCalibration | None:

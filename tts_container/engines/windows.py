@@ -52,6 +52,7 @@ from strands_kokoro.protocol import Word
 from tts_container.engines.base import (
     NATIVE_SAMPLE_RATE,
     Audio,
+    Pace,
     Segment,
 )
 from tts_container.engines.norm_stats import (
@@ -210,12 +211,15 @@ def render(
     speed: float,
     stats_model: NormStatsModel | None,
     growth: float | None,
+    pace: Pace | None = None,
 ) -> Iterator[Segment]:
     """The segment's own audio as one or more pieces, each ready as soon as its window is rendered.
 
     Windowed only with the voice's statistics model and a ``growth`` (the engine is slow enough to need
-    it); otherwise one call: with the predicted statistics for a segment with context where the model
-    is known, else over the whole utterance with its own statistics.
+    it), and only when ``pace`` does not let a segment without context render whole (its listener far
+    enough ahead: one call is cheaper and is the model's own audio); otherwise one call: with the
+    predicted statistics for a segment with context where the model is known, else over the whole
+    utterance with its own statistics.
     """
     prosody = vocoder.prosody(
         segment.phonemes.text, voice=voice, speed=speed, style_tokens=segment.style_tokens
@@ -225,7 +229,14 @@ def render(
         return
     first_step = region.begin // STEP_SAMPLES
     last_step = min(prosody.steps, -(-region.end // STEP_SAMPLES))
-    bounds = ladder(last_step - first_step, growth if stats_model is not None else None)
+    steps = last_step - first_step
+    if (
+        pace is not None
+        and not segment.has_context
+        and pace.renders_whole(steps * STEP_SAMPLES / NATIVE_SAMPLE_RATE)
+    ):
+        stats_model = None
+    bounds = ladder(steps, growth if stats_model is not None else None)
     stats = None
     if stats_model is not None and (len(bounds) > 1 or segment.has_context):
         silence, sibilance = shares(prosody.durations, segment.phonemes.text, vocoder.vocab)
