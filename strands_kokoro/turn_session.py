@@ -71,7 +71,7 @@ class TurnSession:
         o = state.options
         self._retry = OverloadRetry(budget_s=o.overload_retry_s, backoff_s=o.reconnect_backoff_s)
         self._move_after_s: float | None = None  # set: leave this session, open the next after this wait
-        self._resend_due = False  # a re-send of the refused requests is scheduled on this session
+        self._resend_on: int | None = None  # the connection a re-send of refused requests waits for
 
     def wire(
         self, text: str, index: int, *, previous: str | None = None, following: str | None = None
@@ -176,7 +176,7 @@ class TurnSession:
         """A session opened: (re-)send every request not yet fully spoken, in order, then go live."""
         async with self._lock:
             self._generation += 1
-            self._resend_due = False  # whatever waited for a re-send goes now, on this session
+            self._resend_on = None  # whatever waited for a re-send goes now, on this session
             for request in self._state.ledger.unsent(self._generation):
                 await self._send(session, request)
             self._session = session
@@ -295,12 +295,12 @@ class TurnSession:
             elif (wait := self._overload_wait(request, retry_after_ms)) is not None:
                 self._move_after_s = wait
             return
-        if (wait := self._overload_wait(request, retry_after_ms)) is None or self._resend_due:
+        if (wait := self._overload_wait(request, retry_after_ms)) is None or self._resend_on is not None:
             return  # given up, or a re-send already scheduled takes this request along
         if self.tasks is not None:
             with contextlib.suppress(RuntimeError):  # the group is finishing: nothing to re-send to
-                self.tasks.create_task(self._resend(wait), name="kokoro-resend")
-                self._resend_due = True
+                self.tasks.create_task(self._resend(wait, self._generation), name="kokoro-resend")
+                self._resend_on = self._generation
 
     def _overload_wait(self, request: TurnRequest, retry_after_ms: int | None) -> float | None:
         """The wait before trying again; ``None`` when it would pass the budget: speech is given up."""
@@ -321,14 +321,14 @@ class TurnSession:
             )
         return wait
 
-    async def _resend(self, wait_s: float) -> None:
+    async def _resend(self, wait_s: float, generation: int) -> None:
         """After the wait, send every refused request again on the open session, in order."""
         await asyncio.sleep(wait_s)
         async with self._lock:
             session = self._session
-            if not self._resend_due or session is None:
+            if self._resend_on != generation or session is None:
                 return  # reconnected (and re-sent) meanwhile
-            self._resend_due = False
+            self._resend_on = None
             for request in self._state.ledger.unsent(self._generation):
                 with contextlib.suppress(SessionClosedError):  # the receiver sees the drop and re-sends
                     await self._send(session, request)
