@@ -9,6 +9,7 @@ request's text, so the listener's PCM tells which text it was made from.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
@@ -52,6 +53,10 @@ async def overloading_server(
     state = OverloadingServer(url="")
 
     async def handler(websocket: Any) -> None:
+        with contextlib.suppress(websockets.ConnectionClosed):  # a client that hangs up is not a failure
+            await serve(websocket)
+
+    async def serve(websocket: Any) -> None:
         async for payload in websocket:
             try:
                 message = parse_client_message(payload)

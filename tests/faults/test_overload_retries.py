@@ -10,14 +10,19 @@ make happen at a chosen request. The server that takes the answer on is the REAL
 - a server that stays full past the budget: exactly one ``speech_error`` (``overloaded``), no audio, and
   the text answer goes on;
 - with two endpoints, a refused answer (or an unreachable server) goes to the second at once, and the
-  next turn starts where the last one was served.
+  next turn starts where the last one was served;
+- one ``sagemaker:`` endpoint: the retry is a new session, which SageMaker places on another instance
+  (the REAL HTTP/2 SDK, through the router stand-in, here placing each new session on the next one).
 """
 
 from __future__ import annotations
 
+import asyncio
 import itertools
+from typing import Any
 
 import pytest
+from smithy_http.aio import HTTPResponse
 
 from strands_kokoro import KokoroSpeech
 from strands_kokoro.protocol import WS_PATH
@@ -27,6 +32,8 @@ from tests.faults.test_speech_faults import SIX, assert_spoken_once_in_order
 from tests.model_server_process import free_port, running_app
 from tests.scripted_model import ScriptedCall
 from tests.strands_kokoro.speech_doubles import Turn, make_agent, run_turn
+from tests.strands_kokoro.standins.sagemaker_bidi_router import SageMakerBidiRouter
+from tests.strands_kokoro.test_sessions_sagemaker import REGION, dummy_botocore_session
 from tts_container.app import create_app
 
 pytestmark = pytest.mark.anyio
@@ -103,3 +110,42 @@ async def test_every_endpoint_full_is_still_one_speech_error() -> None:
     [failure] = turn.of("speech_error")
     assert failure["code"] == "overloaded" and "every speech endpoint" in failure["message"]
     assert one.refused and two.refused  # both were asked
+
+
+class InstancesRouter(SageMakerBidiRouter):
+    """The SageMaker router stand-in, placing each new session on the next instance behind the endpoint
+    (as SageMaker places a new session on the least-loaded one: the first instance here is the full one)."""
+
+    def __init__(self, instance_urls: list[str]) -> None:
+        super().__init__(instance_urls[0])
+        self.instances = [url.rstrip("/") + WS_PATH for url in instance_urls]
+        self.sessions = 0
+
+    async def send(self, request: Any, *, request_config: Any = None) -> HTTPResponse:
+        self.model_ws_url = self.instances[min(self.sessions, len(self.instances) - 1)]
+        self.sessions += 1
+        return await super().send(request, request_config=request_config)
+
+
+async def test_over_sagemaker_a_refused_answer_is_retried_on_a_new_session() -> None:
+    full = overloading_server(lambda _id, _attempt: True, retry_after_ms=RETRY_AFTER_MS)
+    async with (
+        full as refusing,
+        running_app(create_app(IdEngine)) as address,
+        InstancesRouter([refusing.url, f"ws://{address}"]) as router,
+    ):
+        speech = KokoroSpeech(
+            endpoint=f"sagemaker:kokoro-standin?region={REGION}",
+            botocore_session=dummy_botocore_session(),
+            transport=router,
+            overload_retry_s=3.0,
+        )
+        agent, _ = make_agent(speech, [ScriptedCall(SIX)], tokens_per_s=300)
+        # Not ``run_turn``: the model server runs on this loop here, and its handler of the router's
+        # connection outlives the turn by a moment (the router hangs up after the turn's input ended).
+        turn = Turn()
+        async with asyncio.timeout(120):
+            async for event in speech.stream(agent, "Tell me about otters."):
+                turn.events.append(event)
+    assert refusing.refused and router.sessions == 2  # refused on the first instance, then a new session
+    assert_spoken_once_in_order(turn, SIX)
