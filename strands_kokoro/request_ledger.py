@@ -36,6 +36,7 @@ class TurnRequest:
     emitted_bytes: int = 0  # audio handed to the listener (kept across reconnects)
     sample_rate: int = DEFAULT_SAMPLE_RATE
     refusals: int = 0  # ``overloaded`` answers so far (the request is re-sent)
+    first_refused_at: float | None = None  # when it was first refused (ms of the turn): its wait budget
     first_audio_ms: float | None = None  # when its first audio reached the listener (ms of the turn)
     buffer_ms: float | None = None  # audio the listener had left when that happened
     received_words: int = 0  # word timings received in the current attempt

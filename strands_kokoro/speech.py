@@ -21,8 +21,9 @@ import asyncio
 import contextlib
 import uuid
 import weakref
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from contextvars import ContextVar
+from functools import partial
 from typing import Any
 
 from strands.hooks import (
@@ -35,6 +36,7 @@ from strands.hooks import (
 from strands.middleware import InvokeModelContext, InvokeModelStage, MiddlewareNext, TypedEvent
 
 from strands_kokoro.audio_encoding import FormatUnavailable, encoder_available
+from strands_kokoro.endpoint_rotation import EndpointRing, routes_new_sessions
 from strands_kokoro.events import Event
 from strands_kokoro.pacer import PACING_POLICIES, PacingPolicy
 from strands_kokoro.protocol import (
@@ -44,7 +46,6 @@ from strands_kokoro.protocol import (
     AudioFormatName,
 )
 from strands_kokoro.sessions import open_session
-from strands_kokoro.sessions.base import SpeechSession
 from strands_kokoro.speech_options import SPEECH_MODES, SessionFactory, SpeechMode, SpeechOptions
 from strands_kokoro.speech_turn import SpeechTurn
 
@@ -81,6 +82,13 @@ class KokoroSpeech(HookProvider):
     ``tool_filler_after_s`` after that audio ran out, ``tool_filler`` is said (``None``: stay silent)
     so a slow tool does not leave the listener wondering. ``reconnect_attempts`` bounds how often a dropped
     session is reopened within a turn, ``reconnect_backoff_s`` the wait before the first reopening.
+
+    ``endpoint`` may be a list (``["ws://a:8080", "ws://b:8080"]``): a turn's session goes to the next one
+    when a server cannot be reached or refuses a new answer as ``overloaded`` (full), so a refused answer
+    is tried on the others first (:mod:`strands_kokoro.endpoint_rotation`). A refused request is sent again
+    within ``overload_retry_s`` seconds from its first refusal, after the wait the server asks for
+    (``retry_after_ms``, spread by a little jitter; :mod:`strands_kokoro.overload_retry`); past that,
+    one ``speech_error`` (``overloaded``) says speech is off for the turn, and the text answer goes on.
     ``session_factory`` replaces ``open_session(endpoint)`` (tests, custom transports); other keyword
     arguments (``session_options``) go to ``open_session`` (e.g. ``region`` for ``sagemaker:``).
 
@@ -95,7 +103,7 @@ class KokoroSpeech(HookProvider):
 
     def __init__(
         self,
-        endpoint: str = "ws://127.0.0.1:8080",
+        endpoint: str | Sequence[str] = "ws://127.0.0.1:8080",
         *,
         mode: SpeechMode = "bidi",
         voice: str = DEFAULT_VOICE,
@@ -108,6 +116,7 @@ class KokoroSpeech(HookProvider):
         tool_filler_after_s: float = 1.0,
         reconnect_attempts: int = 2,
         reconnect_backoff_s: float = 0.25,
+        overload_retry_s: float = 5.0,
         audio_format: AudioFormatName = "pcm",
         session_factory: SessionFactory | None = None,
         **session_options: Any,
@@ -120,7 +129,11 @@ class KokoroSpeech(HookProvider):
             raise ValueError(f"audio_format must be one of {', '.join(AUDIO_FORMATS)}, got {audio_format!r}")
         if not encoder_available(audio_format):
             raise FormatUnavailable(audio_format)
-        self.endpoint = endpoint
+        endpoints = (endpoint,) if isinstance(endpoint, str) else tuple(endpoint)
+        if not endpoints or not all(isinstance(e, str) and e.strip() for e in endpoints):
+            raise ValueError(f"endpoint must be an endpoint string or a list of them, got {endpoint!r}")
+        self.endpoints = endpoints
+        self.endpoint = endpoints[0]  # the preferred one (the single-endpoint attribute, kept)
         self.options = SpeechOptions(
             mode=mode,
             voice=voice,
@@ -133,10 +146,16 @@ class KokoroSpeech(HookProvider):
             tool_filler_after_s=max(0.0, tool_filler_after_s),
             reconnect_attempts=max(0, reconnect_attempts),
             reconnect_backoff_s=reconnect_backoff_s,
+            overload_retry_s=max(0.0, overload_retry_s),
             audio_format=audio_format,
         )
-        self._session_factory = session_factory
-        self._session_options = session_options
+        if session_factory is not None:
+            self._ring = EndpointRing([session_factory])
+        else:
+            self._ring = EndpointRing(
+                [partial(open_session, e, **session_options) for e in endpoints],
+                new_session_reroutes=any(routes_new_sessions(e) for e in endpoints),
+            )
         self._tapped: weakref.WeakSet[Any] = weakref.WeakSet()
         self._active: set[SpeechTurn] = set()
 
@@ -189,11 +208,6 @@ class KokoroSpeech(HookProvider):
 
     # ------------------------------------------------------------------------------------ the API
 
-    def _new_session(self) -> SpeechSession:
-        if self._session_factory is not None:
-            return self._session_factory()
-        return open_session(self.endpoint, **self._session_options)
-
     def stream(self, agent: Any, prompt: Any, **kwargs: Any) -> SpokenTurn:
         """Run one agent turn: iterate the result for its text and audio events in arrival order."""
         self.install(agent)
@@ -206,7 +220,7 @@ class KokoroSpeech(HookProvider):
         ``agent_end``, and the agent's final ``AgentResult`` is the returned turn's ``result``.
         """
         turn = SpeechTurn(
-            request_id=uuid.uuid4().hex[:12], options=self.options, open_session=self._new_session
+            request_id=uuid.uuid4().hex[:12], options=self.options, endpoints=self._ring.cursor()
         )
         return SpokenTurn(turn, self._speak(turn, agent_stream))
 

@@ -33,4 +33,5 @@ class SpeechOptions:
     tool_filler_after_s: float
     reconnect_attempts: int
     reconnect_backoff_s: float
+    overload_retry_s: float  # the longest a refused request waits for a full server, from its refusal
     audio_format: AudioFormatName

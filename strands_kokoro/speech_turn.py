@@ -27,9 +27,10 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from strands_kokoro.audio_encoding import new_encoder
+from strands_kokoro.endpoint_rotation import EndpointCursor
 from strands_kokoro.events import Event, agent_end, agent_start, error, speech_interrupted
 from strands_kokoro.pacer import SpeechPacer
-from strands_kokoro.speech_options import SessionFactory, SpeechOptions
+from strands_kokoro.speech_options import SpeechOptions
 from strands_kokoro.turn_output import TurnOutput
 from strands_kokoro.turn_session import TurnSession
 from strands_kokoro.turn_speaker import TurnSpeaker
@@ -50,7 +51,7 @@ FLUSH_WAIT_S = 5.0  # a tool waits at most this long for the text before it to r
 class SpeechTurn:
     """State and tasks of one turn; ``outbox`` is the ordered event queue (``None`` ends it)."""
 
-    def __init__(self, *, request_id: str, options: SpeechOptions, open_session: SessionFactory) -> None:
+    def __init__(self, *, request_id: str, options: SpeechOptions, endpoints: EndpointCursor) -> None:
         self.request_id = request_id
         self.options = options
         self.outbox: asyncio.Queue[Event | None] = asyncio.Queue()
@@ -65,7 +66,7 @@ class SpeechTurn:
             encoder=new_encoder(options.audio_format, options.sample_rate),
         )
         self._state = TurnState(request_id, options, pacer, output, started=started)
-        self._session = TurnSession(self._state, open_session)
+        self._session = TurnSession(self._state, endpoints)
         self._speaker = TurnSpeaker(self._state, self._session)
         self._last_call: ModelCallEnded | None = None
         self._tasks: asyncio.TaskGroup | None = None

@@ -3,11 +3,19 @@
 It opens the session, sends every request in order (one that is made before the session is open waits
 in the ledger and goes out when it opens), turns the server's frames into the turn's events, and when
 the connection drops, reopens it and sends again what was not yet fully spoken (the reconnect rule is
-:mod:`strands_kokoro.request_ledger`'s). A request refused as ``overloaded`` is sent again shortly, in
-its place in the order. Whether to reconnect is the error's ``retryable`` (:mod:`strands_kokoro.errors`).
+:mod:`strands_kokoro.request_ledger`'s). Whether to reconnect is the error's ``retryable``
+(:mod:`strands_kokoro.errors`).
+
+A request refused as ``overloaded`` (a full server) is sent again in its place in the order, after the
+wait :mod:`strands_kokoro.overload_retry` gives. When the refusal is the start of an answer (no audio of
+the turn is under way on the session) and the turn has somewhere else to go
+(:mod:`strands_kokoro.endpoint_rotation`: another endpoint, or a SageMaker endpoint that routes a new
+session anew), the turn leaves the session and goes on a new one instead, with every request it still
+owes; a refusal mid-answer is waited out on the same session, so no sentence's audio is cut.
 
 Speech never ends the text answer: a session that cannot be opened, a transport that fails, a server
-that refuses a request all become ``speech_error`` events (coded, in words; details go to the log).
+that refuses a request all become ``speech_error`` events (coded, in words; details go to the log). A
+server that stays full past the wait budget becomes exactly one ``speech_error`` (``overloaded``).
 """
 
 from __future__ import annotations
@@ -15,9 +23,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import random
 
+from strands_kokoro.endpoint_rotation import EndpointCursor
 from strands_kokoro.errors import CodedError
 from strands_kokoro.events import speech_error
+from strands_kokoro.overload_retry import OverloadRetry
 from strands_kokoro.protocol import (
     SETTING_REFUSALS,
     AudioData,
@@ -31,12 +42,10 @@ from strands_kokoro.protocol import (
 )
 from strands_kokoro.request_ledger import TurnRequest
 from strands_kokoro.sessions.base import SessionClosedError, SessionEvent, SpeechSession
-from strands_kokoro.speech_options import SessionFactory
 from strands_kokoro.turn_state import TurnState
 
 logger = logging.getLogger(__name__)
 
-MAX_REFUSALS = 5  # an ``overloaded`` request is re-sent this many times before it counts as failed
 SETUP_FAILURES = {  # what a listener's app can say when a session cannot even be set up
     "unknown_endpoint_scheme": "the speech endpoint is not a ws://, http(s)://, sagemaker: or "
     "sagemaker-batch: address",
@@ -52,13 +61,17 @@ SETUP_FAILURES = {  # what a listener's app can say when a session cannot even b
 class TurnSession:
     """The turn's one connection at a time (``generation`` counts them) and its receiving loop."""
 
-    def __init__(self, state: TurnState, open_session: SessionFactory) -> None:
+    def __init__(self, state: TurnState, endpoints: EndpointCursor) -> None:
         self._state = state
-        self._open_session = open_session
+        self._endpoints = endpoints
         self._session: SpeechSession | None = None
         self._generation = 0
         self._lock = asyncio.Lock()  # sends go out in order; a reconnect's re-sends are not interleaved
         self.tasks: asyncio.TaskGroup | None = None  # the turn's task group (for delayed re-sends)
+        o = state.options
+        self._retry = OverloadRetry(budget_s=o.overload_retry_s, backoff_s=o.reconnect_backoff_s)
+        self._move_after_s: float | None = None  # set: leave this session, open the next after this wait
+        self._resend_on: int | None = None  # the connection a re-send of refused requests waits for
 
     def wire(
         self, text: str, index: int, *, previous: str | None = None, following: str | None = None
@@ -110,23 +123,34 @@ class TurnSession:
         retries_left = state.options.reconnect_attempts
         ever_connected = False
         while not state.finished():
+            opened = False
             try:
-                async with self._open_session() as session:
+                async with self._endpoints.open() as session:
+                    opened = True
                     await self._attach(session)
                     ever_connected = True
                     if not state.finished():
                         await self._receive(session)
+                    if self._move_after_s is not None:
+                        # Moving on: the server drops what it still queued for us (sent again elsewhere).
+                        with contextlib.suppress(SessionClosedError):
+                            await session.cancel()
                     # Leaving the block closes the session. Never ``close()`` from here: a draining
                     # close waits for the consumer of its events, and the consumer is this task.
                 async with self._lock:
                     self._session = None
-                return
+                if (wait := self._move_after_s) is None:
+                    return
+                self._move_after_s = None
+                await asyncio.sleep(wait)
             except Exception as exc:
                 async with self._lock:
                     self._session = None
                 if state.finished():
                     return
                 retryable = isinstance(exc, CodedError) and exc.retryable
+                if retryable and not opened and self._endpoints.advance():
+                    continue  # another endpoint of this round is untried: try it at once
                 if retryable and retries_left > 0:
                     attempt = state.options.reconnect_attempts - retries_left
                     retries_left -= 1
@@ -141,7 +165,7 @@ class TurnSession:
         try:
             async for event in received:
                 await self._handle(event)
-                if self._state.finished():
+                if self._state.finished() or self._move_after_s is not None:
                     return
         finally:
             # Close the iterator here, not in a GC finalizer task that outlives the turn.
@@ -152,6 +176,7 @@ class TurnSession:
         """A session opened: (re-)send every request not yet fully spoken, in order, then go live."""
         async with self._lock:
             self._generation += 1
+            self._resend_on = None  # whatever waited for a re-send goes now, on this session
             for request in self._state.ledger.unsent(self._generation):
                 await self._send(session, request)
             self._session = session
@@ -203,6 +228,7 @@ class TurnSession:
                 if (request := ledger.get(request_id)) is not None:
                     request.restart()
                     request.sample_rate = rate
+                    self._endpoints.served()
             case WordTimings(request_id=request_id, words=words):
                 request = ledger.get(request_id)
                 if request is not None and not state.muted and (fresh_words := request.fresh_words(words)):
@@ -225,10 +251,10 @@ class TurnSession:
                     )
                     output.completed(request, words)
                     self._retire(request)
-            case ServerError(request_id=request_id, code="overloaded") if (
+            case ServerError(request_id=request_id, code=ErrorCode.OVERLOADED, retry_after_ms=after) if (
                 refused := ledger.get(request_id)
             ) is not None:
-                self._refused(refused)
+                self._refused(refused, after)
             case ServerError(request_id=request_id, code=code, message=message):
                 request = ledger.settle(request_id)
                 if state.failed:
@@ -250,26 +276,59 @@ class TurnSession:
         self._state.output.retire(request)
         self._state.wake()
 
-    def _refused(self, request: TurnRequest) -> None:
-        """The server's queue was full: send the request again shortly (its place in the order is kept:
-        whatever the server accepted after it waits behind it until it is spoken)."""
+    def _refused(self, request: TurnRequest, retry_after_ms: int | None) -> None:
+        """The server is full: send the request again, in its place in the order (whatever the server
+        accepted after it waits behind it until it is spoken), on a new session when the refusal is the
+        start of an answer and the turn has another endpoint to go to, else on this one after a wait."""
+        state = self._state
         request.refusals += 1
         request.sent_on = -1
-        if request.refusals > MAX_REFUSALS:
-            self._state.ledger.settle(request.request_id)
-            message = f"the speech server stayed overloaded for {MAX_REFUSALS} retries"
-            self._state.output.failed(request, "overloaded", message)
-            self._retire(request)
+        if request.first_refused_at is None:
+            request.first_refused_at = state.now_ms()
+        if self._move_after_s is not None or state.failed:
+            return  # already leaving this session: every request it owes goes on the next one
+        if self._endpoints.moves_on_refusal and not any(
+            r.received_bytes or r.emitted_bytes for r in state.ledger.pending
+        ):
+            if self._endpoints.advance():
+                self._move_after_s = 0.0  # an endpoint of this round is untried: there at once
+            elif (wait := self._overload_wait(request, retry_after_ms)) is not None:
+                self._move_after_s = wait
             return
+        if (wait := self._overload_wait(request, retry_after_ms)) is None or self._resend_on is not None:
+            return  # given up, or a re-send already scheduled takes this request along
         if self.tasks is not None:
             with contextlib.suppress(RuntimeError):  # the group is finishing: nothing to re-send to
-                self.tasks.create_task(self._resend(request), name="kokoro-resend")
+                self.tasks.create_task(self._resend(wait, self._generation), name="kokoro-resend")
+                self._resend_on = self._generation
 
-    async def _resend(self, request: TurnRequest) -> None:
-        await asyncio.sleep(self._state.options.reconnect_backoff_s * request.refusals)
+    def _overload_wait(self, request: TurnRequest, retry_after_ms: int | None) -> float | None:
+        """The wait before trying again; ``None`` when it would pass the budget: speech is given up."""
+        state = self._state
+        first = request.first_refused_at if request.first_refused_at is not None else state.now_ms()
+        wait = self._retry.wait_s(
+            retry_after_ms=retry_after_ms,
+            refusals=request.refusals,
+            waited_s=(state.now_ms() - first) / 1000.0,
+            draw=random.random(),
+        )
+        if wait is None:
+            servers = "every speech endpoint is" if self._endpoints.size > 1 else "the speech server is"
+            budget = state.options.overload_retry_s
+            self.fail(
+                ErrorCode.OVERLOADED,
+                f"{servers} overloaded and did not take the answer within {budget:g} s; the text goes on",
+            )
+        return wait
+
+    async def _resend(self, wait_s: float, generation: int) -> None:
+        """After the wait, send every refused request again on the open session, in order."""
+        await asyncio.sleep(wait_s)
         async with self._lock:
             session = self._session
-            if session is None or request.sent_on != -1 or self._state.ledger.get(request.request_id) is None:
-                return  # reconnected (and re-sent) meanwhile, or no longer wanted
-            with contextlib.suppress(SessionClosedError):
-                await self._send(session, request)
+            if self._resend_on != generation or session is None:
+                return  # reconnected (and re-sent) meanwhile
+            self._resend_on = None
+            for request in self._state.ledger.unsent(self._generation):
+                with contextlib.suppress(SessionClosedError):  # the receiver sees the drop and re-sends
+                    await self._send(session, request)

@@ -43,6 +43,27 @@ def invocations_url(endpoint: str) -> str:
     return stripped if stripped.endswith(INVOCATIONS_PATH) else stripped + INVOCATIONS_PATH
 
 
+def refusal(body: bytes, response: httpx.Response, request_id: str) -> ServerError:
+    """A refused POST as the server's coded error. A 429 is ``overloaded`` even from a proxy that wrote
+    no coded body, and its ``Retry-After`` header (seconds) is the wait when the body names none."""
+    error = parse_error_body(body, request_id=request_id, status=response.status_code)
+    if response.status_code == 429 and error.code == "http_429":
+        error = ServerError(request_id, ErrorCode.OVERLOADED, "the speech server is busy (HTTP 429)")
+    after = _retry_after_ms(response.headers.get("retry-after"))
+    if error.retry_after_ms is None and after is not None:
+        error = ServerError(error.request_id, error.code, error.message, after)
+    return error
+
+
+def _retry_after_ms(header: str | None) -> int | None:
+    """``Retry-After: 2`` → 2000; an HTTP date or anything else → None (the client's own backoff)."""
+    try:
+        seconds = float(header) if header is not None else None
+    except ValueError:
+        return None
+    return round(seconds * 1000) if seconds is not None and 0 <= seconds < 86_400 else None
+
+
 class HttpSession(OneRequestAtATimeSession):
     """:class:`~strands_kokoro.sessions.base.SpeechSession` over POST /invocations (format ``sse``)."""
 
@@ -78,9 +99,7 @@ class HttpSession(OneRequestAtATimeSession):
             async with aconnect_sse(self._client, "POST", self.url, content=body, headers=headers) as source:
                 if source.response.status_code != 200:
                     refused = await source.response.aread()
-                    error = parse_error_body(
-                        refused, request_id=request_id, status=source.response.status_code
-                    )
+                    error = refusal(refused, source.response, request_id)
                     if error.code == ErrorCode.NOT_READY:
                         # A (re)started server still loading its model (503): reopen and re-send later,
                         # as after a drop; refusing the request would skip its sentence.

@@ -9,6 +9,8 @@ request's text, so the listener's PCM tells which text it was made from.
 
 from __future__ import annotations
 
+import contextlib
+import time
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -39,14 +41,22 @@ class OverloadingServer:
     url: str
     attempts: Counter[str] = field(default_factory=Counter)
     refused: Counter[str] = field(default_factory=Counter)
+    arrivals: list[tuple[str, float]] = field(default_factory=list)  # (request_id, time.monotonic())
 
 
 @asynccontextmanager
-async def overloading_server(refuse: Refuse) -> AsyncIterator[OverloadingServer]:
-    """Serve on a free local port; yield the server (its ``url`` is a ``ws://`` endpoint)."""
+async def overloading_server(
+    refuse: Refuse, *, retry_after_ms: int | None = None
+) -> AsyncIterator[OverloadingServer]:
+    """Serve on a free local port; yield the server (its ``url`` is a ``ws://`` endpoint). A refusal
+    carries ``retry_after_ms`` when given, as a full model server's does."""
     state = OverloadingServer(url="")
 
     async def handler(websocket: Any) -> None:
+        with contextlib.suppress(websockets.ConnectionClosed):  # a client that hangs up is not a failure
+            await serve(websocket)
+
+    async def serve(websocket: Any) -> None:
         async for payload in websocket:
             try:
                 message = parse_client_message(payload)
@@ -60,9 +70,12 @@ async def overloading_server(refuse: Refuse) -> AsyncIterator[OverloadingServer]
                 continue
             request_id = message.request_id or "anonymous"
             state.attempts[request_id] += 1
+            state.arrivals.append((request_id, time.monotonic()))
             if refuse(request_id, state.attempts[request_id]):
                 state.refused[request_id] += 1
-                frame = ServerError(request_id, ErrorCode.OVERLOADED, "queue full; retry later")
+                frame = ServerError(
+                    request_id, ErrorCode.OVERLOADED, "queue full; retry later", retry_after_ms
+                )
                 await websocket.send(frame.to_wire())
                 continue
             pcm = expected_pcm(message.text)

@@ -1,0 +1,82 @@
+"""Which model server a turn's next session goes to, when ``KokoroSpeech`` is given several endpoints.
+
+Rule: a turn starts at the endpoint that last served this ``KokoroSpeech`` (the first listed, at first:
+the list is an order of preference). When a session cannot be opened, or its server refuses the start of
+an answer as ``overloaded``, the turn's next session goes to the next endpoint in the list: at once while
+an endpoint of this round is untried, so a refused answer is tried on the others before any wait; once
+every endpoint failed in a round, the turn waits (the refusal's ``retry_after_ms``, or the reconnect
+backoff) before the next round starts. An endpoint that serves audio becomes where the next turn starts,
+and the round starts over.
+
+A ``sagemaker:`` endpoint counts as many: SageMaker routes each new session to the least-loaded instance
+behind the endpoint, so a new session to the same endpoint is the retry there (re-sending on the open
+session would ask the same full instance again).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from strands_kokoro.sessions.base import SpeechSession
+
+__all__ = ["EndpointCursor", "EndpointRing", "routes_new_sessions"]
+
+Opener = Callable[[], SpeechSession]
+
+
+def routes_new_sessions(endpoint: str) -> bool:
+    """Does a new session to ``endpoint`` reach whichever server is least loaded (SageMaker bidi)?"""
+    return endpoint.partition(":")[0].strip().lower() == "sagemaker"
+
+
+class EndpointRing:
+    """The endpoints of one ``KokoroSpeech``, as session openers, and where the next turn starts."""
+
+    def __init__(self, openers: Sequence[Opener], *, new_session_reroutes: bool = False) -> None:
+        if not openers:
+            raise ValueError("at least one endpoint is needed")
+        self.openers = tuple(openers)
+        self.new_session_reroutes = new_session_reroutes
+        self.preferred = 0  # the endpoint that last served audio
+
+    def cursor(self) -> EndpointCursor:
+        """A turn's own place in the ring, starting at the preferred endpoint."""
+        return EndpointCursor(self)
+
+
+class EndpointCursor:
+    """One turn's endpoint: where its session is (``index``) and how much of this round was tried."""
+
+    def __init__(self, ring: EndpointRing) -> None:
+        self._ring = ring
+        self.index = ring.preferred
+        self._tried = 1  # endpoints tried in this round, the current one included
+
+    @property
+    def size(self) -> int:
+        return len(self._ring.openers)
+
+    @property
+    def moves_on_refusal(self) -> bool:
+        """Is an ``overloaded`` start of an answer retried on a new session (another endpoint, or a
+        SageMaker endpoint that routes it anew) rather than re-sent on the open one?"""
+        return self.size > 1 or self._ring.new_session_reroutes
+
+    def open(self) -> SpeechSession:
+        """The session (not yet connected) to the current endpoint."""
+        return self._ring.openers[self.index]()
+
+    def advance(self) -> bool:
+        """Go to the next endpoint. True: it is untried in this round (go at once); False: every endpoint
+        failed in this round, which starts over with it (wait first)."""
+        self.index = (self.index + 1) % self.size
+        if self._tried < self.size:
+            self._tried += 1
+            return True
+        self._tried = 1
+        return False
+
+    def served(self) -> None:
+        """The current endpoint serves audio: the next turns start here, and the round starts over."""
+        self._ring.preferred = self.index
+        self._tried = 1
