@@ -2,8 +2,8 @@
 
 Capacity is measured, not configured: :class:`Capacity` keeps a running ratio of the audio the engine
 made to the engine time it took (seconds of audio per second, per engine and machine, from every call it
-runs). Each listener inside an answer plays one second of audio per second, so the server serves at most
-``capacity x UTILIZATION`` listeners at once. A request that starts a new answer
+runs, the warm-up's first). Each listener inside an answer plays one second of audio per second, so
+the server serves at most ``capacity x UTILIZATION`` listeners at once. A request that starts a new answer
 (:meth:`~tts_container.listener.ListenerClock.in_answer` is false) beyond that is refused at once with
 the retryable ``overloaded`` and a ``retry_after_ms``; a request inside an answer already admitted is
 never refused for capacity (its listener would hear the answer stop mid-way). One listener is always
@@ -27,8 +27,6 @@ UTILIZATION = 0.9
 # Engine time over which the capacity estimate forgets: long enough to average several answers,
 # short enough to follow a machine that slows down (a noisy neighbour, thermal limits).
 HORIZON_S = 30.0
-# Weight of the warm-up's estimate, in engine seconds: the first real calls outweigh it quickly.
-PRIOR_S = 2.0
 RETRY_AFTER_MIN_S = 0.25
 RETRY_AFTER_MAX_S = 10.0
 
@@ -39,13 +37,6 @@ class Capacity:
 
     audio_s: float = 0.0
     engine_s: float = 0.0
-
-    @classmethod
-    def from_rtf(cls, rtf: float | None) -> Capacity:
-        """Seeded by the warm-up's real-time factor (engine seconds per audio second), if measured."""
-        if rtf is None or rtf <= 0:
-            return cls()
-        return cls(audio_s=PRIOR_S / rtf, engine_s=PRIOR_S)
 
     def record(self, audio_s: float, engine_s: float) -> None:
         """One engine call made ``audio_s`` of audio in ``engine_s``."""

@@ -43,7 +43,7 @@ from strands_kokoro.serving.deadlines import (
     Refusal,
 )
 from strands_kokoro.serving.routes import ROUTE_STATUSES, route_refusal
-from tts_container.admission import Admission, Capacity
+from tts_container.admission import Admission
 from tts_container.engines.base import Engine
 from tts_container.g2p import dialect_for
 from tts_container.inference import InferencePool
@@ -256,11 +256,9 @@ async def _load_and_warm(
     rtf = elapsed_ms / warm_ms if warm_ms > 0 else None
     warmed = DEFAULT_VOICE if engine.renders_in_windows else None  # warm-up fitted its statistics
     calibrator = VoiceCalibrator(engine, state.pool, warmed=warmed) if idle_calibration else None
-    capacity = Capacity.from_rtf(rtf)
-    state.synthesizer = replace(
-        synthesizer, first_audio_ms=first_audio_ms, rtf=rtf, calibrator=calibrator, capacity=capacity
-    )
-    state.admission = Admission(capacity, report=state.metrics.heard)
+    # The capacity estimate starts from the warm-up's own engine calls (timed on the engine thread).
+    state.synthesizer = replace(synthesizer, first_audio_ms=first_audio_ms, rtf=rtf, calibrator=calibrator)
+    state.admission = Admission(synthesizer.capacity, report=state.metrics.heard)
     state.metrics.watch(state.admission)
     if calibrator is not None:
         await calibrator.run()  # every other voice requested streams once fitted (in idle time)

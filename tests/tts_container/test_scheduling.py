@@ -152,7 +152,8 @@ def test_the_listener_clock_counts_stalls_only_inside_speech() -> None:
 
 
 def test_capacity_follows_the_engine_and_forgets_the_warm_up() -> None:
-    capacity = Capacity.from_rtf(0.5)  # the warm-up: two audio seconds per engine second
+    capacity = Capacity()
+    capacity.record(audio_s=4.0, engine_s=2.0)  # the warm-up: two audio seconds per engine second
     assert capacity.audio_per_s == pytest.approx(2.0)
     assert capacity.listeners() == int(2.0 * UTILIZATION)
     for _ in range(200):  # the engine turns out faster: four audio seconds per engine second
@@ -160,7 +161,9 @@ def test_capacity_follows_the_engine_and_forgets_the_warm_up() -> None:
     assert capacity.audio_per_s == pytest.approx(4.0, rel=0.05)
     assert capacity.listeners() == 3
     assert Capacity().listeners() == 1  # nothing measured: one listener is always served
-    assert Capacity.from_rtf(5.0).listeners() == 1  # slower than real time: still one
+    slow = Capacity()
+    slow.record(audio_s=1.0, engine_s=5.0)
+    assert slow.listeners() == 1  # slower than real time: still one
 
 
 def _admission(clock: ManualClock, audio_per_s: float) -> Admission:
