@@ -49,6 +49,7 @@ from tts_container.g2p import dialect_for
 from tts_container.inference import InferencePool
 from tts_container.invocations import error_response, invocations, model_unavailable
 from tts_container.local_guard import LocalRequestGuard
+from tts_container.metrics import LOAD_INTERVAL_S, log_load
 from tts_container.server_metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from tts_container.server_metrics import ServerMetrics
 from tts_container.session import Session, SessionCounters
@@ -260,8 +261,17 @@ async def _load_and_warm(
     state.synthesizer = replace(synthesizer, first_audio_ms=first_audio_ms, rtf=rtf, calibrator=calibrator)
     state.admission = Admission(synthesizer.capacity, report=state.metrics.heard)
     state.metrics.watch(state.admission)
-    if calibrator is not None:
-        await calibrator.run()  # every other voice requested streams once fitted (in idle time)
+    async with asyncio.TaskGroup() as tasks:
+        tasks.create_task(_log_load(state.admission))
+        if calibrator is not None:
+            tasks.create_task(calibrator.run())  # every other voice requested streams once fitted
+
+
+async def _log_load(admission: Admission) -> None:
+    """The load line (``metrics.log_load``) every ``LOAD_INTERVAL_S``, for as long as the server runs."""
+    while True:
+        log_load(admission.speaking(), admission.capacity.listeners())
+        await asyncio.sleep(LOAD_INTERVAL_S)
 
 
 async def _sentence_first_audio_ms(synthesizer: Synthesizer, windowed: bool) -> float | None:

@@ -1,4 +1,6 @@
-"""One JSON line per completed request on stdout: what the endpoint's first-audio alarm is made from.
+"""JSON lines on stdout that CloudWatch turns into metrics: one per completed request (the endpoint's
+first-audio alarm) and one every :data:`LOAD_INTERVAL_S` with the listeners against the measured
+capacity (what the endpoint scales on).
 
 Why a log line and not a CloudWatch API call: SageMaker ships the container's stdout to CloudWatch Logs
 with no credentials or SDK in the container, and a metric filter on the log group turns the line into a
@@ -14,6 +16,9 @@ import logging
 import sys
 
 from strands_kokoro.protocol import SynthesisCompleted
+
+# How often the load line is written: a one-minute metric gets several points, a log group few lines.
+LOAD_INTERVAL_S = 10.0
 
 _metrics = logging.getLogger("tts_container.metrics")
 _metrics.propagate = False
@@ -37,5 +42,18 @@ def log_completed(complete: SynthesisCompleted, *, route: str) -> None:
             "first_audio_ms": complete.first_audio_ms,
             "audio_ms": round(complete.audio_ms, 1),
             "elapsed_ms": round(complete.elapsed_ms, 1),
+        }
+        _metrics.info(json.dumps(line))
+
+
+def log_load(speaking: int, capacity_listeners: int) -> None:
+    """``{"event": "listener_load", "listeners": ..., "capacity_listeners": ..., "utilization": ...}``:
+    the share of the measured capacity in use (1.0: a new answer is refused)."""
+    if _metrics.isEnabledFor(logging.INFO):
+        line = {
+            "event": "listener_load",
+            "listeners": speaking,
+            "capacity_listeners": capacity_listeners,
+            "utilization": round(speaking / capacity_listeners, 3),
         }
         _metrics.info(json.dumps(line))

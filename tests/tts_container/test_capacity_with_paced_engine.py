@@ -13,6 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from strands_kokoro.protocol import WS_PATH, ErrorCode, audio_ms
 from tests.model_server_process import running_app
@@ -97,6 +98,8 @@ async def test_past_capacity_a_new_answer_is_refused_at_once_and_the_listeners_s
             assert refused.json()["code"] == ErrorCode.OVERLOADED
             assert (await client.get(f"http://{address}/ping")).status_code == 200
             metrics = (await client.get(f"http://{address}/metrics")).text
+        families = {family.name: family for family in text_string_to_metric_families(metrics)}
+        assert {"kokoro_first_audio_seconds", "kokoro_stall_seconds", "kokoro_listeners"} <= set(families)
         assert 'kokoro_answers_total{outcome="refused"} 2.0' in metrics
         assert f"kokoro_capacity_listeners {float(capacity)}" in metrics
         heard = await asyncio.gather(*speaking)
