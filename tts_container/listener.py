@@ -47,6 +47,12 @@ class ListenerClock:
         :data:`ANSWER_GAP_S` (its next request continues the answer rather than starting one)."""
         return bool(self.requests) or (self.dry_at is not None and self.clock() < self.dry_at + ANSWER_GAP_S)
 
+    def stop(self) -> None:
+        """The listener stopped hearing what was made for it (a ``cancel``: queued audio is dropped):
+        its audio runs out now, so its next request starts a new stretch and is due soon."""
+        if self.dry_at is not None:
+            self.dry_at = min(self.dry_at, self.clock())
+
     def continues(self, received_at: float) -> bool:
         """Whether a request received at ``received_at`` continues audio that was playing then."""
         return self.dry_at is not None and self.dry_at >= received_at

@@ -261,6 +261,7 @@ class Session:
         self._epoch += 1
         dropped = len(self._open)
         self._open.clear()
+        self._listener.stop()
         self._counters.requests_cancelled += dropped
         refusals = []  # answers already given: they still go out, just before ``cancelled``
         closing = False
