@@ -375,16 +375,23 @@ class LocalStack:
 
 @contextlib.asynccontextmanager
 async def local_stack(
-    log_dir: Path, *, model: str = "local", engine: str = "onnx", threads: int | None = None
+    log_dir: Path,
+    *,
+    model: str = "local",
+    engine: str = "onnx",
+    threads: int | None = None,
+    model_factory: Callable[[], Model] | None = None,
 ) -> AsyncIterator[LocalStack]:
     """Weights, model server and agent app, all torn down when the block ends.
 
     Both inference engines share this machine's cores. Speech is the bottleneck on a CPU, so the model
     server gets every core (``threads`` None) and the embedded LLM runs at a lower OS priority
     (:func:`agentcore_app.local_llm.llm_nice`): synthesis wins the cores whenever it needs them.
+    ``model_factory``: builds each turn's model instead of the ``model`` setting (which still names it
+    and decides what is loaded ahead).
     """
     await provision_weights()
     async with model_server(log_dir / "model_server.log", engine=engine, threads=threads) as server:
         await warm_up_model(model)
-        async with agent_app(server.ws_url, model) as agent_url:
+        async with agent_app(server.ws_url, model_factory or model) as agent_url:
             yield LocalStack(agent_url, server.ws_url, server.http_url, model)
