@@ -64,7 +64,8 @@ def _shade(ax: Any, start_ms: float, end_ms: float, base: float, color: str) -> 
     ax.fill_between([start_ms / 1000, end_ms / 1000], base, base + 0.8, color=color, alpha=0.5, linewidth=0)
 
 
-def _audio_lane(ax: Any, record: TurnRecord, base: float) -> None:
+def _audio_lane(ax: Any, record: TurnRecord, base: float, label_gap_ms: float) -> None:
+    """Labels closer than ``label_gap_ms`` to the one before are left out: they would overlap."""
     heard = playback(record)
     if not heard.blocks:
         ax.text(0.0, base + 0.4, "no audio", fontsize=8, color=STALL_COLOR)
@@ -87,11 +88,12 @@ def _audio_lane(ax: Any, record: TurnRecord, base: float) -> None:
         ax.annotate(
             f"stall {end - start:,.0f} ms", (start / 1000, base + 0.02), fontsize=7, color=STALL_COLOR
         )
-    position = 0.0
+    position, labelled = 0.0, -math.inf
     for complete in record.of_type("sentence_complete"):
         at = heard.heard_at(position)
         text = str(complete.event.get("text", ""))
-        if at is not None and text.strip():
+        if at is not None and text.strip() and at - labelled >= label_gap_ms:
+            labelled = at
             ax.annotate(_first_words(text), (at / 1000, base - 0.12), fontsize=6, color="0.3", rotation=0)
         position += float(complete.event.get("audio_ms") or 0.0)
 
@@ -107,9 +109,14 @@ def write_timeline(records: Sequence[TurnRecord], path: Path, *, labels: Sequenc
         len(records), 1, figsize=(12, 2.2 * len(records) + 0.9), sharex=True, squeeze=False
     )
     titles = list(labels) if labels is not None else [record.mode for record in records]
+    ends = [event.at_ms for record in records for event in record.events[-1:]]
+    label_gap_ms = max(ends, default=0.0) / 12
     for ax, record, title in zip(axes[:, 0], records, titles, strict=True):
         _text_lane(ax, record, 1.0)
-        _audio_lane(ax, record, 0.0)
+        _audio_lane(ax, record, 0.0, label_gap_ms)
+        stalls = playback(record).stalls
+        if stalls:
+            title += f": {len(stalls)} stalls, {sum(end - start for start, end in stalls):,.0f} ms in all"
         ax.set_yticks([0.4, 1.4], ["what the listener hears", "text as written"])
         ax.set_ylim(-0.2, 2.0)
         ax.set_xlim(left=0)
