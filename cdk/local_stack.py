@@ -327,10 +327,9 @@ async def agent_app(
 
 
 async def warm_up_model(model: str, prompt: str | None = None) -> None:
-    """Load the embedded LLM now and, given the prompt, pre-fill its prompt cache.
-
-    Why: llama.cpp reuses a cached prompt prefix, so without this the first mode run would pay prompt
-    evaluation and the second would not, and the comparison would favour whichever ran second.
+    """Load the embedded LLM now (off the first turn's clock) and, given a prompt, pre-fill its prompt
+    cache (llama.cpp reuses a cached prompt prefix). The demo's comparison reads every prompt whole
+    instead (:func:`cdk.local_commands.compared_model`), so neither mode finds the other's cached.
     """
     if model != "local":
         return
@@ -353,8 +352,7 @@ async def warm_up_turns(agent_url: str) -> None:
 
     Why: the first turn through a fresh agent app pays one-off costs (lazy imports in strands and the
     SDK, the first speech session's connect, the first requests' allocator growth) that no later turn
-    pays; a comparison that runs bidi first would charge them all to bidi. The turn's own prompt
-    replaces the LLM's prompt cache, so call :func:`warm_up_model` with the real prompt afterwards.
+    pays; a comparison that runs bidi first would charge them all to bidi.
     """
     from agentcore_app.client import run_turn
 
