@@ -104,7 +104,7 @@ class ConversationSettings:
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> ConversationSettings:
-        """Read the ``STRANDS_KOKORO_CONVERSATION*`` settings (see the README's settings table)."""
+        """Read the ``STRANDS_KOKORO_CONVERSATION*`` settings (docs/agent-app.md has the table)."""
         env = dict(os.environ if environ is None else environ)
         return cls(
             location=parse_location(env.get(CONVERSATIONS_ENV, "")),

@@ -6,10 +6,13 @@ a given target: a running app (``http://host:port``) or a deployed AgentCore run
 (:mod:`cdk.local_commands`) starts the model server and the agent app on this machine and hands this
 module their URL, so the deployable package never depends on the launchers.
 
-A conversation (``--turns "q1" "q2" ...`` and/or ``--session ID``) asks its questions in order, each turn
-remembering the ones before (the runtime session id header). Without ``--session`` each mode gets a
-fresh conversation of its own, so both modes hear the same conversation and can be compared turn by turn;
-``--session ID`` continues (or starts) that one conversation in one mode (``--mode``, default bidi).
+Fair by construction: every time is counted from the moment the request was sent (what the listener
+waits), the modes take turns going first (``--repeat N`` asks N rounds, alternating the order, and
+reports medians), and a local launcher gives both modes the same model state (no prompt cache: every
+turn reads its whole prompt). The table says which LLM answered and at what pace.
+
+A conversation (``--turns "q1" "q2" ...`` and/or ``--session ID``) is :mod:`agentcore_app.demo_conversation`;
+how turns reach the app is :mod:`agentcore_app.delivery`.
 """
 
 from __future__ import annotations
@@ -18,67 +21,47 @@ import argparse
 import asyncio
 import contextlib
 import importlib.util
+import math
+import os
 import sys
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from agentcore_app.client import INVOKE_TIMEOUT_S, TurnRecord, new_session_id, run_turn
+from agentcore_app.client import INVOKE_TIMEOUT_S, TurnRecord
+from agentcore_app.delivery import SSE_PCM, Delivery, Target, TargetError, check_target
+from agentcore_app.demo_conversation import (
+    chosen_modes,
+    conversation_plan,
+    converse,
+    report_conversation,
+    saved,
+)
 from agentcore_app.report import (
+    THE_APPS_OWN,
+    TIMES_FROM,
+    LlmSetting,
     answer_lines,
-    compared_turns,
-    concatenated,
-    results_json,
-    speech_wait_ms,
+    headline,
+    measures,
+    median_measures,
     speedup,
-    speedup_line,
-    stall_ms,
     table,
-    write_json,
-    write_timeline,
     write_wav,
 )
+from agentcore_app.timeline import write_timeline
 from strands_kokoro.protocol import DEFAULT_VOICE
 from strands_kokoro.speech_options import SPEECH_MODES
 
-DEFAULT_PROMPT = "In three or four sentences, why do cats purr?"
+DEFAULT_PROMPT = "In five sentences, explain how bees turn flower nectar into honey."
+"""Asks for an answer that takes seconds to say: where speaking while the agent writes pays off."""
 MODES: tuple[str, ...] = SPEECH_MODES
+__all__ = ["Delivery", "LlmSetting", "Target", "TargetError", "check_target"]  # the launchers use them
 # What reporting needs (the timeline PNG); a launcher adds what its servers need.
 REQUIRED_MODULES: tuple[str, ...] = ("matplotlib",)
-
-Target = str | contextlib.AbstractAsyncContextManager[str]
-"""An agent app URL / runtime ARN, or a context that yields one for as long as the demo runs."""
-
-
-class TargetError(RuntimeError):
-    """The target cannot be asked, or did not answer as an agent app does; the message names it and why."""
-
-
-def check_target(endpoint: str) -> str:
-    """``endpoint`` if a turn can be sent to it (an http(s) URL or a runtime ARN), else ``ValueError``.
-
-    Checked before anything is asked: ``127.0.0.1:8080`` would otherwise fail deep inside httpx.
-    """
-    if endpoint.startswith("arn:"):
-        from agentcore_app.ws_client import runtime_region
-
-        runtime_region(endpoint)  # ValueError when it is not an AgentCore runtime ARN
-        return endpoint
-    if not endpoint.startswith(("http://", "https://")) or not endpoint.split("://", 1)[1].strip("/"):
-        raise ValueError(
-            f"--endpoint-url {endpoint!r}: use an agent app's http://host:port or an AgentCore runtime "
-            "ARN (arn:aws:bedrock-agentcore:...)"
-        )
-    return endpoint
-
-
-def _reason(exc: BaseException) -> str:
-    said = str(exc).strip()
-    return f"{type(exc).__name__}: {said}" if said else type(exc).__name__
 
 
 def add_arguments(
@@ -128,8 +111,22 @@ def add_arguments(
         default=None,
         help="the audio the app sends (default pcm); the WAVs are decoded from it",
     )
+    parser.add_argument(
+        "--repeat",
+        type=_positive_int,
+        default=1,
+        metavar="N",
+        help="ask the prompt N times in each mode, alternating which mode goes first; the table shows "
+        "medians (default 1)",
+    )
     parser.add_argument("--out-dir", type=Path, default=Path("demo-out"), help="where WAVs and the PNG go")
     parser.add_argument("--json", type=Path, default=None, help="also save the numbers to this JSON file")
+
+
+def _positive_int(raw: str) -> int:
+    if not raw.isdecimal() or int(raw) < 1:
+        raise argparse.ArgumentTypeError(f"{raw!r}: give a whole number of rounds, 1 or more")
+    return int(raw)
 
 
 def missing_modules(names: Iterable[str]) -> list[str]:
@@ -149,64 +146,10 @@ def refuse_missing(names: Iterable[str]) -> bool:
     return bool(missing)
 
 
-@dataclass(frozen=True, slots=True)
-class Delivery:
-    """How the turns reach the client: the transport and the audio format (``--transport``, ``--format``)."""
-
-    transport: str = "sse"
-    audio_format: str | None = None
-
-    @classmethod
-    def of(cls, args: argparse.Namespace) -> Delivery:
-        return cls(getattr(args, "transport", "sse") or "sse", getattr(args, "audio_format", None))
-
-    def recorded(self) -> dict[str, str]:
-        """How the numbers of ``--json`` were delivered (the format the app sends when none is asked)."""
-        return {"transport": self.transport, "format": self.audio_format or "pcm"}
-
-    async def turn(
-        self,
-        endpoint: str,
-        prompt: str,
-        mode: str,
-        *,
-        http_client: httpx.AsyncClient,
-        voice: str | None,
-        session_id: str | None = None,
-    ) -> TurnRecord:
-        """One turn, delivered this way; :class:`TargetError` when the endpoint cannot be talked to."""
-        from httpx_sse import SSEError
-        from websockets.exceptions import InvalidStatus, WebSocketException
-
-        aws: tuple[type[Exception], ...] = ()
-        with contextlib.suppress(ImportError):  # botocore: only for an AgentCore runtime's ARN
-            from botocore.exceptions import BotoCoreError
-
-            aws = (BotoCoreError,)
-        try:
-            return await run_turn(
-                endpoint,
-                prompt,
-                mode,
-                http_client=http_client,
-                voice=voice,
-                session_id=session_id,
-                transport=self.transport,
-                audio_format=self.audio_format,
-            )
-        except (SSEError, InvalidStatus) as exc:
-            # Something answered, but not as an agent app: most often the model server's port given for
-            # the agent app's (the model server answers a turn with JSON, and has no /ws).
-            raise TargetError(
-                f"{endpoint} answered, but not as an agent app ({_reason(exc)}); the demo talks to the agent "
-                "app (python -m agentcore_app), not to the model server"
-            ) from exc
-        except (httpx.TransportError, WebSocketException, OSError) as exc:
-            # Nothing listening, no scheme, not an agent app, a dropped connection: one line, not httpx's
-            # (or websockets') traceback. OSError: the WebSocket client's connection refused / timed out.
-            raise TargetError(f"{endpoint} did not answer ({_reason(exc)})") from exc
-        except aws as exc:  # no credentials, no route to the region: what botocore says, in one line
-            raise TargetError(f"{endpoint} could not be asked ({_reason(exc)})") from exc
+def rounds(modes: tuple[str, ...], repeat: int) -> list[tuple[str, ...]]:
+    """The order the modes are asked in, round by round: each round reverses the one before, so neither
+    mode always goes first (a machine warming up, or a cache left by the turn before, favours nobody)."""
+    return [modes if number % 2 == 0 else tuple(reversed(modes)) for number in range(repeat)]
 
 
 async def collect(
@@ -215,43 +158,86 @@ async def collect(
     *,
     voice: str | None = None,
     modes: tuple[str, ...] = MODES,
-    delivery: Delivery = Delivery(),
+    delivery: Delivery = SSE_PCM,
+    repeat: int = 1,
 ) -> list[TurnRecord]:
-    """Run the prompt through the modes (both by default) against the target, one after the other."""
+    """Ask the prompt in every mode, ``repeat`` rounds in :func:`rounds` order; records in asked order."""
     records: list[TurnRecord] = []
     reached = contextlib.nullcontext(target) if isinstance(target, str) else target
     async with reached as endpoint, httpx.AsyncClient(timeout=INVOKE_TIMEOUT_S) as http_client:
-        for mode in modes:
-            print(f"{mode}: asking {prompt!r}", file=sys.stderr)
-            records.append(await delivery.turn(endpoint, prompt, mode, http_client=http_client, voice=voice))
+        for number, order in enumerate(rounds(modes, repeat), 1):
+            for mode in order:
+                which = f" (round {number} of {repeat})" if repeat > 1 else ""
+                print(f"{mode}: asking {prompt!r}{which}", file=sys.stderr)
+                records.append(
+                    await delivery.turn(endpoint, prompt, mode, http_client=http_client, voice=voice)
+                )
     return records
 
 
-def report(args: argparse.Namespace, records: list[TurnRecord], target: str) -> dict[str, Any]:
-    """Print the table and the ratio, write the WAVs, the timeline PNG and (with --json) the numbers."""
+def typical(runs: list[TurnRecord]) -> TurnRecord:
+    """The run whose first audio is the median of its mode's (the lower one of an even count): the one
+    the WAV and the timeline show."""
+    timed = sorted(runs, key=lambda r: math.inf if (f := r.first("audio_chunk")) is None else f.at_ms)
+    return timed[(len(timed) - 1) // 2]
+
+
+def report(
+    args: argparse.Namespace, records: list[TurnRecord], target: str, llm: LlmSetting = THE_APPS_OWN
+) -> dict[str, Any]:
+    """Print the LLM, the answers, the table (medians when repeated) and the headline; write a WAV per
+    mode and the timeline PNG of each mode's typical run, and (with --json) the numbers."""
     out_dir: Path = args.out_dir
+    by_mode: dict[str, list[TurnRecord]] = {}
+    for record in records:
+        by_mode.setdefault(record.mode, []).append(record)
+    runs = {mode: [measures(r) for r in mode_runs] for mode, mode_runs in by_mode.items()}
+    shown = {mode: median_measures(mode_runs) for mode, mode_runs in runs.items()}
+    repeat = max((len(mode_runs) for mode_runs in by_mode.values()), default=0)
+    heads = {mode: mode if repeat == 1 else f"{mode}, median of {len(by_mode[mode])}" for mode in by_mode}
+    typical_runs = [typical(mode_runs) for mode_runs in by_mode.values()]
     print()
     print(f"prompt: {args.prompt}")
-    for line in answer_lines(records):
+    print(llm.line())
+    for line in answer_lines(typical_runs):
         print(line)
     print()
-    print(table(records))
-    compared = speedup_line(records)  # None when only one mode ran
-    if compared is not None:
+    print(table([(heads[mode], shown[mode]) for mode in by_mode]))
+    said = headline(shown)  # None when only one mode ran
+    if said is not None:
         print()
-        print(compared)
+        print(said)
     for record in records:
         for error in record.summary()["errors"]:
             print(f"{record.mode}: {error.get('type')} {error.get('code')}: {error.get('message')}")
-    artifacts = {f"wav_{r.mode}": str(write_wav(r, out_dir / f"demo-{r.mode}.wav")) for r in records if r.pcm}
-    artifacts["timeline_png"] = str(write_timeline(records, out_dir / "demo-timeline.png"))
+    artifacts = {
+        f"wav_{r.mode}": str(write_wav(r, out_dir / f"demo-{r.mode}.wav")) for r in typical_runs if r.pcm
+    }
+    artifacts["timeline_png"] = str(write_timeline(typical_runs, out_dir / "demo-timeline.png"))
     if args.json:
         artifacts["json"] = str(args.json)
-    extra = {"prompt": args.prompt, "target": target, **Delivery.of(args).recorded(), "artifacts": artifacts}
-    return _saved(results_json(records, extra | {"at": time.time()}), artifacts, args)
+    ratio = None
+    if said is not None:
+        ratio = speedup(shown["batch"]["first_audio_ms"], shown["bidi"]["first_audio_ms"])
+    results = {
+        "prompt": args.prompt,
+        "target": target,
+        **Delivery.of(args).recorded(),
+        "llm": llm.recorded(),
+        "times_from": TIMES_FROM,
+        "repeat": repeat,
+        "order": [list(order) for order in rounds(tuple(by_mode), repeat)],
+        "headline": said,
+        "bidi_first_audio_speedup": None if ratio is None else round(ratio, 2),
+        "modes": {mode: {"median": shown[mode], "runs": runs[mode]} for mode in by_mode},
+        "load_average_at_end": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
+        "artifacts": artifacts,
+        "at": time.time(),
+    }
+    return saved(results, artifacts, args)
 
 
-def run(args: argparse.Namespace, target: Target, label: str) -> int:
+def run(args: argparse.Namespace, target: Target, label: str, llm: LlmSetting = THE_APPS_OWN) -> int:
     """Collect and report; exit status 0 only when every turn produced audio (a silent demo failed).
 
     2 when the options contradict each other or the target URL cannot be one (nothing is asked then),
@@ -267,131 +253,21 @@ def run(args: argparse.Namespace, target: Target, label: str) -> int:
     try:
         if plan is None:
             modes = chosen_modes(args)
-            records = asyncio.run(
-                collect(target, args.prompt, voice=args.voice, modes=modes, delivery=Delivery.of(args))
+            asked = collect(
+                target,
+                args.prompt,
+                voice=args.voice,
+                modes=modes,
+                delivery=Delivery.of(args),
+                repeat=getattr(args, "repeat", 1),
             )
-            report(args, records, label)
+            records = asyncio.run(asked)
+            report(args, records, label, llm)
         else:
             conversations = asyncio.run(converse(target, plan, voice=args.voice, delivery=Delivery.of(args)))
-            report_conversation(args, plan, conversations, label)
+            report_conversation(args, plan, conversations, label, llm)
             records = [record for turns in conversations.values() for record in turns]
     except TargetError as exc:
         print(f"agent-infra demo: {exc}", file=sys.stderr)
         return 2
     return 0 if all(r.first("audio_chunk") is not None for r in records) else 1
-
-
-# ------------------------------------------------------------------------------------ conversations
-
-
-@dataclass(frozen=True, slots=True)
-class ConversationPlan:
-    """The questions, in order, and the conversation (runtime session id) each mode asks them in."""
-
-    prompts: list[str]
-    sessions: dict[str, str]
-
-
-def chosen_modes(args: argparse.Namespace) -> tuple[str, ...]:
-    """``--mode``: both (the default), or one; with ``--session`` the default is bidi."""
-    mode = getattr(args, "mode", None) or ("bidi" if getattr(args, "session", None) else "both")
-    return MODES if mode == "both" else (mode,)
-
-
-def conversation_plan(args: argparse.Namespace) -> ConversationPlan | None:
-    """None for the classic one-prompt demo; else the plan. ``ValueError`` when the options conflict."""
-    turns: list[str] | None = getattr(args, "turns", None)
-    session: str | None = getattr(args, "session", None)
-    if not turns and not session:
-        return None
-    modes = chosen_modes(args)
-    if session is not None:
-        from agentcore_app.conversation_settings import SESSION_ID_PATTERN
-
-        if not SESSION_ID_PATTERN.match(session):
-            raise ValueError(f"--session {session!r}: use 33-128 letters, digits, '-' or '_'")
-        if len(modes) > 1:
-            raise ValueError("--session names ONE conversation: run it in one mode (--mode bidi or batch)")
-        return ConversationPlan(list(turns or [args.prompt]), {modes[0]: session})
-    shared = new_session_id("demo")
-    return ConversationPlan(list(turns or [args.prompt]), {mode: f"{shared}-{mode}" for mode in modes})
-
-
-async def converse(
-    target: Target, plan: ConversationPlan, *, voice: str | None = None, delivery: Delivery = Delivery()
-) -> dict[str, list[TurnRecord]]:
-    """Each mode asks every question of the plan in order, in its own conversation; records per mode."""
-    conversations: dict[str, list[TurnRecord]] = {}
-    reached = contextlib.nullcontext(target) if isinstance(target, str) else target
-    async with reached as endpoint, httpx.AsyncClient(timeout=INVOKE_TIMEOUT_S) as http_client:
-        for mode, session_id in plan.sessions.items():
-            turns = conversations.setdefault(mode, [])
-            for number, prompt in enumerate(plan.prompts, 1):
-                print(f"{mode} turn {number} ({session_id}): asking {prompt!r}", file=sys.stderr)
-                turns.append(
-                    await delivery.turn(
-                        endpoint, prompt, mode, http_client=http_client, voice=voice, session_id=session_id
-                    )
-                )
-    return conversations
-
-
-def report_conversation(
-    args: argparse.Namespace, plan: ConversationPlan, conversations: dict[str, list[TurnRecord]], target: str
-) -> dict[str, Any]:
-    """The dialogue per mode, one table column per turn, a WAV per mode (its turns in order), PNG, JSON."""
-    out_dir: Path = args.out_dir
-    for mode, turns in conversations.items():
-        print()
-        print(f"{mode} conversation {plan.sessions[mode]}:")
-        for prompt, record in zip(plan.prompts, turns, strict=True):
-            print(f"  you:   {prompt}")
-            print(f"  agent: {record.text.strip()}")
-            for error in record.summary()["errors"]:
-                print(f"  {error.get('type')} {error.get('code')}: {error.get('message')}")
-    records = [record for turns in conversations.values() for record in turns]
-    labels = [f"{mode} #{n}" for mode, turns in conversations.items() for n in range(1, len(turns) + 1)]
-    print()
-    print(table(records, labels=labels))
-    ratios: list[float | None] = []
-    if set(conversations) == set(MODES):
-        print()
-        for number, (bidi, batch) in enumerate(
-            zip(conversations["bidi"], conversations["batch"], strict=True), 1
-        ):
-            ratio = speedup(speech_wait_ms(batch.summary()), speech_wait_ms(bidi.summary()))
-            ratios.append(None if ratio is None else round(ratio, 2))
-            print(f"turn {number}: {compared_turns(batch.summary(), bidi.summary())}")
-    artifacts = {
-        f"wav_{mode}": str(write_wav(concatenated(turns), out_dir / f"demo-{mode}.wav"))
-        for mode, turns in conversations.items()
-    }
-    artifacts["timeline_png"] = str(write_timeline(records, out_dir / "demo-timeline.png", labels=labels))
-    if args.json:
-        artifacts["json"] = str(args.json)
-    results: dict[str, Any] = {
-        "prompts": plan.prompts,
-        "target": target,
-        **Delivery.of(args).recorded(),
-        "artifacts": artifacts,
-        "at": time.time(),
-        "conversations": {
-            mode: {
-                "session_id": plan.sessions[mode],
-                "turns": [{**r.summary(), "stall_ms": round(stall_ms(r), 1)} for r in turns],
-            }
-            for mode, turns in conversations.items()
-        },
-        "bidi_first_audio_speedup_per_turn": ratios,
-    }
-    return _saved(results, artifacts, args)
-
-
-def _saved(results: dict[str, Any], artifacts: dict[str, str], args: argparse.Namespace) -> dict[str, Any]:
-    """Write the numbers (with ``--json``) and say where every artifact went."""
-    if args.json:
-        write_json(results, args.json)
-    print()
-    for name, path in artifacts.items():
-        print(f"{name:>13}: {path}")
-    return results

@@ -53,13 +53,16 @@ _END = object()
 
 
 class LocalModelConfig(TypedDict, total=False):
-    """Sampling settings sent with every request (OpenAI chat-completions field names)."""
+    """Sampling settings sent with every request (OpenAI chat-completions field names, and llama.cpp's
+    ``cache_prompt``: False makes every request read its whole prompt, as the first one does, so two
+    turns compared with each other start from the same model state)."""
 
     max_tokens: int
     temperature: float
     top_p: float
     seed: int
     repeat_penalty: float
+    cache_prompt: bool
 
 
 def find_gguf() -> Path:

@@ -1,8 +1,9 @@
 """What the demo leaves behind: a table per mode, one WAV per mode, a timeline PNG and a JSON file.
 
-Kept apart from the demo's orchestration so the benchmark and the browser helper can reuse the same
-numbers and pictures. WAVs use the stdlib ``wave`` module; the figure uses matplotlib's Agg backend, so it
-renders on a machine without a display.
+Every time in the table and the JSON is counted from the moment the request was sent: what a listener
+waits. Kept apart from the demo's orchestration so benchmarks can reuse the same numbers; the playback
+model is :mod:`agentcore_app.playback`, the chart :mod:`agentcore_app.timeline`. WAVs use the stdlib
+``wave`` module.
 """
 
 from __future__ import annotations
@@ -14,23 +15,68 @@ import statistics
 import sys
 import wave
 from array import array
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from agentcore_app.client import TurnRecord
+from agentcore_app.playback import stall_ms
+
+TIMES_FROM = "the moment the request was sent"
+"""What every ``*_ms`` time of the table and the JSON is counted from."""
 
 
-def _fmt_ms(value: float | None) -> str:
+@dataclass(frozen=True, slots=True)
+class LlmSetting:
+    """Which LLM answered and how fast it was let write: printed above the table and saved in the JSON.
+
+    ``pace_tokens_per_s``: the launcher released the model's tokens no faster than that (``--llm-pace``);
+    None: the model's own speed. ``prompt_cache``: False when every turn read its whole prompt (both
+    modes from the same model state); None when the demo cannot know (an app it did not start).
+    """
+
+    model: str
+    pace_tokens_per_s: float | None = None
+    prompt_cache: bool | None = None
+
+    def line(self) -> str:
+        speed = (
+            f"its tokens released at most {self.pace_tokens_per_s:g} per second (--llm-pace), as a hosted "
+            "model streams"
+            if self.pace_tokens_per_s
+            else "at its own speed"
+        )
+        said = f"LLM: {self.model}, {speed}"
+        if self.prompt_cache is False:
+            said += "; no prompt cache: every turn reads its whole prompt, so both modes start alike"
+        return said
+
+    def recorded(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "pace_tokens_per_s": self.pace_tokens_per_s,
+            "prompt_cache": self.prompt_cache,
+        }
+
+
+THE_APPS_OWN = LlmSetting("the agent app's own model (its STRANDS_KOKORO_MODEL)")
+
+
+def _fmt_ms(value: Any) -> str:
     return "-" if value is None else f"{value:,.0f} ms"
 
 
-def _fmt_count(value: int | None) -> str:
-    return "-" if value is None else str(value)
+def _fmt_count(value: Any) -> str:
+    return "-" if value is None else f"{value:g}"
 
 
-def _fmt_rtf(value: float | None) -> str:
+def _fmt_rtf(value: Any) -> str:
     return "-" if value is None else f"{value:.2f}"
+
+
+def _fmt_s(value: Any) -> str:
+    return "-" if value is None else f"{value:.2f} s"
 
 
 def speedup(batch_ms: float | None, bidi_ms: float | None) -> float | None:
@@ -38,40 +84,6 @@ def speedup(batch_ms: float | None, bidi_ms: float | None) -> float | None:
     if not batch_ms or not bidi_ms:
         return None
     return batch_ms / bidi_ms
-
-
-def chunk_timeline(record: TurnRecord) -> list[tuple[float, float]]:
-    """(arrival ms, audio length ms) of every audio chunk, in arrival order.
-
-    A compressed chunk's length is its share of the turn's decoded audio by bytes (exact for PCM; for
-    Opus and MP3, whose frames vary little in size, close enough for the stall estimate).
-    """
-    chunks = record.of_type("audio_chunk")
-    sizes = record.chunk_bytes
-    total_ms = record.audio_s * 1000.0
-    total_bytes = sum(sizes) or 1
-    if record.audio_format != "pcm_s16le":
-        return [(c.at_ms, total_ms * n / total_bytes) for c, n in zip(chunks, sizes, strict=True)]
-    return [
-        (c.at_ms, n / 2 / int(c.event.get("sample_rate", record.sample_rate)) * 1000.0)
-        for c, n in zip(chunks, sizes, strict=True)
-    ]
-
-
-def stall_ms(record: TurnRecord) -> float:
-    """Silence a real-time player would have after starting at the first audio byte (architecture §7).
-
-    The player starts with the first chunk; a chunk that arrives after the audio queued before it has
-    finished playing leaves a gap, and the gaps add up.
-    """
-    play_end: float | None = None
-    stalled = 0.0
-    for arrival, duration in chunk_timeline(record):
-        if play_end is None:
-            play_end = arrival
-        stalled += max(0.0, arrival - play_end)
-        play_end = max(play_end, arrival) + duration
-    return stalled
 
 
 # A join after one of these is one a reader pauses at too (a sentence's end, a clause's comma or colon):
@@ -112,31 +124,76 @@ def cut_pauses_ms(record: TurnRecord) -> list[float]:
     return pauses
 
 
-def _fmt_pauses(pauses: Sequence[float]) -> str:
+def _fmt_pauses(pauses: Any) -> str:
     if not pauses:
         return "none"
     return f"{len(pauses)}: {statistics.median(pauses):,.0f} / {max(pauses):,.0f} ms"
 
 
-def table(records: Sequence[TurnRecord], *, labels: Sequence[str] | None = None) -> str:
-    """A plain-text table: one column per record (headed by its mode, or ``labels``), one row per measure."""
-    summaries = [r.summary() for r in records]
-    rows = [
-        ("time to first text", [_fmt_ms(s["first_text_ms"]) for s in summaries]),
-        ("time to first audio", [_fmt_ms(s["first_audio_ms"]) for s in summaries]),
-        ("total", [_fmt_ms(s["total_ms"]) for s in summaries]),
-        ("audio", [f"{s['audio_s']:.2f} s" for s in summaries]),
-        ("audio chunks", [str(s["chunks"]) for s in summaries]),
-        ("playback stall", [_fmt_ms(stall_ms(r)) for r in records]),
-        ("pauses added by cuts (n: median / max)", [_fmt_pauses(cut_pauses_ms(r)) for r in records]),
-        ("speech requests", [_fmt_count(s["requests"]) for s in summaries]),
-        ("engine RTF (measured)", [_fmt_rtf(s["rtf"] if s["audio_s"] else None) for s in summaries]),
-    ]
-    label_width = max(len(label) for label, _ in rows)
-    col_width = max(12, *(len(v) for _, values in rows for v in values))
-    heads = list(labels) if labels is not None else [s["mode"] for s in summaries]
-    col_width = max(col_width, *(len(head) for head in heads))
-    header = " " * label_width + "".join(f"  {head:>{col_width}}" for head in heads)
+def measures(record: TurnRecord) -> dict[str, Any]:
+    """One turn's numbers: the client's summary, when the answer was fully written (the last text) and
+    the last audio arrived, the playback stalls and the pauses the pacer's cuts added."""
+    texts, chunks = record.of_type("text_delta"), record.of_type("audio_chunk")
+    summary = record.summary()
+    audio = summary["audio_s"] if summary["audio_s"] else None
+    return {
+        **summary,
+        "answer_written_ms": round(texts[-1].at_ms, 1) if texts else None,
+        "last_audio_ms": round(chunks[-1].at_ms, 1) if chunks else None,
+        "rtf": summary["rtf"] if audio else None,
+        "stall_ms": round(stall_ms(record), 1) if chunks else None,
+        "cut_pauses_ms": cut_pauses_ms(record),
+    }
+
+
+MEDIAN_FIELDS = (
+    "first_text_ms",
+    "answer_written_ms",
+    "first_audio_ms",
+    "last_audio_ms",
+    "total_ms",
+    "audio_s",
+    "chunks",
+    "requests",
+    "rtf",
+    "stall_ms",
+)
+
+
+def median_measures(runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The median of every number over ``runs`` of one mode (a field no run has stays None); the cut
+    pauses of all runs pooled; ``runs``: how many."""
+    median: dict[str, Any] = {"runs": len(runs)}
+    for name in MEDIAN_FIELDS:
+        values = [run[name] for run in runs if run.get(name) is not None]
+        median[name] = round(statistics.median(values), 3) if values else None
+    median["cut_pauses_ms"] = [pause for run in runs for pause in run.get("cut_pauses_ms", [])]
+    median["errors"] = [error for run in runs for error in run.get("errors", [])]
+    return median
+
+
+ROWS: tuple[tuple[str, str, Callable[[Any], str]], ...] = (
+    ("LLM: first words", "first_text_ms", _fmt_ms),
+    ("LLM: whole answer written", "answer_written_ms", _fmt_ms),
+    ("first audio (what the listener waits)", "first_audio_ms", _fmt_ms),
+    ("last audio arrived", "last_audio_ms", _fmt_ms),
+    ("audio length", "audio_s", _fmt_s),
+    ("playback stalls after first audio", "stall_ms", _fmt_ms),
+    ("pauses added by cuts (n: median / max)", "cut_pauses_ms", _fmt_pauses),
+    ("speech requests", "requests", _fmt_count),
+    ("engine real-time factor (<1: faster)", "rtf", _fmt_rtf),
+)
+
+
+def table(columns: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
+    """A plain-text table: one column per (heading, :func:`measures` or :func:`median_measures`), one
+    row per measure; its corner says what the times are counted from."""
+    corner = f"times since {TIMES_FROM}"
+    rows = [(label, [fmt(column.get(key)) for _, column in columns]) for label, key, fmt in ROWS]
+    label_width = max(len(corner), *(len(label) for label, _ in rows))
+    heads = [head for head, _ in columns]
+    col_width = max(12, *(len(v) for _, values in rows for v in values), *(len(h) for h in heads))
+    header = f"{corner:<{label_width}}" + "".join(f"  {head:>{col_width}}" for head in heads)
     lines = [header, "-" * len(header)]
     lines += [
         f"{label:<{label_width}}" + "".join(f"  {v:>{col_width}}" for v in values) for label, values in rows
@@ -144,50 +201,38 @@ def table(records: Sequence[TurnRecord], *, labels: Sequence[str] | None = None)
     return "\n".join(lines)
 
 
+def record_columns(
+    records: Sequence[TurnRecord], labels: Sequence[str] | None = None
+) -> list[tuple[str, Any]]:
+    """One table column per record, headed by its mode or ``labels``."""
+    heads = list(labels) if labels is not None else [record.mode for record in records]
+    return [(head, measures(record)) for head, record in zip(heads, records, strict=True)]
+
+
 SAME_WITHIN = 0.05
-"""First audios within 5 % of each other read as "about the same": the one-decimal ratio would say 1.0×."""
+"""First audios within 5 % of each other read as "about as soon": the one-decimal ratio would say 1.0×."""
 
 
 def comparison(batch_ms: float | None, bidi_ms: float | None) -> str:
-    """Bidi's first audio against batch's, in words: sooner (×), later, or about the same."""
+    """Bidi's first audio against batch's, both counted from the request: sooner (×), later, or about
+    as soon, with both times."""
     ratio = speedup(batch_ms, bidi_ms)
     if ratio is None or batch_ms is None or bidi_ms is None:
         which = "either mode" if batch_ms is None and bidi_ms is None else "one of the modes"
         return f"no audio in {which}, no ratio"
+    both = f"first audio {bidi_ms:,.0f} vs {batch_ms:,.0f} ms after the request"
     if ratio >= 1 + SAME_WITHIN:
-        return f"bidi first audio is {ratio:.1f}× sooner than batch"
-    both = f"{bidi_ms:,.0f} vs {batch_ms:,.0f} ms"
+        return f"bidi spoke {ratio:.1f}× sooner than batch: {both}"
     if ratio <= 1 / (1 + SAME_WITHIN):
-        return f"bidi first audio is later than batch ({both}: {1 / ratio:.1f}× as long)"
-    return f"bidi and batch first audio about the same ({both})"
+        return f"bidi spoke later than batch: {both}"
+    return f"bidi and batch spoke about as soon: {both}"
 
 
-def speech_wait_ms(summary: Mapping[str, Any]) -> float | None:
-    """First audio counted from the model's first words: what the speech path adds, bidi against batch.
-
-    Why not from the request: the modes of one comparison run one after the other on the same prompt,
-    and the second finds it in the local model's prompt cache (its first words came ~50 ms after the
-    request where the first mode's took ~450), which would credit the cache to whichever mode ran second.
-    """
-    audio, text = summary["first_audio_ms"], summary["first_text_ms"]
-    if audio is None:
-        return None
-    return audio - (text or 0.0)
-
-
-def compared_turns(batch: Mapping[str, Any], bidi: Mapping[str, Any]) -> str:
-    """:func:`comparison` of two turns' summaries, from the model's first words (:func:`speech_wait_ms`)."""
-    batch_ms, bidi_ms = speech_wait_ms(batch), speech_wait_ms(bidi)
-    said = comparison(batch_ms, bidi_ms)
-    return said if batch_ms is None or bidi_ms is None else f"{said}, counted from the model's first words"
-
-
-def speedup_line(records: Sequence[TurnRecord]) -> str | None:
-    """The comparison line, or None when one of the modes did not run (nothing to compare with)."""
-    by_mode = {r.mode: r.summary() for r in records}
+def headline(by_mode: Mapping[str, Mapping[str, Any]]) -> str | None:
+    """The comparison of the modes' (median) first audio, or None when one of the modes did not run."""
     if "bidi" not in by_mode or "batch" not in by_mode:
         return None
-    return compared_turns(by_mode["batch"], by_mode["bidi"])
+    return comparison(by_mode["batch"]["first_audio_ms"], by_mode["bidi"]["first_audio_ms"])
 
 
 def answer_lines(records: Sequence[TurnRecord]) -> list[str]:
@@ -217,60 +262,6 @@ def concatenated(records: Sequence[TurnRecord]) -> TurnRecord:
     for record in records:
         joined.pcm += record.pcm
     return joined
-
-
-def write_timeline(records: Sequence[TurnRecord], path: Path, *, labels: Sequence[str] | None = None) -> Path:
-    """Text deltas and audio chunks against time, one lane pair per record (titled by mode or ``labels``)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(
-        len(records), 1, figsize=(11, 1.9 * len(records) + 0.8), sharex=True, squeeze=False
-    )
-    titles = list(labels) if labels is not None else [record.mode for record in records]
-    for ax, record, title in zip(axes[:, 0], records, titles, strict=True):
-        text_times = [e.at_ms for e in record.of_type("text_delta")]
-        ax.vlines(text_times, 1.6, 2.4, color="tab:blue", linewidth=0.8, label="text delta")
-        ax.broken_barh(
-            chunk_timeline(record), (0.6, 0.8), facecolors="tab:orange", edgecolor="black", linewidth=0.3
-        )
-        first_audio = record.first("audio_chunk")
-        if first_audio is not None:
-            ax.axvline(first_audio.at_ms, color="tab:red", linestyle="--", linewidth=1)
-            ax.annotate(
-                f"first audio {first_audio.at_ms:,.0f} ms",
-                (first_audio.at_ms, 2.55),
-                fontsize=8,
-                color="tab:red",
-                xytext=(4, 0),
-                textcoords="offset points",
-            )
-        ax.set_yticks([1.0, 2.0], ["audio chunks\n(arrival, length)", "text deltas"])
-        ax.set_ylim(0.3, 2.9)
-        ax.set_title(title, loc="left", fontsize=10)
-        ax.grid(axis="x", alpha=0.3)
-    axes[-1, 0].set_xlabel("ms since the request was sent")
-    fig.suptitle("agent text and speech audio as the client receives them")
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
-
-
-def results_json(records: Sequence[TurnRecord], extra: dict[str, Any]) -> dict[str, Any]:
-    """The demo's numbers for ``--json``: each mode's summary, and the speed-up the printed line says
-    (from the model's first words, :func:`speech_wait_ms`)."""
-    by_mode = {r.mode: r.summary() for r in records}
-    ratio = None
-    if "batch" in by_mode and "bidi" in by_mode:
-        ratio = speedup(speech_wait_ms(by_mode["batch"]), speech_wait_ms(by_mode["bidi"]))
-    for record in records:
-        by_mode[record.mode]["stall_ms"] = round(stall_ms(record), 1)
-        by_mode[record.mode]["cut_pauses_ms"] = cut_pauses_ms(record)
-    return {**extra, "modes": by_mode, "bidi_first_audio_speedup": None if ratio is None else round(ratio, 2)}
 
 
 def write_json(data: dict[str, Any], path: Path) -> Path:

@@ -6,8 +6,9 @@ way of :mod:`cdk.local_stack`), and no wing depends on them. ``agentcore_app`` i
 commands, so ``speech-infra`` and ``agent-infra deploy`` never load strands or the LLM.
 
 - ``demo``: with ``--local`` (the default when no ``--endpoint-url`` is given) it provisions the Kokoro
-  weights, starts the model server and the agent app on free ports, warms the LLM on the prompt, hands
-  the app's URL to :mod:`agentcore_app.demo` and tears everything down afterwards.
+  weights, starts the model server and the agent app on free ports (the embedded LLM without a prompt
+  cache and, with ``--llm-pace``, at a hosted model's pace: :func:`compared_model`), hands the app's URL
+  to :mod:`agentcore_app.demo` and tears everything down afterwards.
 - ``serve``: the browser voice player with the model server (unless ``--speech-endpoint`` names a running
   one) and the agent app behind it, on 127.0.0.1, until Ctrl-C.
 
@@ -24,6 +25,12 @@ import contextlib
 import sys
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from strands.models.model import Model
+
+    from agentcore_app.report import LlmSetting
 
 # What a local stack needs besides the demo's own report modules (the model server runs on this Python).
 LOCAL_MODULES: tuple[str, ...] = ("onnxruntime", "uvicorn")
@@ -44,6 +51,14 @@ def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
     )
     demo.add_arguments(parser, target)
     parser.add_argument("--model", default=None, help=f"with --local (default local): {MODEL_HELP}")
+    parser.add_argument(
+        "--llm-pace",
+        type=float,
+        default=None,
+        metavar="TOKENS_PER_S",
+        help="with --local and the embedded model: release its tokens no faster than this, as a hosted "
+        "model streams (50 is typical; default: its own speed)",
+    )
 
 
 @contextlib.asynccontextmanager
@@ -52,9 +67,10 @@ async def _local_target(args: argparse.Namespace) -> AsyncIterator[str]:
     from cdk.local_stack import local_stack, warm_up_model, warm_up_turns
 
     print("starting the local stack (weights, model server, agent app)...", file=sys.stderr)
-    async with local_stack(args.out_dir, model=args.model) as stack:
+    factory = compared_model(args.model, args.llm_pace)
+    async with local_stack(args.out_dir, model=args.model, model_factory=factory) as stack:
         await warm_up_turns(stack.agent_url)
-        await warm_up_model(args.model, args.turns[0] if args.turns else args.prompt)
+        await warm_up_model(args.model)
         print(
             f"agent app {stack.agent_url}, speech {stack.speech_endpoint}, model {stack.model}",
             file=sys.stderr,
@@ -62,11 +78,51 @@ async def _local_target(args: argparse.Namespace) -> AsyncIterator[str]:
         yield stack.agent_url
 
 
+def compared_model(setting: str, pace: float | None) -> Callable[[], Model] | None:
+    """The model factory of a local comparison: for the embedded model, no prompt cache (every turn reads
+    its whole prompt, so neither mode finds the other's prompt cached) and, with ``pace``, its tokens
+    released no faster than ``pace`` per second; None (the setting's own model) for any other."""
+    if setting != "local":
+        return None
+    from agentcore_app.local_llm import LocalSmolLM2Model
+    from agentcore_app.paced_model import PacedModel
+
+    def model() -> Model:
+        embedded = LocalSmolLM2Model(cache_prompt=False)
+        return embedded if pace is None else PacedModel(embedded, pace)
+
+    return model
+
+
+def llm_setting(args: argparse.Namespace) -> LlmSetting:
+    """What the table says about the LLM of the stack ``--local`` starts."""
+    from agentcore_app.report import LlmSetting
+
+    if args.model == "local":
+        return LlmSetting("local (the embedded SmolLM2-135M-Instruct)", args.llm_pace, prompt_cache=False)
+    return LlmSetting(args.model)
+
+
 def demo_main(args: argparse.Namespace) -> int:
     """``agent-infra demo``: exit status 0 only when both modes produced audio; 2 when extras are missing,
     a setting is unusable or the local stack does not come up."""
     from agentcore_app import demo
 
+    llm_pace = getattr(args, "llm_pace", None)
+    args.llm_pace = llm_pace
+    if llm_pace is not None:
+        from agentcore_app.paced_model import PaceError, checked_pace
+
+        try:
+            checked_pace(llm_pace)
+            if args.endpoint_url or (args.model or "local") != "local":
+                raise PaceError(
+                    "--llm-pace paces the embedded model of the stack --local starts (--model local); "
+                    "a hosted model and a running app write at their own pace"
+                )
+        except PaceError as exc:
+            print(f"agent-infra demo: {exc}", file=sys.stderr)
+            return 2
     if args.endpoint_url:
         if args.model is not None:  # the app there answers with its own model: say so, not ignore it
             print(
@@ -87,7 +143,7 @@ def demo_main(args: argparse.Namespace) -> int:
 
     def run_locally() -> int:
         check_settings(args.model)
-        return demo.run(args, _local_target(args), f"local ({args.model})")
+        return demo.run(args, _local_target(args), f"local ({args.model})", llm_setting(args))
 
     return reported("agent-infra demo", run_locally)
 

@@ -327,10 +327,9 @@ async def agent_app(
 
 
 async def warm_up_model(model: str, prompt: str | None = None) -> None:
-    """Load the embedded LLM now and, given the prompt, pre-fill its prompt cache.
-
-    Why: llama.cpp reuses a cached prompt prefix, so without this the first mode run would pay prompt
-    evaluation and the second would not, and the comparison would favour whichever ran second.
+    """Load the embedded LLM now (off the first turn's clock) and, given a prompt, pre-fill its prompt
+    cache (llama.cpp reuses a cached prompt prefix). The demo's comparison reads every prompt whole
+    instead (:func:`cdk.local_commands.compared_model`), so neither mode finds the other's cached.
     """
     if model != "local":
         return
@@ -353,8 +352,7 @@ async def warm_up_turns(agent_url: str) -> None:
 
     Why: the first turn through a fresh agent app pays one-off costs (lazy imports in strands and the
     SDK, the first speech session's connect, the first requests' allocator growth) that no later turn
-    pays; a comparison that runs bidi first would charge them all to bidi. The turn's own prompt
-    replaces the LLM's prompt cache, so call :func:`warm_up_model` with the real prompt afterwards.
+    pays; a comparison that runs bidi first would charge them all to bidi.
     """
     from agentcore_app.client import run_turn
 
@@ -375,16 +373,23 @@ class LocalStack:
 
 @contextlib.asynccontextmanager
 async def local_stack(
-    log_dir: Path, *, model: str = "local", engine: str = "onnx", threads: int | None = None
+    log_dir: Path,
+    *,
+    model: str = "local",
+    engine: str = "onnx",
+    threads: int | None = None,
+    model_factory: Callable[[], Model] | None = None,
 ) -> AsyncIterator[LocalStack]:
     """Weights, model server and agent app, all torn down when the block ends.
 
     Both inference engines share this machine's cores. Speech is the bottleneck on a CPU, so the model
     server gets every core (``threads`` None) and the embedded LLM runs at a lower OS priority
     (:func:`agentcore_app.local_llm.llm_nice`): synthesis wins the cores whenever it needs them.
+    ``model_factory``: builds each turn's model instead of the ``model`` setting (which still names it
+    and decides what is loaded ahead).
     """
     await provision_weights()
     async with model_server(log_dir / "model_server.log", engine=engine, threads=threads) as server:
         await warm_up_model(model)
-        async with agent_app(server.ws_url, model) as agent_url:
+        async with agent_app(server.ws_url, model_factory or model) as agent_url:
             yield LocalStack(agent_url, server.ws_url, server.http_url, model)

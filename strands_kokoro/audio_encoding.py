@@ -5,7 +5,7 @@ this, the codecs of the wire's audio), so a request's ``format`` means the same 
 them: the model server for its POST and WebSocket clients, the turn's output
 (:mod:`strands_kokoro.turn_output`) for the agent app's listeners.
 
-Why these choices (measured, see ``benchmarks/transport.py`` and the README):
+Why these choices (measured, see ``benchmarks/transport.py`` and docs/benchmarks.md):
 
 - **PyAV** (FFmpeg's libopus and LAME) is the encoder: its wheels bundle both codecs for every platform,
   it resamples the rates Opus does not take (22.05, 32, 44.1 kHz) on the way in, and it encodes a frame as

@@ -13,9 +13,9 @@ Two views of the same work:
 
 **Why our own rules.** Measured against NVIDIA's ``nemo-text-processing`` (WFST grammars on pynini, the
 reference in TTS) and ``wetextprocessing`` on this project's test set (see ``benchmarks/normalization.py``
-and the README): the grammars need pynini (~650 MB installed), compile for tens of seconds, take tens of
-milliseconds per sentence on these CPUs, and still misread several of the things LLM answers are full
-of (phone numbers, units after numbers, Roman numerals, URLs). These rules run in well under a
+and docs/benchmarks.md): the grammars need pynini (~650 MB installed), compile for tens of seconds,
+take tens of milliseconds per sentence on these CPUs, and still misread several of the things LLM answers
+are full of (phone numbers, units after numbers, Roman numerals, URLs). These rules run in well under a
 millisecond per sentence, add no dependency (num2words comes with misaki) and are ordered regular
 expressions with context checks, one module per family (:mod:`tts_container.normalization`).
 

@@ -13,7 +13,8 @@ import pytest
 
 
 def test_demo_against_an_endpoint_url_with_canned_sse_app(tmp_path: Path) -> None:
-    """``--endpoint-url http://...``: no local stack is started; both modes are asked of that app."""
+    """``--endpoint-url http://...``: no local stack is started; both modes are asked of that app, in
+    alternating order round by round, and the medians are reported."""
     import argparse
     import asyncio
     import base64
@@ -46,13 +47,17 @@ def test_demo_against_an_endpoint_url_with_canned_sse_app(tmp_path: Path) -> Non
 
     async def scenario() -> list[TurnRecord]:
         async with serve_asgi(app) as url:
-            return await demo.collect(url, "hi")
+            return await demo.collect(url, "hi", repeat=3)
 
     records = asyncio.run(scenario())
-    assert asked == ["bidi", "batch"]
+    assert asked == ["bidi", "batch", "batch", "bidi", "bidi", "batch"]  # neither mode always goes first
     args = argparse.Namespace(prompt="hi", out_dir=tmp_path, json=tmp_path / "n.json")
     results = demo.report(args, records, "http://x")
-    assert results["modes"]["bidi"]["audio_s"] == pytest.approx(0.1)
-    assert json.loads((tmp_path / "n.json").read_text())["target"] == "http://x"
+    assert results["modes"]["bidi"]["median"]["audio_s"] == pytest.approx(0.1)
+    assert results["modes"]["bidi"]["median"]["runs"] == 3 and len(results["modes"]["batch"]["runs"]) == 3
+    saved = json.loads((tmp_path / "n.json").read_text())
+    assert saved["target"] == "http://x" and saved["times_from"] == "the moment the request was sent"
+    assert saved["order"] == [["bidi", "batch"], ["batch", "bidi"], ["bidi", "batch"]]
+    assert saved["llm"]["pace_tokens_per_s"] is None and saved["headline"].startswith("bidi")
     with wave.open(str(tmp_path / "demo-batch.wav")) as wav:
         assert wav.getnframes() == 2400

@@ -1,4 +1,4 @@
-"""The demo's numbers: stall accounting (architecture §7), the table, the ratio line, WAV and PNG output."""
+"""The demo's numbers: playback and stalls (architecture §7), the table, the headline, WAV and PNG output."""
 
 from __future__ import annotations
 
@@ -11,17 +11,19 @@ from pathlib import Path
 import pytest
 
 from agentcore_app.client import TimedEvent, TurnRecord
+from agentcore_app.playback import playback, stall_ms
 from agentcore_app.report import (
     answer_lines,
     comparison,
     cut_pauses_ms,
-    results_json,
-    speedup_line,
-    stall_ms,
+    headline,
+    measures,
+    median_measures,
+    record_columns,
     table,
-    write_timeline,
     write_wav,
 )
+from agentcore_app.timeline import write_timeline
 
 
 def _chunk(at_ms: float, audio_ms: float, seq: int = 0) -> TimedEvent:
@@ -55,60 +57,62 @@ def test_stall_counts_only_silence_after_first_audio(chunks: list[tuple[float, f
     assert stall_ms(_record("bidi", chunks)) == pytest.approx(stall, abs=0.1)
 
 
-def test_table_and_ratio_line() -> None:
+def test_table_counts_every_time_from_the_request_and_says_so() -> None:
     bidi = _record("bidi", [(400, 900), (1100, 900)])
     batch = _record("batch", [(2000, 1800)])
-    text = table([bidi, batch])
-    assert "time to first audio" in text and "400 ms" in text and "2,000 ms" in text
-    assert "playback stall" in text
-    # From the model's first words (50 ms in both): 350 vs 1,950 ms.
-    said = "bidi first audio is 5.6× sooner than batch, counted from the model's first words"
-    assert speedup_line([bidi, batch]) == said
-    silent = TurnRecord(mode="batch")
-    assert "no ratio" in speedup_line([bidi, silent])
-
-
-def test_the_ratio_does_not_credit_a_prompt_cache_to_the_mode_that_ran_second() -> None:
-    """Bidi ran first and read the prompt (first words at 450 ms); batch found it cached (50 ms)."""
-    bidi = _record("bidi", [(800, 900)], first_text=450.0)
-    batch = _record("batch", [(1100, 1800)], first_text=50.0)
-    assert speedup_line([bidi, batch]) == (
-        "bidi first audio is 3.0× sooner than batch, counted from the model's first words"
+    text = table(record_columns([bidi, batch]))
+    assert text.splitlines()[0].startswith("times since the moment the request was sent")
+    assert "first audio (what the listener waits)" in text and "400 ms" in text and "2,000 ms" in text
+    assert "LLM: whole answer written" in text and "playback stalls after first audio" in text
+    shown = {"bidi": measures(bidi), "batch": measures(batch)}
+    assert (
+        headline(shown) == "bidi spoke 5.0× sooner than batch: first audio 400 vs 2,000 ms after the request"
     )
+    shown["batch"] = measures(TurnRecord(mode="batch"))
+    assert headline(shown) == "no audio in one of the modes, no ratio"
+    assert headline({"bidi": measures(bidi)}) is None
 
 
-def test_the_saved_speedup_is_the_printed_one() -> None:
-    """``--json`` saved 0.77 where the line said 2.0× sooner: it divided the times from the request."""
-    bidi = _record("bidi", [(800, 900)], first_text=450.0)
-    batch = _record("batch", [(1100, 1800)], first_text=50.0)
-    saved = results_json([bidi, batch], {"transport": "ws"})
-    assert saved["bidi_first_audio_speedup"] == 3.0  # (1100 - 50) / (800 - 450), as the line says
-    assert speedup_line([bidi, batch]).startswith("bidi first audio is 3.0× sooner")
-    assert saved["transport"] == "ws" and set(saved["modes"]) == {"bidi", "batch"}
-    assert results_json([bidi], {})["bidi_first_audio_speedup"] is None
+def test_the_answer_written_is_the_last_text_and_the_medians_are_per_measure() -> None:
+    runs = [_record("bidi", [(at, 900)], first_text=text) for at, text in ((400, 50), (900, 60), (500, 700))]
+    runs[1].add(TimedEvent(1500.0, {"type": "text_delta", "seq": 1, "text": "More."}))
+    assert measures(runs[1])["answer_written_ms"] == 1500.0 and measures(runs[0])["answer_written_ms"] == 50.0
+    median = median_measures([measures(r) for r in runs])
+    assert median["runs"] == 3 and median["first_audio_ms"] == 500.0 and median["first_text_ms"] == 60.0
+    assert median["answer_written_ms"] == 700.0
 
 
 @pytest.mark.parametrize(
     ("batch_ms", "bidi_ms", "says"),
     [
-        (2000.0, 400.0, "bidi first audio is 5.0× sooner than batch"),
-        (1000.0, 1250.0, "bidi first audio is later than batch (1,250 vs 1,000 ms: 1.2× as long)"),
-        (1000.0, 1000.0, "bidi and batch first audio about the same (1,000 vs 1,000 ms)"),
-        (1000.0, 1030.0, "bidi and batch first audio about the same (1,030 vs 1,000 ms)"),
+        (2000.0, 400.0, "bidi spoke 5.0× sooner than batch: first audio 400 vs 2,000 ms after the request"),
+        (1000.0, 1250.0, "bidi spoke later than batch: first audio 1,250 vs 1,000 ms after the request"),
+        (
+            1000.0,
+            1000.0,
+            "bidi and batch spoke about as soon: first audio 1,000 vs 1,000 ms after the request",
+        ),
+        (
+            1000.0,
+            1030.0,
+            "bidi and batch spoke about as soon: first audio 1,030 vs 1,000 ms after the request",
+        ),
         (1000.0, None, "no audio in one of the modes, no ratio"),
         (None, None, "no audio in either mode, no ratio"),
     ],
 )
-def test_the_comparison_says_sooner_later_or_about_the_same(
+def test_the_comparison_says_sooner_later_or_about_as_soon(
     batch_ms: float | None, bidi_ms: float | None, says: str
 ) -> None:
     assert comparison(batch_ms, bidi_ms) == says
 
 
-def test_no_comparison_line_when_only_one_mode_ran() -> None:
-    assert speedup_line([_record("bidi", [(400, 900)])]) is None
-    later = speedup_line([_record("bidi", [(900, 900)]), _record("batch", [(600, 900)])])
-    assert later is not None and "later than batch" in later and "sooner" not in later
+def test_playback_blocks_and_stalls_are_what_the_stall_figure_counts() -> None:
+    record = _record("bidi", [(100, 200), (250, 100), (500, 200)])
+    heard = playback(record)
+    assert [(b.start_ms, b.end_ms, b.audio_ms) for b in heard.blocks] == [(100, 400, 0), (500, 700, 300)]
+    assert heard.stalls == [(400, 500)] and heard.stall_ms == stall_ms(record) == 100
+    assert heard.heard_at(350) == 550 and heard.heard_at(0) == 100 and heard.heard_at(600) is None
 
 
 def test_each_modes_answer_is_labelled() -> None:
@@ -155,4 +159,4 @@ def test_pauses_added_by_cuts_are_the_silences_at_joins_inside_a_sentence() -> N
         )
     (pause,) = cut_pauses_ms(record)
     assert 280 <= pause <= 310
-    assert "pauses added by cuts" in table([record])
+    assert "pauses added by cuts" in table(record_columns([record]))

@@ -152,6 +152,6 @@ async def test_agent_infra_demo_over_a_signed_websocket(
     assert status == 0
     assert [s["signed"] for s in standin.seen] == ["header"]
     result = json.loads((tmp_path / "demo.json").read_text())
-    turn = result["modes"]["bidi"]
+    (turn,) = result["modes"]["bidi"]["runs"]
     assert turn["text"] == "Signed and spoken." and turn["audio_s"] > 0.5
     assert (tmp_path / "out" / "demo-bidi.wav").stat().st_size > 24_000

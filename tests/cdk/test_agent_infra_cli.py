@@ -195,3 +195,23 @@ def test_serve_offers_the_engines_the_model_server_takes() -> None:
     assert tuple(engine.choices or ()) == ENGINE_NAMES
     result = _run(AGENT_INFRA, "serve", "--engine", "bogus")
     assert result.returncode == 2 and "argument --engine: invalid choice: 'bogus'" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("extra", "says"),
+    [
+        (["--llm-pace", "0"], "--llm-pace 0.0: give a positive number of tokens per second"),
+        (["--llm-pace", "nan"], "--llm-pace nan: give a positive number of tokens per second"),
+        (["--llm-pace", "50", "--model", "bedrock:x"], "--llm-pace paces the embedded model"),
+        (["--llm-pace", "50", "--endpoint-url", "http://127.0.0.1:9"], "--llm-pace paces the embedded model"),
+        (["--repeat", "0"], "argument --repeat: '0': give a whole number of rounds"),
+        (["--repeat", "2", "--turns", "a", "b"], "--repeat compares one prompt"),
+    ],
+)
+def test_a_pace_or_repeat_the_demo_cannot_use_is_one_line_before_anything_starts(
+    extra: list[str], says: str, tmp_path: Path
+) -> None:
+    result = _run(AGENT_INFRA, "demo", *extra, "--out-dir", str(tmp_path))
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert says in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr and not any(tmp_path.iterdir())
