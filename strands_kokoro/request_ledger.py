@@ -7,9 +7,9 @@ every outcome; nothing else keeps a list of requests.
 
 Reconnect rule (nothing said twice, nothing skipped): a request whose ``synthesis_complete`` arrived is
 never re-sent. A request that was cut mid-audio is re-sent whole, and the first ``emitted_bytes`` of its
-new audio (and the first ``timed_words`` of its word timings) are dropped: the server renders a request
-deterministically (same text and context, same windows), so the re-synthesized audio is the same and the
-listener hears it continue where it broke off (at worst a click at the seam).
+new audio (and the first ``timed_words`` of its word timings) are dropped: the server renders a request's
+prosody deterministically (same text and context, same durations), so the re-synthesized audio lines up
+sample for sample and the listener hears it continue where it broke off (at worst a click at the seam).
 """
 
 from __future__ import annotations

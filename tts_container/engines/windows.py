@@ -32,9 +32,12 @@ GPU's path, and a short answer's on a CPU). Where the voice's statistics model i
 segment with context takes the predicted statistics even in one call (1.0 dB median, 2.7 worst, like
 the windowed pieces beside it): vocoding its context words too would triple the call.
 
-Window sizes are a function of the segment alone (deterministic: the same request gives the same audio,
-which the client's reconnect rule relies on); whether a segment is windowed at all is the engine's
-decision from its speed (a GPU renders whole sentences faster than a window's worth of audio plays).
+Window sizes are a function of the segment alone; whether a segment is windowed at all is the engine's
+decision from its speed (a GPU renders whole sentences faster than a window's worth of audio plays) and,
+per segment, the server's (``Pace``: a listener far enough ahead gets it in one call). Either way the
+prosody is the same, so a request rendered again has the same durations and length, sample for sample
+(the client's reconnect rule relies on it); only the level at window seams may differ by a fraction of
+a dB.
 """
 
 from __future__ import annotations
