@@ -122,34 +122,31 @@ class Synthesizer:
                     close()
 
 
-# The longest call a segment rendered whole may take: a listener who arrives meanwhile waits for it.
-MAX_WHOLE_CALL_S = 0.6
-# A segment is rendered whole only when its listener has this many times its cost buffered.
-WHOLE_MARGIN = 2.0
+# The longest engine call a listener's pace affords: a listener who arrives meanwhile waits for it.
+MAX_CALL_S = 0.6
+# A call may cost at most this share of its listener's buffered audio.
+BUFFER_SHARE = 0.5
 
 
 @dataclass(frozen=True, slots=True)
 class ListenerPace:
-    """Lets the engine render a segment in one call when that costs nobody a stall (``Pace``): its
-    listener has :data:`WHOLE_MARGIN` times the call's cost buffered, no other call is due before it
-    would end, and it is short enough (:data:`MAX_WHOLE_CALL_S`) that a listener arriving meanwhile
-    still starts soon. Asked on the engine thread: it only reads floats the loop writes whole."""
+    """How much audio one engine call may render for a listener (``Pace``): its cost at most
+    :data:`BUFFER_SHARE` of what the listener has buffered, ending before any other waiting call is
+    due, and no longer than :data:`MAX_CALL_S` (a listener arriving meanwhile still starts soon).
+    Asked on the engine thread: it only reads floats the loop writes whole."""
 
     listener: ListenerClock
     pool: InferencePool
     capacity: Capacity
 
-    def renders_whole(self, audio_s: float) -> bool:
+    def affordable_s(self) -> float:
         rate = self.capacity.audio_per_s
-        if rate is None or self.listener.dry_at is None:
-            return False
-        cost = audio_s / rate
+        dry_at = self.listener.dry_at
+        if rate is None or dry_at is None:
+            return 0.0
         now = self.listener.clock()
-        return (
-            cost <= MAX_WHOLE_CALL_S
-            and self.listener.dry_at - now >= WHOLE_MARGIN * cost
-            and self.pool.next_due - now >= cost
-        )
+        engine_s = min(BUFFER_SHARE * (dry_at - now), self.pool.next_due - now, MAX_CALL_S)
+        return max(0.0, engine_s * rate)
 
 
 def _timed[T](fn: Callable[[], T]) -> tuple[T, float]:
