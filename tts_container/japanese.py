@@ -108,7 +108,7 @@ def _number_reading(text: str, start: int, end: int) -> Rewrite:
     if sum(char.isdigit() for char in digits) > MAX_NUMBER_DIGITS:
         return Rewrite(start, end, "".join(_DIGIT_NAMES.get(char, "") for char in digits))
     context = re.split(r"[0-9０-９]", text[end : end + _CONTEXT], maxsplit=1)[0]  # not the next number
-    nodes: list[dict[str, Any]] = pyopenjtalk.run_frontend(digits + context)
+    nodes: list[Any] = pyopenjtalk.run_frontend(digits + context)
     taken = 0
     while taken < len(nodes) and _is_number(nodes[taken]):
         taken += 1
@@ -144,7 +144,7 @@ class _TracingCutlet:
     def __init__(self, cutlet_class: type) -> None:
         groups: list[str] = []
 
-        class Tracing(cutlet_class):  # type: ignore[misc,valid-type]
+        class Tracing(cutlet_class):
             def _romaji_word(self, word: Any) -> str:
                 groups.append(word.surface)
                 return str(super()._romaji_word(word))
