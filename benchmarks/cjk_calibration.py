@@ -95,11 +95,12 @@ def main() -> None:
     print(f"{'voice':12s} {'fitted on':9s} {'level dB':>16s} {'bands dB':>9s} {'>5 kHz dB':>16s}")
     for voice in args.voices.split(","):
         text, lang = calibration_for(voice)
-        per_fit = {}
-        for name, (fit_text, fit_lang) in {"english": (CALIBRATION_TEXT, "en-us"), lang: (text, lang)}.items():
+        per_fit: dict[str, Any] = {}
+        fits = {"english": (CALIBRATION_TEXT, "en-us"), lang: (text, lang)}
+        for name, (fit_text, fit_lang) in fits.items():
             rows = compare(engine, voice, lang, fit(engine, voice, fit_text, fit_lang))
-            per_fit[name] = {"summary": summary(rows), "segments": rows}
-            s = per_fit[name]["summary"]
+            s = summary(rows)
+            per_fit[name] = {"summary": s, "segments": rows}
             print(
                 f"{voice:12s} {name:9s} {s['level_median_db']:7.2f} / {s['level_worst_db']:5.2f}  "
                 f"{s['bands_median_db']:9.2f} {s['bright_median_db']:7.2f} / {s['bright_worst_db']:5.2f}",
