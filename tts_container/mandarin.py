@@ -47,6 +47,7 @@ class MandarinReader:
             warnings.simplefilter("ignore", SyntaxWarning)  # jieba 0.42's regex literals
             import cn2an
             import jieba
+            import jieba.finalseg  # imported by jieba's first cut otherwise, outside this guard
         from misaki.zh import ZHG2P
 
         jieba.setLogLevel(logging.WARNING)  # its dictionary-loading banner

@@ -7,6 +7,7 @@ through for their voices. The round trip through the real server and Whisper is 
 from __future__ import annotations
 
 import importlib.util
+import json
 import subprocess
 import sys
 import textwrap
@@ -15,8 +16,11 @@ from functools import cache
 import pytest
 
 from strands_kokoro.protocol import ErrorCode, ServerError, SynthesizeRequest
+from tts_container.engines.norm_stats import CALIBRATION_TEXT, calibration_for
 from tts_container.g2p import Phonemizer, dialect_for
 from tts_container.speakable import screen
+from tts_container.utterance import plan_utterance
+from tts_container.weights import default_cache_dir
 
 JAPANESE = ["今日はいい天気ですね。", "ちょっと待って（本当に）。", "新しい仕事にもう慣れましたか？"]
 MANDARIN = ["今天天气很好。", "你好吗？我很好。", "我们去公园吧！"]
@@ -180,3 +184,19 @@ def test_the_dictionaries_ship_in_packages_and_nothing_is_downloaded() -> None:
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=180)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
+
+
+@pytest.mark.parametrize("voice", ["jf_alpha", "zf_xiaobei"])
+def test_a_voice_is_calibrated_on_its_own_language_and_the_model_knows_every_sound(voice: str) -> None:
+    """The windowed engine fits a j*/z* voice on a text in its language; every phoneme the readers
+    write for it is in Kokoro-82M v1.0's vocabulary (none is dropped before the model)."""
+    text, lang = calibration_for(voice)
+    assert lang == dialect_for(None, voice) and text != CALIBRATION_TEXT
+    vocab = json.loads((default_cache_dir() / "config.json").read_text())["vocab"]
+    plan = plan_utterance(phonemizer(), text, voice=voice, lang=lang)
+    assert len(plan) > 15
+    unknown = {
+        char for segment in plan for char in segment.phonemes.text if char != " " and char not in vocab
+    }
+    assert not unknown
+    assert all(segment.phonemes.words for segment in plan)
