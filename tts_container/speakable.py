@@ -11,7 +11,8 @@ Why: the engine speaks whatever its G2P makes of the text, and two kinds of text
   ("Arabic letter mim, Arabic letter ra...", "Chinese letter" per character): 30 characters of Arabic,
   Hebrew or CJK with an English voice were 13-18 s of letter names, first audio after 8-11 s. When most
   of the sayable characters are in a script the request's language does not read, the request is
-  refused with ``unsupported_script``; when they are a minority (a name or a word in an English
+  refused with ``unsupported_script`` (Japanese or Chinese with an English voice and no ``lang``, Arabic
+  with any voice); when they are a minority (a name or a word in an English
   sentence), those runs are left out and the rest is spoken.
 
 - **Emoji** are not read aloud (eSpeak says their names: "😀🐱🎉" was "grinning cat party", with no
@@ -61,6 +62,9 @@ READABLE_SCRIPTS: dict[str, tuple[str, ...]] = {
     "it": LATIN,
     "pt-br": LATIN,
     "hi": ("Devanagari", *LATIN),
+    # Latin too: a brand or an acronym inside a Japanese or Mandarin sentence is kept, not left out.
+    "ja": ("Han", "Hiragana", "Katakana", *LATIN),
+    "zh": ("Han", *LATIN),
 }
 # Refused when more than this share of the sayable characters is foreign.
 MAX_FOREIGN_SHARE = 0.5

@@ -26,7 +26,7 @@ from tts_container.engines.base import (
     Segment,
     VoiceCalibration,
 )
-from tts_container.engines.norm_stats import CALIBRATION_TEXT, NormStats, Sample, VoiceNormStats, shares
+from tts_container.engines.norm_stats import NormStats, Sample, VoiceNormStats, calibration_for, shares
 from tts_container.engines.voices import UnknownVoice, VoiceTables
 from tts_container.engines.windows import HARMONICS, STEP_SAMPLES, Pitch, Prosody, Vocoder, render
 from tts_container.g2p import Phonemizer
@@ -186,7 +186,8 @@ def voice_calibration(
     def finish() -> None:
         stats.store(voice, samples)
 
-    plan = plan_utterance(phonemizer, CALIBRATION_TEXT, voice=voice, lang=DEFAULT_LANG)
+    text, lang = calibration_for(voice)
+    plan = plan_utterance(phonemizer, text, voice=voice, lang=lang)
     return VoiceCalibration(voice, tuple(functools.partial(measure, segment) for segment in plan), finish)
 
 
