@@ -103,6 +103,7 @@ def create_app(
     *,
     allowed_origins: Iterable[str] = (),
     idle_calibration: bool = True,
+    max_listeners: int | None = None,
 ) -> Starlette:
     """Build the app; ``load_engine`` (blocking) runs on the inference pool after the server is up.
 
@@ -111,6 +112,8 @@ def create_app(
     ``Origin`` is refused (:mod:`tts_container.local_guard`). ``idle_calibration``: fit every voice
     requested for streaming in idle time (:mod:`tts_container.voice_calibration`); off, only the voice
     warm-up fitted streams (what the shared test server uses, so its counters count requests alone).
+    ``max_listeners``: admit this many listeners at once instead of the measured capacity's
+    (:mod:`tts_container.admission`).
     """
     state = ServerState(pool=InferencePool())
 
@@ -174,7 +177,7 @@ def create_app(
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
         async with asyncio.TaskGroup() as tasks:
-            loader = tasks.create_task(_load_and_warm(state, load_engine, idle_calibration))
+            loader = tasks.create_task(_load_and_warm(state, load_engine, idle_calibration, max_listeners))
             try:
                 yield
             finally:
@@ -207,7 +210,7 @@ def _admission_stats(admission: Admission | None) -> dict[str, object]:
     rate = admission.capacity.audio_per_s
     return {
         "listeners_speaking": admission.speaking(),
-        "capacity_listeners": admission.capacity.listeners(),
+        "capacity_listeners": admission.limit_now(),
         "capacity_audio_per_s": None if rate is None else round(rate, 3),
         "answers_admitted": admission.admitted,
         "answers_refused": admission.refused,
@@ -228,7 +231,7 @@ async def internal_error(request: Request, exc: Exception) -> Response:
 
 
 async def _load_and_warm(
-    state: ServerState, load_engine: Callable[[], Engine], idle_calibration: bool
+    state: ServerState, load_engine: Callable[[], Engine], idle_calibration: bool, max_listeners: int | None
 ) -> None:
     try:
         engine = await state.pool.run(load_engine)
@@ -259,7 +262,7 @@ async def _load_and_warm(
     calibrator = VoiceCalibrator(engine, state.pool, warmed=warmed) if idle_calibration else None
     # The capacity estimate starts from the warm-up's own engine calls (timed on the engine thread).
     state.synthesizer = replace(synthesizer, first_audio_ms=first_audio_ms, rtf=rtf, calibrator=calibrator)
-    state.admission = Admission(synthesizer.capacity, report=state.metrics.heard)
+    state.admission = Admission(synthesizer.capacity, report=state.metrics.heard, limit=max_listeners)
     state.metrics.watch(state.admission)
     async with asyncio.TaskGroup() as tasks:
         tasks.create_task(_log_load(state.admission))
@@ -270,7 +273,7 @@ async def _load_and_warm(
 async def _log_load(admission: Admission) -> None:
     """The load line (``metrics.log_load``) every ``LOAD_INTERVAL_S``, for as long as the server runs."""
     while True:
-        log_load(admission.speaking(), admission.capacity.listeners())
+        log_load(admission.speaking(), admission.limit_now())
         await asyncio.sleep(LOAD_INTERVAL_S)
 
 
