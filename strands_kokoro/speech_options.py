@@ -34,3 +34,4 @@ class SpeechOptions:
     reconnect_attempts: int
     reconnect_backoff_s: float
     audio_format: AudioFormatName
+    lexicon: tuple[tuple[str, str], ...] = ()  # words to phonemes, sent with every request

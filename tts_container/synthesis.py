@@ -9,14 +9,26 @@ a disconnect) stops the engine at the next segment boundary. ``aclose()`` (use
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import AsyncGenerator, Iterator
 from dataclasses import dataclass
 
-from strands_kokoro.protocol import DEFAULT_VOICE, ErrorCode, ServerError, SynthesizeRequest, Word, shown
+import numpy as np
+
+from strands_kokoro.protocol import (
+    DEFAULT_VOICE,
+    ErrorCode,
+    ServerError,
+    SynthesizeRequest,
+    Word,
+    shown,
+    voice_names,
+)
 from tts_container.audio import SegmentJoiner, split_frames
-from tts_container.engines.base import Audio, Context, Engine, Segment
+from tts_container.engines.base import NATIVE_SAMPLE_RATE, Audio, Context, Engine, Segment
 from tts_container.g2p import UnsupportedLanguage, dialect_for, request_lang
 from tts_container.inference import InferencePool
+from tts_container.pronunciation import Pause, apply_lexicon, spoken_parts, without_pauses
 from tts_container.voice_calibration import VoiceCalibrator
 
 
@@ -34,10 +46,12 @@ class Synthesizer:
 
     def refusal(self, request: SynthesizeRequest) -> ServerError | None:
         """Why this engine cannot speak ``request`` at all (checked before any audio), or None."""
-        if request.voice not in self.engine.voices:
-            message = (
-                f"unknown voice {shown(request.voice)}; try {DEFAULT_VOICE} (GET /voices lists them all)"
-            )
+        names = voice_names(request.voice)  # a mix's voices (the request's parsing checked its form)
+        unknown = [name for name in names if name not in self.engine.voices] or (
+            [] if names else [request.voice]
+        )
+        if unknown:
+            message = f"unknown voice {shown(unknown[0])}; try {DEFAULT_VOICE} (GET /voices lists them all)"
             return ServerError(request.request_id, ErrorCode.UNKNOWN_VOICE, message)
         try:
             dialect_for(request.lang, request.voice)
@@ -51,37 +65,72 @@ class Synthesizer:
         """Yield s16le PCM frames at ``request.sample_rate``; raises what the engine raises.
 
         ``words`` (optional) receives when each word is heard, in ms of the audio yielded (after the
-        joiner's trimming), segment by segment as their audio goes out.
+        joiner's trimming), segment by segment as their audio goes out. Pause markers cut the text into
+        parts spoken one after another with their silence between; the request's lexicon is applied to
+        each part (:mod:`tts_container.pronunciation`).
         """
-        context = Context(request.previous_text, request.next_text)
+        parts = spoken_parts(request.text)
         serving = self.calibrator.serving(request.voice) if self.calibrator else contextlib.nullcontext()
         with serving:
-            # Even starting the iterator goes through the pool: an engine may phonemize eagerly.
-            segments = await self.pool.run(
-                lambda: iter(
-                    self.engine.segments(
-                        request.text,
-                        voice=request.voice,
-                        speed=request.speed,
-                        lang=request_lang(request.lang, request.voice),
-                        context=context,
-                    )
-                )
-            )
             joiner = SegmentJoiner(request.sample_rate)
-            try:
-                while (segment := await self.pool.run(lambda: _next_or_none(segments))) is not None:
-                    pcm = joiner.segment(segment)
-                    if words is not None:
-                        words.extend(joiner.words)
-                    for frame in split_frames(pcm):
+            for index, part in enumerate(parts):
+                if isinstance(part, Pause):
+                    for frame in split_frames(joiner.segment(_silence(part.seconds))):
                         yield frame
-                for frame in split_frames(joiner.finish()):
+                    continue
+                context = Context(
+                    _context_text(request.previous_text, request) if index == 0 else None,
+                    _context_text(request.next_text, request) if index == len(parts) - 1 else None,
+                )
+                text = apply_lexicon(part, request.lexicon)
+                async with contextlib.aclosing(self._frames(request, text, context, joiner, words)) as frames:
+                    async for frame in frames:
+                        yield frame
+            for frame in split_frames(joiner.finish()):
+                yield frame
+
+    async def _frames(
+        self,
+        request: SynthesizeRequest,
+        text: str,
+        context: Context,
+        joiner: SegmentJoiner,
+        words: list[Word] | None,
+    ) -> AsyncGenerator[bytes]:
+        """The frames of one part of a request (all of it, unless pauses cut it in parts)."""
+        start = functools.partial(
+            self.engine.segments,
+            text,
+            voice=request.voice,
+            speed=request.speed,
+            lang=request_lang(request.lang, request.voice),
+            context=context,
+        )
+        # Even starting the iterator goes through the pool: an engine may phonemize eagerly.
+        segments = await self.pool.run(lambda: iter(start()))
+        try:
+            while (segment := await self.pool.run(lambda: _next_or_none(segments))) is not None:
+                pcm = joiner.segment(segment)
+                if words is not None:
+                    words.extend(joiner.words)
+                for frame in split_frames(pcm):
                     yield frame
-            finally:
-                close = getattr(segments, "close", None)
-                if close is not None:
-                    close()
+        finally:
+            close = getattr(segments, "close", None)
+            if close is not None:
+                close()
+
+
+def _context_text(text: str | None, request: SynthesizeRequest) -> str | None:
+    """A context text as the engine gets it: without pauses, the request's lexicon applied."""
+    cleaned = without_pauses(text)
+    return apply_lexicon(cleaned, request.lexicon) if cleaned and cleaned.strip() else None
+
+
+def _silence(seconds: float) -> Segment:
+    """A pause as a segment of silence that the joiner keeps whole (no lead trimmed, no tail added)."""
+    samples = np.zeros(round(seconds * NATIVE_SAMPLE_RATE), dtype=np.float32)
+    return Segment(samples, lead="exact", ending="continues")
 
 
 def _next_or_none(segments: Iterator[Segment | Audio]) -> Segment | Audio | None:
