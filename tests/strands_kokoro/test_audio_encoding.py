@@ -168,6 +168,6 @@ def test_openais_other_formats_stream_and_decode_back_to_the_audio(fmt: str, rat
     assert outputs[0]  # nothing waits for the end of the stream
     stream = b"".join(outputs) + encoder.finish()
     decoded_s = len(decode_audio(stream, fmt, rate)) / 2 / rate  # type: ignore[arg-type]
-    assert decoded_s == pytest.approx(2.0, abs=0.07)  # AAC adds its 1024 priming samples
+    assert decoded_s == pytest.approx(2.0, abs=0.1)  # AAC adds 1024 priming samples and pads its last frame
     prefix_s = len(decode_audio(b"".join(outputs[:3]), fmt, rate)) / 2 / rate  # type: ignore[arg-type]
     assert 0.2 < prefix_s < 1.0
