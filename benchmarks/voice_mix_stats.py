@@ -112,7 +112,7 @@ def main() -> None:
     slug = "".join(c if c.isalnum() else "_" for c in args.mix).strip("_")
     out = results_path(RESULTS.with_name(f"voice_mix_stats-{slug}.json"))
     out.parent.mkdir(parents=True, exist_ok=True)
-    result = {"mix": mix.canonical, "summary": summary, "rows": rows}
+    result: dict[str, Any] = {"mix": mix.canonical, "summary": summary, "rows": rows}
     result |= {"load_before": load_before, "load_after": load_average()}
     out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     print(f"wrote {out}")

@@ -100,7 +100,7 @@ StreamFormat = Literal["audio", "sse"]
 STREAM_FORMATS: tuple[StreamFormat, ...] = get_args(StreamFormat)
 
 # The request field a code is about, in OpenAI's names (``param`` of the error).
-_PARAMS = {
+_PARAMS: dict[str, str] = {
     ErrorCode.MISSING_TEXT: "input",
     ErrorCode.TEXT_TOO_LONG: "input",
     ErrorCode.NOTHING_TO_SAY: "input",
@@ -209,7 +209,7 @@ def _choice[T: str](obj: dict[str, Any], name: str, allowed: tuple[T, ...], defa
         raise OpenAIRequestError(
             code, f"'{name}' must be one of {', '.join(allowed)}, got {shown(value)}", name
         )
-    return value  # type: ignore[return-value]
+    return value
 
 
 async def speech(

@@ -137,7 +137,7 @@ async def test_errors_come_in_openais_shape_with_the_right_status(model_server: 
         "param": "voice",
         "code": "unknown_voice",
     }
-    cases = [
+    cases: list[tuple[dict[str, object], int, str, str]] = [
         ({"voice": "af_heart(0)+af_bella"}, 400, "bad_voice", "voice"),
         ({"voice": "af_heart+xx_nobody"}, 400, "unknown_voice", "voice"),
         ({"response_format": "ogg"}, 400, "bad_format", "response_format"),
@@ -148,7 +148,7 @@ async def test_errors_come_in_openais_shape_with_the_right_status(model_server: 
     ]
     async with httpx.AsyncClient(timeout=60) as http:
         for change, status, code, param in cases:
-            body = {"model": "kokoro", "voice": "af_heart", "input": SHORT} | change
+            body: dict[str, object] = {"model": "kokoro", "voice": "af_heart", "input": SHORT} | change
             response = await http.post(f"{model_server.http_url}/v1/audio/speech", json=body)
             assert response.status_code == status, (change, response.text)
             error = response.json()["error"]
