@@ -43,6 +43,7 @@ from strands_kokoro.serving.deadlines import (
     Refusal,
 )
 from strands_kokoro.serving.routes import ROUTE_STATUSES, route_refusal
+from tts_container import openai_speech
 from tts_container.admission import Admission
 from tts_container.engines.base import Engine
 from tts_container.g2p import dialect_for
@@ -163,7 +164,7 @@ def create_app(
 
     async def post_invocations(request: Request) -> Response:
         return await invocations(
-            request, state.synthesizer, state.counters, state.admission, load_failed=state.load_failed
+            request, state.synthesizer, state.admission, state.counters, load_failed=state.load_failed
         )
 
     async def bidirectional_stream(websocket: WebSocket) -> None:
@@ -193,6 +194,9 @@ def create_app(
             Route(VOICES_PATH, voices, methods=["GET"]),
             Route(INVOCATIONS_PATH, post_invocations, methods=["POST"]),
             WebSocketRoute(WS_PATH, bidirectional_stream),
+            *openai_speech.routes(
+                lambda: (state.synthesizer, state.admission, state.counters, state.load_failed)
+            ),
         ],
         middleware=[
             Middleware(LocalRequestGuard, allowed_origins=tuple(allowed_origins)),
@@ -220,6 +224,8 @@ def _admission_stats(admission: Admission | None) -> dict[str, object]:
 async def refuse_route(request: Request, exc: Exception) -> Response:
     """An unknown path or method: the server's coded error frame (``serving.routes``), ``Allow`` kept."""
     refusal = route_refusal(request, exc)
+    if request.url.path.startswith(openai_speech.PREFIX):  # OpenAI's API answers in OpenAI's shape
+        return openai_speech.error_response(refusal.code, refusal.message, headers=refusal.headers)
     response = error_response(refusal.code, refusal.message)
     response.headers.update(refusal.headers)
     return response

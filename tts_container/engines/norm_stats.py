@@ -32,12 +32,15 @@ from __future__ import annotations
 import logging
 import os
 import tempfile
+from collections import OrderedDict
 from collections.abc import Container, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
+
+from strands_kokoro.protocol import ProtocolError, is_voice_mix, parse_voice
 
 logger = logging.getLogger(__name__)
 
@@ -117,6 +120,7 @@ _CALIBRATIONS: dict[str, tuple[str, str]] = {
     "j": (JAPANESE_CALIBRATION_TEXT, "ja"),
     "z": (MANDARIN_CALIBRATION_TEXT, "zh"),
 }
+MIXES_KEPT = 32  # derived models of the last mixes asked for
 _RIDGE = 1e-3  # keeps the fit defined when the calibration's shares barely vary
 
 
@@ -231,6 +235,27 @@ class NormStatsModel:
             variances.append(np.maximum(square - mean**2, self.variance_floors[layer]).astype(np.float32))
         return NormStats(tuple(means), tuple(variances), steps)
 
+    @classmethod
+    def mixed(cls, parts: Sequence[tuple[NormStatsModel, float]]) -> NormStatsModel:
+        """A voice mix's model derived from its voices' models (``(model, share)``, shares summing to
+        1): every component's means and mean squares, and the variance floors, as the shares' weighted
+        mean; the share bounds are the widest any part saw (all are fitted on one calibration text)."""
+
+        def blend(name: str) -> tuple[Array, ...]:
+            layers = zip(*(getattr(model, name) for model, _ in parts), strict=True)
+            return tuple(
+                sum(
+                    (share * array for array, (_, share) in zip(arrays, parts, strict=True)),
+                    np.zeros_like(arrays[0]),
+                ).astype(np.float32)
+                for arrays in layers
+            )
+
+        bounds = np.stack([model.share_bounds[0] for model, _ in parts])
+        widest = np.array([bounds[:, 0].min(), bounds[:, 1].max(), bounds[:, 2].min(), bounds[:, 3].max()])
+        blended = {name: blend(name) for name in _FIELDS if name != "share_bounds"}
+        return cls(**blended, share_bounds=(widest.astype(np.float32),))
+
     @property
     def layers(self) -> int:
         return len(self.speech_means)
@@ -296,14 +321,34 @@ class VoiceNormStats:
         self._folder = folder
         self._layers = layers
         self._models: dict[str, NormStatsModel] = {}
+        self._mixes: OrderedDict[str, NormStatsModel] = OrderedDict()  # derived, never saved
 
     def get(self, voice: str) -> NormStatsModel | None:
-        """The voice's model if it was fitted (in this process, or saved by an earlier one)."""
+        """The voice's model if it was fitted (in this process, or saved by an earlier one); a mix's,
+        derived from its voices' models when each has one (:meth:`NormStatsModel.mixed`)."""
+        if is_voice_mix(voice):
+            return self._mixed(voice)
         if voice not in self._models and self._folder is not None and self._layers:
             saved = NormStatsModel.load(self._path(voice), self._layers, calibration_for(voice)[0])
             if saved is not None:
                 self._models[voice] = saved
         return self._models.get(voice)
+
+    def _mixed(self, voice: str) -> NormStatsModel | None:
+        if (kept := self._mixes.get(voice)) is not None:
+            return kept
+        try:
+            parts = parse_voice(voice).parts
+        except ProtocolError:
+            return None
+        models = [(self.get(name), share) for name, share in parts]
+        if any(model is None for model, _ in models):
+            return None
+        mixed = NormStatsModel.mixed([(model, share) for model, share in models if model is not None])
+        self._mixes[voice] = mixed
+        while len(self._mixes) > MIXES_KEPT:
+            self._mixes.popitem(last=False)
+        return mixed
 
     def store(self, voice: str, samples: Sequence[Sample]) -> NormStatsModel:
         """Fit ``voice``'s model on ``samples`` (its calibration sentences rendered whole); keep, save."""
