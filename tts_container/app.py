@@ -179,10 +179,12 @@ def create_app(
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
         async with asyncio.TaskGroup() as tasks:
             loader = tasks.create_task(_load_and_warm(state, load_engine, idle_calibration, max_listeners))
+            load_lines = tasks.create_task(_log_load(state))
             try:
                 yield
             finally:
                 loader.cancel()
+                load_lines.cancel()
         state.pool.shutdown()
 
     return Starlette(
@@ -270,16 +272,16 @@ async def _load_and_warm(
     state.synthesizer = replace(synthesizer, first_audio_ms=first_audio_ms, rtf=rtf, calibrator=calibrator)
     state.admission = Admission(synthesizer.capacity, report=state.metrics.heard, limit=max_listeners)
     state.metrics.watch(state.admission)
-    async with asyncio.TaskGroup() as tasks:
-        tasks.create_task(_log_load(state.admission))
-        if calibrator is not None:
-            tasks.create_task(calibrator.run())  # every other voice requested streams once fitted
+    if calibrator is not None:
+        await calibrator.run()  # every other voice requested streams once fitted (in idle time)
 
 
-async def _log_load(admission: Admission) -> None:
-    """The load line (``metrics.log_load``) every ``LOAD_INTERVAL_S``, for as long as the server runs."""
+async def _log_load(state: ServerState) -> None:
+    """The load line (``metrics.log_load``) every ``LOAD_INTERVAL_S`` once the engine is ready, for as
+    long as the server runs."""
     while True:
-        log_load(admission.speaking(), admission.limit_now())
+        if (admission := state.admission) is not None:
+            log_load(admission.speaking(), admission.limit_now())
         await asyncio.sleep(LOAD_INTERVAL_S)
 
 
