@@ -198,6 +198,17 @@ class RequestLedger:
 
     # ------------------------------------------------------------------------------------ release
 
+    def audio(self, request_id: str | None, pcm: bytes) -> None:
+        """Audio of a pending request: what the listener has not had of it goes out in its place (nothing
+        while a re-sent request passes over audio spoken before a drop)."""
+        if (request := self.get(request_id)) is not None and (fresh := request.fresh_audio(pcm)):
+            self.put(request, AudioReply(fresh))
+
+    def words(self, request_id: str | None, words: tuple[Word, ...]) -> None:
+        """Word timings of a pending request: those the listener has not had go out in its place."""
+        if (request := self.get(request_id)) is not None and (fresh := request.fresh_words(words)):
+            self.put(request, WordsReply(fresh))
+
     def put(self, request: TurnRequest, reply: Reply) -> None:
         """A reply of ``request``: out now if every request made before it is out, else held until then."""
         if self._unreleased and self._unreleased[0] is request:

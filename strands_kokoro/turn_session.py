@@ -38,14 +38,7 @@ from strands_kokoro.protocol import (
     SynthesisStarted,
     WordTimings,
 )
-from strands_kokoro.request_ledger import (
-    AudioReply,
-    CompletedReply,
-    FailedReply,
-    Reply,
-    TurnRequest,
-    WordsReply,
-)
+from strands_kokoro.request_ledger import CompletedReply, FailedReply, Reply, TurnRequest
 from strands_kokoro.sessions.base import SessionClosedError, SessionEvent, SpeechSession
 from strands_kokoro.turn_errors import SETUP_FAILURES, TurnErrorCode
 from strands_kokoro.turn_state import TurnState
@@ -208,14 +201,9 @@ class TurnSession:
                     request.sample_rate = rate
                     self._endpoints.served()
             case WordTimings(request_id=request_id, words=words):
-                request = ledger.get(request_id)
-                if request is not None and not state.muted and (fresh_words := request.fresh_words(words)):
-                    ledger.put(request, WordsReply(fresh_words))
+                ledger.words(request_id, words)
             case AudioData(request_id=request_id, pcm=pcm):
-                request = ledger.get(request_id)
-                # ``fresh_audio`` is empty while a re-sent request passes over audio spoken before a drop.
-                if request is not None and not state.muted and (fresh := request.fresh_audio(pcm)):
-                    ledger.put(request, AudioReply(fresh))
+                ledger.audio(request_id, pcm)
             case SynthesisCompleted(request_id=request_id, words=words, first_audio_ms=first_audio_ms):
                 if (request := ledger.settle(request_id)) is not None:
                     spoken_ms = request.received_ms

@@ -63,3 +63,13 @@ def test_clear_forgets_every_request_and_releases_nothing_held() -> None:
     ledger.finish(first, CompletedReply(()))
     ledger.put(second, AudioReply(b"c"))
     assert released == [] and not ledger.pending and ledger.get(first.request_id) is None
+
+
+def test_a_resent_request_releases_only_the_audio_the_listener_has_not_had() -> None:
+    ledger, released = new_ledger()
+    request = ledger.new("One.")
+    ledger.audio(request.request_id, b"abcd")
+    ledger.sent(request, 2, 0.0)  # re-sent whole after a drop: its audio starts over
+    ledger.audio(request.request_id, b"abcdef")
+    ledger.audio("t-9", b"zz")  # not one of ours
+    assert [reply for _, reply in released] == [AudioReply(b"abcd"), AudioReply(b"ef")]
