@@ -37,6 +37,7 @@ from strands_kokoro.turn_speaker import TurnSpeaker
 from strands_kokoro.turn_state import (
     INPUT_ENDED,
     ModelCallEnded,
+    SpeechState,
     TextArrived,
     ToolFinished,
     ToolStarted,
@@ -108,7 +109,7 @@ class SpeechTurn:
             self._loop.call_soon_threadsafe(self._interrupt)
 
     def _interrupt(self) -> None:
-        if self._state.muted or self._tasks is None:
+        if self._state.speech is SpeechState.INTERRUPTED or self._tasks is None:
             return
         self._state.stop(INTERRUPTED)
         with contextlib.suppress(RuntimeError):  # the group is already finishing: nothing in flight

@@ -41,7 +41,7 @@ from strands_kokoro.protocol import (
 from strands_kokoro.request_ledger import CompletedReply, FailedReply, Reply, TurnRequest
 from strands_kokoro.sessions.base import SessionClosedError, SessionEvent, SpeechSession
 from strands_kokoro.turn_errors import SETUP_FAILURES, TurnErrorCode
-from strands_kokoro.turn_state import TurnState
+from strands_kokoro.turn_state import SpeechState, TurnState
 
 logger = logging.getLogger(__name__)
 
@@ -222,16 +222,17 @@ class TurnSession:
                 self._refused(refused, after)
             case ServerError(request_id=request_id, code=code, message=message):
                 request = ledger.settle(request_id)
-                if state.failed:
+                if state.speech is SpeechState.FAILED:
                     pass  # speech already ended for this turn, and its speech_error said why
                 elif code in SETTING_REFUSALS and request is not None:
                     # Every request of the turn would be refused alike (an unknown voice): say it once.
                     state.stop(code, f"{message}; the text goes on")
                 elif request is None:
-                    if not state.muted:
+                    if state.speech is not SpeechState.INTERRUPTED:
                         output.notice(code, message)
                 else:
-                    self._finish(request, None if state.muted else FailedReply(code, message))
+                    interrupted = state.speech is SpeechState.INTERRUPTED
+                    self._finish(request, None if interrupted else FailedReply(code, message))
 
     def _finish(self, request: TurnRequest, last: Reply | None) -> None:
         """The request owes nothing more: later requests' events go out, and the text side looks again."""
@@ -247,7 +248,7 @@ class TurnSession:
         request.sent_on = -1
         if request.first_refused_at is None:
             request.first_refused_at = state.now_ms()
-        if self._move_after_s is not None or state.failed:
+        if self._move_after_s is not None or state.speech is SpeechState.FAILED:
             return  # already leaving this session: every request it owes goes on the next one
         if self._endpoints.moves_on_refusal and not any(
             r.received_bytes or r.emitted_bytes for r in state.ledger.pending

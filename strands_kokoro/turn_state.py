@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Final, Protocol
 
 from strands_kokoro.audio_encoding import new_encoder
@@ -33,6 +34,7 @@ __all__ = [
     "InputEnded",
     "ModelCallEnded",
     "RequestSender",
+    "SpeechState",
     "TextArrived",
     "ToolFinished",
     "ToolStarted",
@@ -81,6 +83,14 @@ INPUT_ENDED: Final = InputEnded()
 InboxItem = TextArrived | ModelCallEnded | ToolStarted | ToolFinished | _Wake | InputEnded
 
 
+class SpeechState(Enum):
+    """Where the turn's speech is: speaking, or stopped for the rest of the turn (the text goes on)."""
+
+    SPEAKING = "speaking"
+    INTERRUPTED = "interrupted"  # the listener spoke over it: nothing more is said
+    FAILED = "failed"  # a failure its speech_error named: nothing more is said
+
+
 class RequestSender(Protocol):
     """What the text side needs of the audio side, handed to it by the turn (it imports neither)."""
 
@@ -95,7 +105,8 @@ class RequestSender(Protocol):
 
 
 class TurnState:
-    """The turn's shared state: its options, inbox, requests, pacer and events, and its flags."""
+    """What the turn owns and its two sides share: options, inbox, requests, pacer, events, one clock, and
+    where its speech is (:class:`SpeechState`)."""
 
     def __init__(self, request_id: str, options: SpeechOptions, outbox: asyncio.Queue[Event | None]) -> None:
         self.request_id = request_id
@@ -106,8 +117,7 @@ class TurnState:
         self.output = TurnOutput(outbox, self.now_ms, self.pacer, encoder=encoder)
         self.ledger = RequestLedger(request_id, options, self.output.release)
         self.inbox: asyncio.Queue[InboxItem] = asyncio.Queue()
-        self.muted = False  # interrupted: nothing more is spoken in this turn
-        self.failed = False  # speech failed for the rest of the turn (the text goes on)
+        self.speech = SpeechState.SPEAKING
         self.input_done = False  # the text side has handed over everything it will
 
     def now_ms(self) -> float:
@@ -118,7 +128,7 @@ class TurnState:
 
     @property
     def speaking(self) -> bool:
-        return not (self.muted or self.failed)
+        return self.speech is SpeechState.SPEAKING
 
     def finished(self) -> bool:
         return self.input_done and not self.ledger.pending
@@ -127,10 +137,7 @@ class TurnState:
         """Speech ends for the rest of the turn, the text goes on: every request still owed and the text
         not yet sent are dropped, and one event says why (``speech_interrupted`` when ``reason`` is
         :data:`~strands_kokoro.turn_errors.INTERRUPTED`, else a ``speech_error`` with that code)."""
-        if reason == INTERRUPTED:
-            self.muted = True
-        else:
-            self.failed = True
+        self.speech = SpeechState.INTERRUPTED if reason == INTERRUPTED else SpeechState.FAILED
         dropped = self.ledger.clear()
         self.pacer.drop_all()
         self.wake()
