@@ -179,7 +179,7 @@ def create_app(
 
     ``model`` is a setting string (see :mod:`agentcore_app.models`) or a factory called once per turn
     (each turn gets a fresh agent; providers are cheap to build, the local weights are loaded once).
-    ``speech_options`` are extra ``KokoroSpeech`` arguments for every turn (e.g. ``pacing``), for
+    ``speech_options`` are extra ``KokoroSpeech`` arguments for every turn (e.g. ``lexicon``), for
     deployments and benchmarks; they win over the tool filler settings
     (:func:`agentcore_app.tools.speech_setting`). Callers cannot set them per request.
     ``tools``: the agent's tools (default: :func:`agentcore_app.tools.load_tools`, the default set plus

@@ -2,7 +2,7 @@
 
 Everything runs for real on this machine: the embedded LLM (or ``--model``), the agent app over HTTP,
 the Kokoro model server over its WebSocket. For each of 5 fixed prompts (3-5 sentence answers), N trials
-per variant, alternating the order (batch, bidi; ``--variants`` adds ``smooth``), the client measures
+per variant, alternating the order (batch, bidi), the client measures
 (architecture §7):
 
 - TTFA: request sent -> first audio byte at the client; ratio TTFA(batch) / TTFA(bidi);
@@ -56,7 +56,7 @@ PROMPTS: tuple[str, ...] = (
     "Give me five sentences about how bees make honey.",
     "In four sentences, explain how a bicycle stays upright.",
 )
-VARIANTS: tuple[str, ...] = ("batch", "bidi", "smooth")
+VARIANTS: tuple[str, ...] = ("batch", "bidi")
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
 
@@ -132,11 +132,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         ):
             speech = server.ws_url
             await warm_up_model(args.model)
-            async with (
-                agent_app(speech, args.model) as app_url,
-                agent_app(speech, args.model, {"pacing": "smooth"}) as smooth_app_url,
-            ):
-                urls = {"batch": app_url, "bidi": app_url, "smooth": smooth_app_url}
+            async with agent_app(speech, args.model) as app_url:
+                urls = {"batch": app_url, "bidi": app_url}
                 await warm_up_turns(app_url)
                 for p_index, prompt in enumerate(PROMPTS[: args.prompts]):
                     await warm_up_model(args.model, prompt)  # same prompt cache state for every variant

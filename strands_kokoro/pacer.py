@@ -2,12 +2,11 @@
 
 Why whole sentences (architecture §5): Kokoro speaks each request as a complete utterance, so a piece of a
 sentence spoken as a request of its own ends like a sentence: a pause and a stretched last word at every
-cut (measured: +227 ms of silence, the word before the cut 2.15x as long). The model server streams a
-sentence's audio window by window (``tts_container.engines.windows``): its first audio comes after the
-sentence's prosody and one small window (~0.3 s on 2 CPU cores, ~50 ms on a GPU), whatever its length.
-So the natural unit is the sentence, and cutting buys latency only while a sentence is still being
-written, or from a server whose first audio grows with the text (an older one; measured, or assumed when
-it does not say).
+cut (DESIGN.md §5 has the figures). The model server streams a sentence's audio window by window
+(``tts_container.engines.windows``): its first audio comes after the sentence's prosody and one small
+window, whatever its length. So the natural unit is the sentence, and cutting buys latency only while a
+sentence is still being written, or from a server whose first audio grows with the text (one that does
+not stream; measured, or assumed when it does not say).
 
 :class:`SpeechPacer` decides each request from what the turn knows:
 
@@ -33,10 +32,7 @@ The rules:
 - a server whose first audio grows with the text (not streaming) gets the old treatment: a short first
   phrase (3-5 words) and pieces sized so their synthesis ends before the buffer runs dry;
 - every cut carries the words around it (``previous_text``/``next_text``): the server renders the piece
-  as part of its sentence, so the cut is not heard;
-- ``policy="smooth"`` sends whole sentences and holds the start of playback
-  (:meth:`SpeechPacer.may_start_playback`) until the predicted schedule has no stall: a later start for
-  an even listen, for engines slower than real time.
+  as part of its sentence, so the cut is not heard.
 
 Plain, synchronous and deterministic: every method takes ``now`` (milliseconds on any clock), so the unit
 tests drive it over a simulated clock; :class:`~strands_kokoro.speech_turn.SpeechTurn` feeds it the real
@@ -49,7 +45,7 @@ import math
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol, get_args
+from typing import Protocol
 
 from strands_kokoro.chunker import Sentence
 from strands_kokoro.cut_points import MIN_WORDS, Word, first_phrase, longest_prefix, words_of
@@ -57,13 +53,10 @@ from strands_kokoro.engine_speed import EngineSpeed
 from strands_kokoro.protocol import CONTEXT_WORDS_AFTER
 from strands_kokoro.writing_speed import WritingSpeed
 
-__all__ = ["InFlight", "PacingPolicy", "Piece", "SpeechPacer"]
-
-PacingPolicy = Literal["latency", "smooth"]
-PACING_POLICIES: tuple[PacingPolicy, ...] = get_args(PacingPolicy)
+__all__ = ["InFlight", "Piece", "SpeechPacer"]
 
 # A streaming server starts a whole sentence about as fast as a phrase, so the first request waits this
-# long for the first sentence to be written before it is cut (a small LLM writes one in ~0.3 s).
+# long for the first sentence to be written before it is cut (a small LLM writes one in less).
 FIRST_SENTENCE_WAIT_MS = 600.0
 # A sentence being written is cut once its audio, if it waited for the rest of the sentence
 # (:class:`~strands_kokoro.writing_speed.WritingSpeed` says when), would leave the listener less than
@@ -115,10 +108,7 @@ class Piece:
 class SpeechPacer:
     """Cuts one turn's speakable text into requests, from the text, the listener's buffer and the engine."""
 
-    def __init__(self, *, policy: PacingPolicy = "latency", speed: EngineSpeed | None = None) -> None:
-        if policy not in PACING_POLICIES:
-            raise ValueError(f"policy must be 'latency' or 'smooth', got {policy!r}")
-        self.policy = policy
+    def __init__(self, *, speed: EngineSpeed | None = None) -> None:
         self.speed = speed or EngineSpeed()
         self._complete: deque[Sentence] = deque()  # sentences not yet fully handed out, in order
         self._pending = Sentence("", 0)  # the settled part of the sentence being written
@@ -160,10 +150,6 @@ class SpeechPacer:
             self._play_end = now
         self._play_end += audio_ms
         return buffered
-
-    def start_playback(self, held_ms: float, now: float) -> None:
-        """``smooth``: playback starts now with the audio that was held back."""
-        self._play_end = now + held_ms
 
     def completed(
         self, *, chars: int, audio_ms: float, first_audio_ms: float | None, sent_at: float | None, now: float
@@ -235,15 +221,13 @@ class SpeechPacer:
         urgent: bool,
     ) -> int | None:
         """Where the next piece ends (an offset), or None to wait for more text or a completion."""
-        if complete and (urgent or self.policy == "smooth" or self.speed.streaming):
+        if complete and (urgent or self.speed.streaming):
             return sentence.end
-        if not self.speed.streaming and self.policy == "latency":
+        if not self.speed.streaming:
             if self._next_id == 0:
                 return first_phrase(words, sentence.end, complete=complete)
             return self._within_budget(sentence, complete, words, now, in_flight)
-        if complete:
-            return sentence.end
-        if self.policy == "smooth" or not self._listener_waits(now, in_flight):
+        if not self._listener_waits(now, in_flight):
             return None
         return longest_prefix(words, math.inf, complete=False)
 
@@ -314,11 +298,8 @@ class SpeechPacer:
             free_at = max(synthesized, arrival)
             if index == 0:
                 free_at = max(free_at, now)
-            # Before the first measurement a streaming server is taken at its word for the latency
-            # decisions, and not for a smooth start (which must not guess).
-            ahead = self.speed.streams_ahead or (
-                self.speed.streaming and self.speed.rtf is None and self.policy == "latency"
-            )
+            # Before the first measurement a streaming server is taken at its word.
+            ahead = self.speed.streams_ahead or (self.speed.streaming and self.speed.rtf is None)
             if request.received_ms > 0 or not ahead:
                 arrival = free_at
             out.append(
@@ -354,35 +335,3 @@ class SpeechPacer:
         self._next_id += 1
         self._sent = end
         return piece
-
-    # -------------------------------------------------------------------------------- smooth start
-
-    def may_start_playback(self, held_ms: float, now: float, in_flight: Sequence[InFlight]) -> bool:
-        """``smooth``: would playback starting now, with ``held_ms`` of audio in hand, run without a gap?
-
-        Checked on the text written so far: the requests in flight, then the unsent sentences, each
-        synthesized after the one before it.
-        """
-        if self.policy == "latency":
-            return True
-        play_end = now + held_ms
-        free_at = now
-        for arrival, finish, remaining in self._predicted(now, in_flight):
-            free_at = finish
-            if arrival > play_end:
-                return False
-            play_end += remaining
-        for sentence in [*self._complete, self._pending]:
-            _, rest = self._rest(sentence)
-            if not rest:
-                continue
-            audio = self.speed.predict_audio_ms(len(rest))
-            done = max(free_at, now) + self.speed.synthesis_ms(audio)
-            first = (
-                max(free_at, now) + self.speed.first_audio_for(audio) if self.speed.streams_ahead else done
-            )
-            free_at = done
-            if first > play_end:
-                return False
-            play_end += audio
-        return True

@@ -1,9 +1,12 @@
 """The requests of one spoken turn, each one's whole life in one place: what it asks, when it was sent
-and on which connection, what the server refused, what audio came back and what the listener had.
+and on which connection, what the server refused, what came back, and when that may go out.
 
-The pacer reads its view of the requests in flight from here (``pending``: predicted audio, audio
-received, when sent); the turn's session half records every send here (:meth:`RequestLedger.sent`) and
-every outcome; nothing else keeps a list of requests.
+Nothing else keeps a list of requests. The pacer reads its view of the requests in flight from here
+(``pending``: predicted audio, audio received, when sent); the session half records every send here
+(:meth:`RequestLedger.sent`) and hands every reply to :meth:`RequestLedger.put`; the ledger releases
+the replies in the order the requests were made (a request refused as ``overloaded`` and re-sent
+completes after later ones, whose replies wait behind it) to the one ``release`` callback the turn gives
+it (:class:`~strands_kokoro.turn_output.TurnOutput` builds the events).
 
 Reconnect rule (nothing said twice, nothing skipped): a request whose ``synthesis_complete`` arrived is
 never re-sent. A request that was cut mid-audio is re-sent whole, and the first ``emitted_bytes`` of its
@@ -14,11 +17,54 @@ sample for sample and the listener hears it continue where it broke off (at wors
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from strands_kokoro.protocol import DEFAULT_SAMPLE_RATE, SynthesizeRequest, Word, audio_ms
+from strands_kokoro.speech_options import SpeechOptions
 
-__all__ = ["RequestLedger", "TurnRequest"]
+__all__ = [
+    "AudioReply",
+    "CompletedReply",
+    "FailedReply",
+    "Reply",
+    "RequestLedger",
+    "TurnRequest",
+    "WordsReply",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class AudioReply:
+    """Audio of the request the listener has not had yet."""
+
+    pcm: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class WordsReply:
+    """More of the request's words, timed by the server (out ahead of the audio holding them)."""
+
+    words: tuple[Word, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class CompletedReply:
+    """The request was spoken whole; its last reply."""
+
+    words: tuple[Word, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class FailedReply:
+    """The server refused or failed the request; its last reply."""
+
+    code: str
+    message: str
+
+
+Reply = AudioReply | WordsReply | CompletedReply | FailedReply
 
 
 @dataclass(eq=False, slots=True)
@@ -41,6 +87,8 @@ class TurnRequest:
     buffer_ms: float | None = None  # audio the listener had left when that happened
     received_words: int = 0  # word timings received in the current attempt
     timed_words: int = 0  # word timings handed to the listener (kept across reconnects)
+    held: list[Reply] = field(default_factory=list)  # replies waiting for an earlier request's
+    done: bool = False  # its last reply is in: the requests behind it may go out
 
     @property
     def request_id(self) -> str:
@@ -78,17 +126,48 @@ class TurnRequest:
 
 
 class RequestLedger:
-    """The turn's requests the server still owes something (``pending``, in the order sent)."""
+    """The turn's requests: those the server still owes something (``pending``, in the order sent) and
+    those whose replies are not all out yet (released in the order made)."""
 
-    def __init__(self) -> None:
+    def __init__(
+        self, turn_id: str, options: SpeechOptions, release: Callable[[TurnRequest, Reply], None]
+    ) -> None:
+        self._turn_id = turn_id
+        self._options = options
+        self._release = release
         self.pending: list[TurnRequest] = []
         self._by_id: dict[str, TurnRequest] = {}
+        self._unreleased: deque[TurnRequest] = deque()
         self.count = 0  # requests the turn has made
 
-    def add(self, request: TurnRequest) -> None:
+    def new(
+        self,
+        text: str,
+        *,
+        previous: str | None = None,
+        following: str | None = None,
+        answer: bool = True,
+        predicted_audio_ms: float = 0.0,
+        predicted_buffer_ms: float | None = None,
+    ) -> TurnRequest:
+        """A new request of the turn, pending and last in the release order (sent by the session half)."""
+        o, index = self._options, self.count
+        request_id = f"{self._turn_id}-{index}"
+        wire = SynthesizeRequest(
+            text, request_id, o.voice, o.speed, o.sample_rate, o.lang, previous, following, lexicon=o.lexicon
+        )
+        request = TurnRequest(
+            index,
+            wire,
+            answer=answer,
+            predicted_audio_ms=predicted_audio_ms,
+            predicted_buffer_ms=predicted_buffer_ms,
+        )
         self.pending.append(request)
         self._by_id[request.request_id] = request
+        self._unreleased.append(request)
         self.count += 1
+        return request
 
     def get(self, request_id: str | None) -> TurnRequest | None:
         """A pending request by id (None: not one of ours, or it owes nothing more)."""
@@ -118,8 +197,46 @@ class RequestLedger:
             self.pending.remove(request)
         return request
 
-    def clear(self) -> list[TurnRequest]:
-        """Forget every pending request (speech is over for the turn, or it was interrupted)."""
-        dropped, self.pending = self.pending, []
+    # ------------------------------------------------------------------------------------ release
+
+    def audio(self, request_id: str | None, pcm: bytes) -> None:
+        """Audio of a pending request: what the listener has not had of it goes out in its place (nothing
+        while a re-sent request passes over audio spoken before a drop)."""
+        if (request := self.get(request_id)) is not None and (fresh := request.fresh_audio(pcm)):
+            self.put(request, AudioReply(fresh))
+
+    def words(self, request_id: str | None, words: tuple[Word, ...]) -> None:
+        """Word timings of a pending request: those the listener has not had go out in its place."""
+        if (request := self.get(request_id)) is not None and (fresh := request.fresh_words(words)):
+            self.put(request, WordsReply(fresh))
+
+    def put(self, request: TurnRequest, reply: Reply) -> None:
+        """A reply of ``request``: out now if every request made before it is out, else held until then."""
+        if self._unreleased and self._unreleased[0] is request:
+            self._release(request, reply)
+        elif not request.done and request in self._unreleased:
+            request.held.append(reply)
+
+    def finish(self, request: TurnRequest, last: Reply | None = None) -> None:
+        """The request's last reply (``None``: nothing more to say): the requests behind it may go out."""
+        if last is not None:
+            self.put(request, last)
+        request.done = True
+        while self._unreleased and self._unreleased[0].done:
+            self._unreleased.popleft()
+            if self._unreleased:
+                head = self._unreleased[0]
+                held, head.held = head.held, []
+                for reply in held:
+                    self._release(head, reply)
+
+    def clear(self) -> int:
+        """Speech is over for the turn (interrupted, or failed): every request still owed is forgotten
+        and nothing not yet out goes out. Returns how many requests were still owed audio."""
+        dropped = len(self.pending)
+        self.pending = []
         self._by_id.clear()
+        for request in self._unreleased:
+            request.held.clear()
+        self._unreleased.clear()
         return dropped

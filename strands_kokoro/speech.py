@@ -38,7 +38,6 @@ from strands.middleware import InvokeModelContext, InvokeModelStage, MiddlewareN
 from strands_kokoro.audio_encoding import FormatUnavailable, encoder_available
 from strands_kokoro.endpoint_rotation import EndpointRing, routes_new_sessions
 from strands_kokoro.events import Event
-from strands_kokoro.pacer import PACING_POLICIES, PacingPolicy
 from strands_kokoro.protocol import (
     AUDIO_FORMATS,
     DEFAULT_SAMPLE_RATE,
@@ -77,10 +76,7 @@ class KokoroSpeech(HookProvider):
     of its sentence, so the cut is not heard.
     ``mode="batch"`` is the fair baseline: same agent and endpoint, one synthesis after the whole answer.
 
-    ``pacing`` matters for engines slower than real time (a loaded CPU): ``"latency"`` (default) starts
-    speaking as soon as possible and accepts gaps it cannot avoid; ``"smooth"`` sends whole sentences
-    and holds the start of playback until the predicted schedule has no gap. ``max_chars`` bounds one
-    request (long sentences are cut at a clause).
+    ``max_chars`` bounds one request (long sentences are cut at a clause).
 
     While a tool runs, the text before it is spoken first; if the tool is still running
     ``tool_filler_after_s`` after that audio ran out, ``tool_filler`` is said (``None``: stay silent)
@@ -117,7 +113,6 @@ class KokoroSpeech(HookProvider):
         speed: float = 1.0,
         sample_rate: int = DEFAULT_SAMPLE_RATE,
         lang: str | None = None,
-        pacing: PacingPolicy = "latency",
         max_chars: int | None = 350,
         tool_filler: str | None = "One moment.",
         tool_filler_after_s: float = 1.0,
@@ -131,8 +126,6 @@ class KokoroSpeech(HookProvider):
     ) -> None:
         if mode not in SPEECH_MODES:
             raise ValueError(f"mode must be 'bidi' or 'batch', got {mode!r}")
-        if pacing not in PACING_POLICIES:
-            raise ValueError(f"pacing must be 'latency' or 'smooth', got {pacing!r}")
         if audio_format not in AUDIO_FORMATS:
             raise ValueError(f"audio_format must be one of {', '.join(AUDIO_FORMATS)}, got {audio_format!r}")
         if not encoder_available(audio_format):
@@ -154,7 +147,6 @@ class KokoroSpeech(HookProvider):
             speed=speed,
             sample_rate=sample_rate,
             lang=lang,
-            pacing=pacing,
             max_chars=max_chars,
             tool_filler=tool_filler.strip() if tool_filler and tool_filler.strip() else None,
             tool_filler_after_s=max(0.0, tool_filler_after_s),

@@ -6,7 +6,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, get_args
 
-from strands_kokoro.pacer import PacingPolicy
 from strands_kokoro.protocol import AudioFormatName
 from strands_kokoro.sessions.base import SpeechSession
 
@@ -27,7 +26,6 @@ class SpeechOptions:
     speed: float
     sample_rate: int
     lang: str | None  # None: the voice's language
-    pacing: PacingPolicy
     max_chars: int | None
     tool_filler: str | None
     tool_filler_after_s: float

@@ -1,20 +1,23 @@
-"""One spoken agent turn: the agent, the speaker and the session receiver in ONE task group.
+"""One spoken agent turn, and the one object that owns it: the agent, the text side and the audio side
+in ONE task group.
 
-Why this shape (architecture §5): the model's text must reach the listener as audio while the model is still
-writing, and the consumer must see text and audio interleaved in true arrival order. So three tasks
-share the turn's state (:mod:`strands_kokoro.turn_state`) and one ordered event queue
-(:mod:`strands_kokoro.turn_output`):
+Why this shape (architecture §5): the model's text must reach the listener as audio while the model is
+still writing, and the consumer must see text and audio interleaved in true arrival order. So the turn
+runs three tasks over what it owns (:class:`~strands_kokoro.turn_state.TurnState`: options, inbox, the
+request ledger, the pacer, the events):
 
 - the agent task drives ``agent.stream_async``; the Strands middleware tap (in ``speech.py``) calls
-  :meth:`SpeechTurn.on_text` for every text delta (a ``text_delta`` event + text for the speaker) and
+  :meth:`SpeechTurn.on_text` for every text delta (a ``text_delta`` event + text for the text side) and
   :meth:`SpeechTurn.end_segment` at the end of every model call;
-- the speaker task (:mod:`strands_kokoro.turn_speaker`) turns the text into requests: filter, sentences,
+- the text side (:mod:`strands_kokoro.turn_speaker`) turns the text into requests: filter, sentences,
   pacer (``bidi``), or the whole answer at the end (``batch``, the baseline);
-- the receiver task (:mod:`strands_kokoro.turn_session`) owns the session: it sends the requests, turns
-  what comes back into events, and reconnects when the connection drops.
+- the audio side (:mod:`strands_kokoro.turn_session`) owns the session: it sends the requests, hands
+  what comes back to the ledger, and reconnects when the connection drops.
 
-Each request's whole life is the ledger's (:mod:`strands_kokoro.request_ledger`). Speech never ends the
-text answer: whatever goes wrong with it becomes a ``speech_error`` event and the agent goes on writing.
+The two sides do not import each other: the turn hands the text side the audio side's ``send``. Each
+request's whole life, and the order its events go out in, is the ledger's
+(:mod:`strands_kokoro.request_ledger`). Speech never ends the text answer: whatever goes wrong with it
+becomes a ``speech_error`` event (:meth:`TurnState.stop`) and the agent goes on writing.
 """
 
 from __future__ import annotations
@@ -22,21 +25,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-from strands_kokoro.audio_encoding import new_encoder
 from strands_kokoro.endpoint_rotation import EndpointCursor
-from strands_kokoro.events import Event, agent_end, agent_start, error, speech_interrupted
-from strands_kokoro.pacer import SpeechPacer
+from strands_kokoro.events import Event, agent_end, agent_start, error
 from strands_kokoro.speech_options import SpeechOptions
-from strands_kokoro.turn_output import TurnOutput
+from strands_kokoro.turn_errors import INTERRUPTED, TurnErrorCode
 from strands_kokoro.turn_session import TurnSession
 from strands_kokoro.turn_speaker import TurnSpeaker
 from strands_kokoro.turn_state import (
     INPUT_ENDED,
     ModelCallEnded,
+    SpeechState,
     TextArrived,
     ToolFinished,
     ToolStarted,
@@ -49,23 +50,15 @@ FLUSH_WAIT_S = 5.0  # a tool waits at most this long for the text before it to r
 
 
 class SpeechTurn:
-    """State and tasks of one turn; ``outbox`` is the ordered event queue (``None`` ends it)."""
+    """The one owner of a turn: its state, its two sides and the agent, in one task group; ``outbox`` is
+    the ordered event queue (``None`` ends it)."""
 
     def __init__(self, *, request_id: str, options: SpeechOptions, endpoints: EndpointCursor) -> None:
         self.request_id = request_id
         self.options = options
         self.outbox: asyncio.Queue[Event | None] = asyncio.Queue()
         self.result: Any = None
-        started = time.perf_counter()
-        pacer = SpeechPacer(policy=options.pacing)
-        output = TurnOutput(
-            self.outbox,
-            lambda: (time.perf_counter() - started) * 1000.0,
-            pacer,
-            hold_start=options.pacing == "smooth",
-            encoder=new_encoder(options.audio_format, options.sample_rate),
-        )
-        self._state = TurnState(request_id, options, pacer, output, started=started)
+        self._state = TurnState(request_id, options, self.outbox)
         self._session = TurnSession(self._state, endpoints)
         self._speaker = TurnSpeaker(self._state, self._session)
         self._last_call: ModelCallEnded | None = None
@@ -116,15 +109,9 @@ class SpeechTurn:
             self._loop.call_soon_threadsafe(self._interrupt)
 
     def _interrupt(self) -> None:
-        state = self._state
-        if state.muted or self._tasks is None:
+        if self._state.speech is SpeechState.INTERRUPTED or self._tasks is None:
             return
-        state.muted = True
-        dropped = len(state.ledger.clear())
-        state.pacer.drop_all()
-        state.output.drop()
-        state.output.emit(speech_interrupted(dropped, state.now_ms()))
-        state.wake()
+        self._state.stop(INTERRUPTED)
         with contextlib.suppress(RuntimeError):  # the group is already finishing: nothing in flight
             self._tasks.create_task(self._session.cancel(), name="kokoro-cancel")
 
@@ -142,7 +129,6 @@ class SpeechTurn:
                 tasks.create_task(self._session.run(), name="kokoro-receiver")
         finally:
             self._tasks = self._session.tasks = None
-            output.start_playback()  # smooth pacing: nothing held back is lost
             output.end_audio(self.options.sample_rate)
             output.emit(
                 agent_end(
@@ -171,7 +157,9 @@ class SpeechTurn:
             # default level); the traceback is there for whoever turns DEBUG on.
             logger.warning("agent turn %s failed: %s: %s", self.request_id, type(exc).__name__, exc)
             logger.debug("agent turn %s failed", self.request_id, exc_info=True)
-            self._state.output.emit(error("agent_failed", f"the agent turn failed ({type(exc).__name__})"))
+            self._state.output.emit(
+                error(TurnErrorCode.AGENT_FAILED, f"the agent turn failed ({type(exc).__name__})")
+            )
         finally:
             self._state.inbox.put_nowait(INPUT_ENDED)  # the tap's last model call end is queued before it
             if (aclose := getattr(agent_stream, "aclose", None)) is not None:

@@ -27,7 +27,6 @@ import random
 
 from strands_kokoro.endpoint_rotation import EndpointCursor
 from strands_kokoro.errors import CodedError
-from strands_kokoro.events import speech_error
 from strands_kokoro.overload_retry import OverloadRetry
 from strands_kokoro.protocol import (
     SETTING_REFUSALS,
@@ -37,25 +36,14 @@ from strands_kokoro.protocol import (
     SessionStarted,
     SynthesisCompleted,
     SynthesisStarted,
-    SynthesizeRequest,
     WordTimings,
 )
-from strands_kokoro.request_ledger import TurnRequest
+from strands_kokoro.request_ledger import CompletedReply, FailedReply, Reply, TurnRequest
 from strands_kokoro.sessions.base import SessionClosedError, SessionEvent, SpeechSession
-from strands_kokoro.turn_state import TurnState
+from strands_kokoro.turn_errors import SETUP_FAILURES, TurnErrorCode
+from strands_kokoro.turn_state import SpeechState, TurnState
 
 logger = logging.getLogger(__name__)
-
-SETUP_FAILURES = {  # what a listener's app can say when a session cannot even be set up
-    "unknown_endpoint_scheme": "the speech endpoint is not a ws://, http(s)://, sagemaker: or "
-    "sagemaker-batch: address",
-    "bad_endpoint": "the speech endpoint names no host, or no SageMaker endpoint",
-    "bad_endpoint_option": "the speech endpoint has an option its session does not take",
-    "missing_dependency": "speech over SageMaker needs the 'sagemaker' extra installed",
-    "no_region": "speech over SageMaker needs an AWS region (AWS_REGION, or ?region= on the endpoint)",
-    "no_credentials": "speech over SageMaker found no AWS credentials",
-    "unknown_region": "speech over SageMaker names a region in no partition botocore knows",
-}
 
 
 class TurnSession:
@@ -73,20 +61,8 @@ class TurnSession:
         self._move_after_s: float | None = None  # set: leave this session, open the next after this wait
         self._resend_on: int | None = None  # the connection a re-send of refused requests waits for
 
-    def wire(
-        self, text: str, index: int, *, previous: str | None = None, following: str | None = None
-    ) -> SynthesizeRequest:
-        o = self._state.options
-        request_id = f"{self._state.request_id}-{index}"
-        return SynthesizeRequest(
-            text, request_id, o.voice, o.speed, o.sample_rate, o.lang, previous, following, lexicon=o.lexicon
-        )
-
-    async def submit(self, request: TurnRequest) -> None:
-        """One request, in order: sent now if a session is open, else as soon as one opens."""
-        state = self._state
-        state.ledger.add(request)
-        state.output.track(request)
+    async def send(self, request: TurnRequest) -> None:
+        """A request of the ledger's, in order: sent now if a session is open, else as soon as one opens."""
         async with self._lock:
             if self._session is not None:
                 with contextlib.suppress(SessionClosedError):  # the receiver sees the drop and re-sends
@@ -187,36 +163,31 @@ class TurnSession:
         state = self._state
         code = exc.code if isinstance(exc, CodedError) else None
         if code in SETUP_FAILURES:
-            self.fail(code, f"{SETUP_FAILURES[code]}; the text goes on")
+            state.stop(code, f"{SETUP_FAILURES[code]}; the text goes on")
         elif isinstance(exc, SessionClosedError):
             attempts = state.options.reconnect_attempts + 1
             logger.warning("speech for turn %s gave up: %s", state.request_id, exc)
             if ever_connected:
-                kind, what = "connection_lost", "the speech connection dropped and was not restored"
+                kind, what = (
+                    TurnErrorCode.CONNECTION_LOST,
+                    "the speech connection dropped and was not restored",
+                )
             else:
-                kind, what = "speech_unavailable", "could not reach the speech endpoint"
+                kind, what = TurnErrorCode.SPEECH_UNAVAILABLE, "could not reach the speech endpoint"
             tries = f" after {attempts} tries" if exc.retryable else ""
             # The transport's own code (e.g. SageMaker's ``no_credentials``) says why; never the URL.
-            because = f" ({code})" if code and code != "connection_lost" else ""
-            self.fail(kind, f"{what}{tries}{because}; the text goes on")
+            because = f" ({code})" if code and code != TurnErrorCode.CONNECTION_LOST else ""
+            state.stop(kind, f"{what}{tries}{because}; the text goes on")
         elif ever_connected:
             # Not a drop (the sessions code those): a fault of this library's own while speaking.
             logger.error("speech for turn %s stopped on a fault", state.request_id, exc_info=True)
-            self.fail(ErrorCode.INTERNAL_ERROR, "speech stopped on a fault of its own; the text goes on")
+            state.stop(ErrorCode.INTERNAL_ERROR, "speech stopped on a fault of its own; the text goes on")
         else:
             # Not a drop: the session cannot be set up at all (bad credentials, a broken transport...).
             logger.warning("speech session for turn %s failed", state.request_id, exc_info=True)
-            self.fail("speech_setup_failed", "the speech session could not be set up; the text goes on")
-
-    def fail(self, code: str, message: str) -> None:
-        """Speech is over for this turn (the text goes on): say so once, drop what was owed."""
-        state = self._state
-        state.failed = True
-        state.ledger.clear()
-        state.pacer.drop_all()
-        state.output.drop()
-        state.wake()
-        state.output.emit(speech_error(code, message))
+            state.stop(
+                TurnErrorCode.SPEECH_SETUP_FAILED, "the speech session could not be set up; the text goes on"
+            )
 
     async def _handle(self, event: SessionEvent) -> None:
         state = self._state
@@ -230,14 +201,9 @@ class TurnSession:
                     request.sample_rate = rate
                     self._endpoints.served()
             case WordTimings(request_id=request_id, words=words):
-                request = ledger.get(request_id)
-                if request is not None and not state.muted and (fresh_words := request.fresh_words(words)):
-                    output.timed(request, fresh_words)
+                ledger.words(request_id, words)
             case AudioData(request_id=request_id, pcm=pcm):
-                request = ledger.get(request_id)
-                # ``fresh_audio`` is empty while a re-sent request passes over audio spoken before a drop.
-                if request is not None and not state.muted and (fresh := request.fresh_audio(pcm)):
-                    output.audio(request, fresh)
+                ledger.audio(request_id, pcm)
             case SynthesisCompleted(request_id=request_id, words=words, first_audio_ms=first_audio_ms):
                 if (request := ledger.settle(request_id)) is not None:
                     spoken_ms = request.received_ms
@@ -249,31 +215,28 @@ class TurnSession:
                         sent_at=request.sent_at,
                         now=state.now_ms(),
                     )
-                    output.completed(request, words)
-                    self._retire(request)
+                    self._finish(request, CompletedReply(words))
             case ServerError(request_id=request_id, code=ErrorCode.OVERLOADED, retry_after_ms=after) if (
                 refused := ledger.get(request_id)
             ) is not None:
                 self._refused(refused, after)
             case ServerError(request_id=request_id, code=code, message=message):
                 request = ledger.settle(request_id)
-                if state.failed:
+                if state.speech is SpeechState.FAILED:
                     pass  # speech already ended for this turn, and its speech_error said why
                 elif code in SETTING_REFUSALS and request is not None:
                     # Every request of the turn would be refused alike (an unknown voice): say it once.
-                    self.fail(code, f"{message}; the text goes on")
+                    state.stop(code, f"{message}; the text goes on")
                 elif request is None:
-                    if not state.muted:
+                    if state.speech is not SpeechState.INTERRUPTED:
                         output.notice(code, message)
                 else:
-                    if not state.muted:
-                        output.failed(request, code, message)
-                    self._retire(request)
-        output.consider_start(ledger.in_flight(), finished=state.finished())
+                    interrupted = state.speech is SpeechState.INTERRUPTED
+                    self._finish(request, None if interrupted else FailedReply(code, message))
 
-    def _retire(self, request: TurnRequest) -> None:
-        """The request owes nothing more: later requests' events go out, and the speaker looks again."""
-        self._state.output.retire(request)
+    def _finish(self, request: TurnRequest, last: Reply | None) -> None:
+        """The request owes nothing more: later requests' events go out, and the text side looks again."""
+        self._state.ledger.finish(request, last)
         self._state.wake()
 
     def _refused(self, request: TurnRequest, retry_after_ms: int | None) -> None:
@@ -285,7 +248,7 @@ class TurnSession:
         request.sent_on = -1
         if request.first_refused_at is None:
             request.first_refused_at = state.now_ms()
-        if self._move_after_s is not None or state.failed:
+        if self._move_after_s is not None or state.speech is SpeechState.FAILED:
             return  # already leaving this session: every request it owes goes on the next one
         if self._endpoints.moves_on_refusal and not any(
             r.received_bytes or r.emitted_bytes for r in state.ledger.pending
@@ -315,7 +278,7 @@ class TurnSession:
         if wait is None:
             servers = "every speech endpoint is" if self._endpoints.size > 1 else "the speech server is"
             budget = state.options.overload_retry_s
-            self.fail(
+            state.stop(
                 ErrorCode.OVERLOADED,
                 f"{servers} overloaded and did not take the answer within {budget:g} s; the text goes on",
             )

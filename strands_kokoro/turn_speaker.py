@@ -6,7 +6,8 @@ pacer) sends the whole answer at the end. While a tool runs it also says the fil
 before the tool has played and the tool is still running ``tool_filler_after_s`` later.
 
 Everything it reacts to arrives in its inbox (:mod:`strands_kokoro.turn_state`); a filler's due time is
-the only timeout it waits with.
+the only timeout it waits with. It makes each request in the turn's ledger and hands it to the audio
+side through the :class:`~strands_kokoro.turn_state.RequestSender` the turn gives it.
 """
 
 from __future__ import annotations
@@ -18,15 +19,14 @@ from dataclasses import dataclass
 from strands_kokoro.chunker import IncrementalSentenceChunker
 from strands_kokoro.pacer import MAX_IN_FLIGHT_URGENT, Piece
 from strands_kokoro.protocol import MAX_TEXT_CHARS
-from strands_kokoro.request_ledger import TurnRequest
 from strands_kokoro.sentence_rules import CJK_TERMINALS, CLOSERS, TERMINALS
 from strands_kokoro.speech_text import SpeechTextFilter
-from strands_kokoro.turn_session import TurnSession
 from strands_kokoro.turn_state import (
     WAKE,
     InboxItem,
     InputEnded,
     ModelCallEnded,
+    RequestSender,
     TextArrived,
     ToolFinished,
     ToolStarted,
@@ -45,9 +45,9 @@ def whole_answer_text(written: str) -> str:
     """The batch baseline's text: the answer cleaned and cut into sentences as bidi cuts it, each one
     ending as a sentence does.
 
-    Why: joined with spaces, a heading or a list item without a period ran into the next sentence
-    ("Getting started To install...": no pause, no falling pitch, Whisper heard "started to"), where
-    bidi speaks it as a request of its own, which the server ends as a sentence.
+    Why: joined with spaces, a heading or a list item without a period runs into the next sentence
+    ("Getting started To install...": no pause, no falling pitch), where bidi speaks it as a request of
+    its own, which the server ends as a sentence.
     """
     chunker, text_filter = IncrementalSentenceChunker(), SpeechTextFilter()
     sentences = [*chunker.feed(text_filter.feed(written) + text_filter.flush()), *chunker.flush()]
@@ -81,9 +81,9 @@ class _Filler:
 class TurnSpeaker:
     """Consumes the turn's inbox until everything it will say is handed to the session half."""
 
-    def __init__(self, state: TurnState, session: TurnSession) -> None:
+    def __init__(self, state: TurnState, sender: RequestSender) -> None:
         self._state = state
-        self._session = session
+        self._sender = sender
         self._fillers: dict[str, _Filler] = {}
 
     async def run(self) -> None:
@@ -96,7 +96,7 @@ class TurnSpeaker:
             while not state.inbox.empty():
                 if isinstance(leftover := state.inbox.get_nowait(), ModelCallEnded):
                     leftover.on_the_wire.set()
-            await self._session.close_if_finished()
+            await self._sender.close_if_finished()
 
     async def _bidi(self) -> None:
         state, pacer = self._state, self._state.pacer
@@ -137,7 +137,7 @@ class TurnSpeaker:
                 ) is not None:
                     await self._say(piece)
                 await self._fillers_due()
-                if not pacer.unsent and self._session.all_on_the_wire():
+                if not pacer.unsent and self._sender.all_on_the_wire():
                     for call in calls:
                         call.on_the_wire.set()
                     calls.clear()
@@ -187,20 +187,18 @@ class TurnSpeaker:
         state = self._state
         if not state.speaking:
             return
-        index = state.ledger.count
-        wire = self._session.wire(piece.text, index, previous=piece.previous_text, following=piece.next_text)
-        request = TurnRequest(
-            index,
-            wire,
+        request = state.ledger.new(
+            piece.text,
+            previous=piece.previous_text,
+            following=piece.next_text,
             predicted_audio_ms=piece.predicted_audio_ms,
             predicted_buffer_ms=piece.predicted_buffer_ms,
         )
-        await self._session.submit(request)
+        await self._sender.send(request)
 
     async def _request(self, text: str, *, answer: bool = True) -> None:
         state = self._state
         text = text.strip()
         if not text or not state.speaking:
             return
-        index = state.ledger.count
-        await self._session.submit(TurnRequest(index, self._session.wire(text, index), answer=answer))
+        await self._sender.send(state.ledger.new(text, answer=answer))

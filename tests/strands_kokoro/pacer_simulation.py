@@ -113,12 +113,11 @@ def simulate(
     chars_per_s: float = 350.0,
     first_token_ms: float = 200.0,
     overhead_ms: float = 30.0,
-    policy: str = "latency",
     streaming: bool = True,
     first_audio_ms: float = 300.0,
 ) -> SimTurn:
     """One turn on a simulated clock; the engine's audio per character and speed are exact."""
-    pacer = SpeechPacer(policy=policy)  # type: ignore[arg-type]
+    pacer = SpeechPacer()
     if streaming:
         pacer.speed.advertised(first_audio_ms, rtf)  # what the model server says in session_start
     chunker = IncrementalSentenceChunker(max_chars=350)
@@ -138,8 +137,6 @@ def simulate(
         t += 1000.0 * len(token) / chars_per_s
     at(t, "end")
     server_free = 0.0
-    playing = policy == "latency"
-    held: list[float] = []
 
     def send_ready(now: float) -> None:
         nonlocal server_free
@@ -162,13 +159,6 @@ def simulate(
                 at(server_free, "audio", (request, audio))
             at(server_free, "done", (request, audio, first_at - start))
 
-    def hear(audio: float, now: float) -> None:
-        if playing:
-            pacer.audio(audio, now)
-            turn.arrivals.append((now, audio))
-        else:
-            held.append(audio)
-
     while queue:
         now, _, kind, payload = heapq.heappop(queue)
         if kind == "token":
@@ -184,7 +174,8 @@ def simulate(
         elif kind == "audio":
             request, audio = payload  # type: ignore[misc]
             request.received_ms += audio
-            hear(audio, now)
+            pacer.audio(audio, now)
+            turn.arrivals.append((now, audio))
         else:
             request, audio, first = payload  # type: ignore[misc]
             in_flight.remove(request)
@@ -193,10 +184,6 @@ def simulate(
                 chars=chars, audio_ms=audio, first_audio_ms=first, sent_at=request.sent_at, now=now
             )
         send_ready(now)
-        if not playing and held and (not queue or pacer.may_start_playback(sum(held), now, in_flight)):
-            playing = True
-            pacer.start_playback(sum(held), now)
-            turn.arrivals += [(now, audio) for audio in held]
     assert not pacer.unsent and not in_flight
     return turn
 

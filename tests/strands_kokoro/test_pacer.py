@@ -156,25 +156,6 @@ def test_a_server_that_streams_is_recognised_once_measured() -> None:
     assert not slow.streaming
 
 
-# ------------------------------------------------------------------------------------- smooth
-
-
-def test_smooth_holds_the_start_until_a_slow_engine_cannot_run_dry() -> None:
-    for text in ANSWERS:
-        for streaming in (True, False):
-            smooth = simulate(text, rtf=1.3, policy="smooth", streaming=streaming)
-            assert smooth.stall_ms() == pytest.approx(0.0, abs=1e-6), (streaming, text[:30])
-            latency = simulate(text, rtf=1.3, policy="latency", streaming=streaming)
-            assert latency.stall_ms() > 0  # the measure can fail: without holding back, it gaps
-            assert latency.first_audio_ms < smooth.first_audio_ms
-
-
-def test_smooth_on_a_fast_engine_starts_as_soon_as_the_first_sentence_arrives() -> None:
-    turn = simulate(ANSWERS[0], rtf=0.02, policy="smooth", streaming=False)
-    assert turn.arrivals[0][0] == pytest.approx(turn.sent_at[0] + 30.0 + 0.02 * 65 * len(turn.pieces[0].text))
-    assert turn.stall_ms() == 0.0
-
-
 # --------------------------------------------------------------------------------- properties
 
 
@@ -289,11 +270,6 @@ def test_a_long_answer_leaves_no_text_in_the_pacer() -> None:
         spoken.append(piece.text)
     assert words(" ".join(spoken)) == words(text)
     assert not pacer.unsent and not pacer._complete  # the pacer keeps offsets, not the text it sent
-
-
-def test_unknown_policy_is_refused() -> None:
-    with pytest.raises(ValueError, match="policy"):
-        SpeechPacer(policy="fast")  # type: ignore[arg-type]
 
 
 def test_word_cuts_prefer_ending_before_a_clause_over_ending_on_of_or_the() -> None:

@@ -1,0 +1,42 @@
+"""The codes a turn itself says things went wrong with, each written here once.
+
+A ``speech_error`` carries either a code of the model server's (:class:`~strands_kokoro.protocol.ErrorCode`,
+passed on as the server wrote it, or the turn's own ``overloaded``/``internal_error``) or one of
+:class:`TurnErrorCode`'s. Clients switch on these, never on the message text.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Final
+
+__all__ = ["INTERRUPTED", "SETUP_FAILURES", "TurnErrorCode"]
+
+
+class TurnErrorCode(StrEnum):
+    """Codes of the events a turn raises about its own speech session and agent."""
+
+    # ``speech_error``: the session dropped after it had spoken, and reconnecting did not restore it.
+    CONNECTION_LOST = "connection_lost"
+    # ``speech_error``: no speech endpoint could be reached at all.
+    SPEECH_UNAVAILABLE = "speech_unavailable"
+    # ``speech_error``: the session could not be set up (bad credentials, a broken transport...).
+    SPEECH_SETUP_FAILED = "speech_setup_failed"
+    # ``error``: the agent's own turn failed (the model, a tool); an ``agent_end`` still follows.
+    AGENT_FAILED = "agent_failed"
+
+
+# Why speech stops for the rest of a turn, besides a coded failure: the listener interrupted.
+INTERRUPTED: Final = "interrupted"
+
+# What a listener's app can say when a session cannot even be set up, by the code the session raised.
+SETUP_FAILURES: Final[dict[str, str]] = {
+    "unknown_endpoint_scheme": "the speech endpoint is not a ws://, http(s)://, sagemaker: or "
+    "sagemaker-batch: address",
+    "bad_endpoint": "the speech endpoint names no host, or no SageMaker endpoint",
+    "bad_endpoint_option": "the speech endpoint has an option its session does not take",
+    "missing_dependency": "speech over SageMaker needs the 'sagemaker' extra installed",
+    "no_region": "speech over SageMaker needs an AWS region (AWS_REGION, or ?region= on the endpoint)",
+    "no_credentials": "speech over SageMaker found no AWS credentials",
+    "unknown_region": "speech over SageMaker names a region in no partition botocore knows",
+}
