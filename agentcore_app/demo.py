@@ -31,7 +31,7 @@ from typing import Any
 
 import httpx
 
-from agentcore_app.client import INVOKE_TIMEOUT_S, TurnRecord
+from agentcore_app.client import INVOKE_TIMEOUT_S
 from agentcore_app.delivery import SSE_PCM, Delivery, Target, TargetError, check_target
 from agentcore_app.demo_conversation import (
     chosen_modes,
@@ -53,6 +53,7 @@ from agentcore_app.report import (
     write_wav,
 )
 from agentcore_app.timeline import write_timeline
+from agentcore_app.turn_record import TurnRecord
 from strands_kokoro.protocol import DEFAULT_VOICE
 from strands_kokoro.speech_options import SPEECH_MODES
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import httpx
 
-from agentcore_app.client import INVOKE_TIMEOUT_S, TurnRecord, new_session_id
+from agentcore_app.client import INVOKE_TIMEOUT_S
 from agentcore_app.delivery import SSE_PCM, Delivery, Target
 from agentcore_app.report import (
     THE_APPS_OWN,
@@ -33,7 +33,9 @@ from agentcore_app.report import (
     write_json,
     write_wav,
 )
+from agentcore_app.runtime_session import new_session_id
 from agentcore_app.timeline import write_timeline
+from agentcore_app.turn_record import TurnRecord
 from strands_kokoro.speech_options import SPEECH_MODES
 
 MODES: tuple[str, ...] = SPEECH_MODES

@@ -22,8 +22,8 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp
 
-from agentcore_app.client import SESSION_HEADER
 from agentcore_app.local_guard import LOCAL_ORIGIN_REGEX, LocalCallerGuard
+from agentcore_app.runtime_session import SESSION_HEADER
 
 STATIC_DIR = Path(__file__).parent / "static"
 PAGE_PATH = "/player/"

@@ -36,9 +36,9 @@ from typing import Any
 
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from agentcore_app.client import SESSION_HEADER
 from agentcore_app.conversation_settings import ConversationError, check_session_id
 from agentcore_app.payload import PayloadError, Turn, parse_turn
+from agentcore_app.runtime_session import SESSION_HEADER
 from strands_kokoro import event_frames
 from strands_kokoro.event_frames import TurnStatus, WsFrame
 from strands_kokoro.protocol import (

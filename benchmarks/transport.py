@@ -37,7 +37,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from agentcore_app.client import TurnRecord, run_turn
+from agentcore_app.client import run_turn
+from agentcore_app.turn_record import TurnRecord
 from benchmarks.machine import results_path
 from benchmarks.speech_check import transcribe, word_error_rate
 from cdk.local_stack import agent_app, model_server, provision_weights

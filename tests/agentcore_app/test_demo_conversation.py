@@ -22,7 +22,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from agentcore_app import demo
-from agentcore_app.client import SESSION_HEADER
+from agentcore_app.runtime_session import SESSION_HEADER
 from cdk.local_stack import serve_asgi
 
 
