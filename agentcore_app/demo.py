@@ -3,7 +3,7 @@
 The same prompt goes through ``bidi`` and ``batch`` over real HTTP, as any client would send it, against
 a given target: a running app (``http://host:port``) or a deployed AgentCore runtime
 (``arn:aws:bedrock-agentcore:...``). Nothing here starts a server: ``agent-infra demo --local``
-(:mod:`cdk.local_commands`) starts the model server and the agent app on this machine and hands this
+(:mod:`agentcore_app.local_commands`) starts the model server and the agent app on this machine and hands this
 module their URL, so the deployable package never depends on the launchers.
 
 Fair by construction: every time is counted from the moment the request was sent (what the listener

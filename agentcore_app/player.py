@@ -5,7 +5,7 @@ Why a wrapper instead of new routes in :mod:`agentcore_app.app`: the AgentCore c
 else. :func:`with_page` wraps an ASGI app (any agent app, or a test server) with the page under
 ``/player/`` and CORS for local origins, and passes every other request through untouched. Served from
 the agent app's own origin, the page needs no CORS at all in the usual case. ``agent-infra serve``
-(:mod:`cdk.local_commands`) runs it.
+(:mod:`agentcore_app.local_commands`) runs it.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ import pytest
 from starlette.types import Message, Receive, Scope, Send
 
 from agentcore_app.client import run_turn
-from cdk.local_stack import agent_app, free_port, serve_asgi
+from agentcore_app.local_stack import agent_app, free_port, serve_asgi
 from strands_kokoro.protocol import Invocation, SynthesizeRequest
 from strands_kokoro.serving import deadlines
 from strands_kokoro.serving.deadlines import ReaderDeadline, ReaderStalled
