@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from strands_kokoro.errors import CodedError
-from strands_kokoro.protocol import AUDIO_FORMAT, WIRE_AUDIO_FORMATS, AudioFormatName
+from strands_kokoro.protocol import AUDIO_FORMAT, WIRE_AUDIO_FORMATS, AudioFormatName, ErrorCode
 
 if TYPE_CHECKING:
     import av as _av
@@ -65,7 +65,9 @@ class FormatUnavailable(CodedError):
     """A compressed format was asked for where PyAV is not installed (code ``format_unavailable``)."""
 
     def __init__(self, fmt: str) -> None:
-        super().__init__("format_unavailable", f"this server cannot encode {fmt!r} (PyAV is not installed)")
+        super().__init__(
+            ErrorCode.FORMAT_UNAVAILABLE, f"this server cannot encode {fmt!r} (PyAV is not installed)"
+        )
 
 
 class AudioEncoder(Protocol):
