@@ -59,7 +59,6 @@ from strands_kokoro.speech_options import SPEECH_MODES
 
 DEFAULT_PROMPT = "In five sentences, explain how bees turn flower nectar into honey."
 """Asks for an answer that takes seconds to say: where speaking while the agent writes pays off."""
-MODES: tuple[str, ...] = SPEECH_MODES
 __all__ = ["Delivery", "LlmSetting", "Target", "TargetError", "check_target"]  # the launchers use them
 # What reporting needs (the timeline PNG); a launcher adds what its servers need.
 REQUIRED_MODULES: tuple[str, ...] = ("matplotlib",)
@@ -91,7 +90,7 @@ def add_arguments(
     )
     parser.add_argument(
         "--mode",
-        choices=(*MODES, "both"),
+        choices=(*SPEECH_MODES, "both"),
         default=None,
         help="which modes to run (default: both; bidi with --session)",
     )
@@ -158,7 +157,7 @@ async def collect(
     prompt: str,
     *,
     voice: str | None = None,
-    modes: tuple[str, ...] = MODES,
+    modes: tuple[str, ...] = SPEECH_MODES,
     delivery: Delivery = SSE_PCM,
     repeat: int = 1,
 ) -> list[TurnRecord]:

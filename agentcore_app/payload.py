@@ -26,8 +26,6 @@ from strands_kokoro.speech_options import SPEECH_MODES, SpeechMode
 
 MAX_PROMPT_CHARS = 4_000
 MAX_VOICE_CHARS = 64
-MODES = SPEECH_MODES
-Mode = SpeechMode
 
 
 class PayloadError(CodedError, ValueError):
@@ -43,7 +41,7 @@ class Turn:
     """One validated request: what to ask the agent and how to speak the answer."""
 
     prompt: str
-    mode: Mode = "bidi"
+    mode: SpeechMode = "bidi"
     voice: str | None = None
     speed: float | None = None
     format: AudioFormatName = "pcm"
@@ -78,7 +76,7 @@ def parse_turn(payload: Any) -> Turn:
     mode = payload.get("mode", "bidi")
     if mode is None:
         mode = "bidi"
-    if not isinstance(mode, str) or mode not in MODES:
+    if not isinstance(mode, str) or mode not in SPEECH_MODES:
         shown = repr(mode[:32]) if isinstance(mode, str) else json_type(mode)
         raise PayloadError(AppErrorCode.UNKNOWN_MODE, f"'mode' must be 'bidi' or 'batch', got {shown}")
     voice = payload.get("voice")
