@@ -207,6 +207,7 @@ def test_client_disconnect_cancels_the_turn_and_its_speech(model_server: Running
     assert idle(speech_after)
 
 
+@pytest.mark.slow
 def test_python_m_agentcore_app_serves_the_contract(tmp_path: Any) -> None:
     """``python -m agentcore_app`` as the container runs it: /ping answers, /invocations streams SSE."""
     import subprocess

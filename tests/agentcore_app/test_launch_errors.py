@@ -23,6 +23,8 @@ import pytest
 from agentcore_app.local_commands import reported, serve_main
 from agentcore_app.local_stack import LaunchError, last_log_line, start_model_server, wait_until_ready
 
+pytestmark = pytest.mark.slow
+
 TRACEBACK_LOG = """\
 2026-01-01 12:00:00 INFO uvicorn.error: Uvicorn running on http://127.0.0.1:8080
 2026-01-01 12:00:01 ERROR tts_container.app: loading the engine failed; /ping stays 503

@@ -20,6 +20,8 @@ from agentcore_app.conversation_settings import ConversationSettings
 from agentcore_app.local_stack import free_port
 from strands_kokoro.sessions import EndpointError, check_endpoint
 
+pytestmark = pytest.mark.slow
+
 APP = [sys.executable, "-m", "agentcore_app"]
 
 

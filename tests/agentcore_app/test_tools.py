@@ -174,6 +174,7 @@ def test_two_tools_with_one_name_are_refused() -> None:
         load_tools(["agentcore_app.arithmetic:calculate"])
 
 
+@pytest.mark.slow
 def test_python_m_agentcore_app_stops_on_a_bad_tool_setting_with_one_line() -> None:
     env = {**os.environ, TOOLS_ENV: "no.such.module:tool"}
     result = subprocess.run(

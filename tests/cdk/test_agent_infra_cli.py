@@ -13,6 +13,8 @@ from agentcore_app.local_stack import free_port
 from cdk import cli
 from tests.model_server_process import RunningServer
 
+pytestmark = pytest.mark.slow
+
 AGENT_INFRA = str(Path(sys.executable).parent / "agent-infra")
 
 

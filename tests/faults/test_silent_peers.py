@@ -36,8 +36,7 @@ from tests.tts_container.server_harness import dumps, read_response, stats, wait
 from tts_container.__main__ import SERVER_OPTIONS
 from tts_container.app import create_app
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(600)]
-
+pytestmark = [pytest.mark.slow, pytest.mark.anyio, pytest.mark.timeout(600)]
 MARGIN_S = 30.0  # on top of a deadline: a loaded 2-core machine, never a measurement
 SLOW_HEADERS = 20
 

@@ -37,8 +37,7 @@ from tests.tts_container.server_harness import idle, stats, wait_for_stats
 from tts_container.__main__ import SERVER_OPTIONS
 from tts_container.app import create_app
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(300)]
-
+pytestmark = [pytest.mark.slow, pytest.mark.anyio, pytest.mark.timeout(300)]
 STALL_S = 1.0
 BOUND_S = 60.0  # how long the servers may take to give up and settle (a bound, not a measurement)
 CHUNK = b"\0" * 65536

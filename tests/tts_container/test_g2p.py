@@ -23,6 +23,7 @@ def phonemizer() -> Phonemizer:
     return Phonemizer()
 
 
+@pytest.mark.slow
 def test_english_g2p_never_downloads_a_spacy_model(monkeypatch: pytest.MonkeyPatch) -> None:
     import spacy.cli
 
