@@ -3,7 +3,7 @@
 Two audiences read these codes: the callers of POST /invocations (an SSE ``error`` event, architecture §4)
 and of ``/ws`` (an ``error`` frame). They switch on ``code``, never on the message, so each code is a
 member of :class:`AppErrorCode` and nowhere else a string. Codes that mean what the model server's mean
-(``bad_json``, ``bad_utf8``, ``unknown_type``, ``format_unavailable``, ``internal_error``) are the wire's
+(``bad_json``, ``bad_utf8``, ``bad_voice``, ``unknown_type``, ``format_unavailable``, ``internal_error``) are the wire's
 own members (:class:`strands_kokoro.protocol.ErrorCode`), so a client reads one word for one fault.
 
 :func:`answer_for` is the one mapping from an exception to ``(code, HTTP status, retryable)``, as httpx
@@ -32,7 +32,7 @@ class AppErrorCode(StrEnum):
     MISSING_PROMPT = "missing_prompt"
     PROMPT_TOO_LONG = "prompt_too_long"
     UNKNOWN_MODE = "unknown_mode"
-    BAD_VOICE = "bad_voice"
+    BAD_VOICE = ErrorCode.BAD_VOICE
     FORMAT_UNAVAILABLE = ErrorCode.FORMAT_UNAVAILABLE  # a compressed format without PyAV here
     TOO_MANY_TURNS = "too_many_turns"  # a /ws connection already has its queue of turns
     # The conversation the turn belongs to.

@@ -17,9 +17,11 @@ from strands_kokoro.events import ErrorEvent, error
 from strands_kokoro.protocol import (
     AudioFormatName,
     ProtocolError,
+    is_voice_mix,
     json_type,
     parse_audio_format,
     parse_speed,
+    parse_voice,
     utf8_encodable,
 )
 from strands_kokoro.speech_options import SPEECH_MODES, SpeechMode
@@ -84,6 +86,11 @@ def parse_turn(payload: Any) -> Turn:
         raise PayloadError(
             AppErrorCode.BAD_VOICE, f"'voice' must be a voice name of 1-{MAX_VOICE_CHARS} characters"
         )
+    if voice is not None and is_voice_mix(voice):
+        try:
+            parse_voice(voice)
+        except ProtocolError as exc:
+            raise PayloadError(AppErrorCode.BAD_VOICE, exc.message) from None
     try:
         speed = None if payload.get("speed") is None else parse_speed(payload["speed"])
         audio_format = parse_audio_format(payload.get("format"))

@@ -106,9 +106,11 @@ class SpeechConfig:
     instance_type: str = "ml.g5.xlarge"
     instance_count: int = 1
     max_instance_count: int = 4
-    # Concurrent requests (open bidi sessions or streaming POSTs) per model container before scaling out.
-    # One g5.xlarge synthesizes far faster than real time, so a few live sessions share one GPU well.
-    target_concurrency: float = 4.0
+    # Share of the measured capacity in use (listeners inside an answer over the listeners the model server
+    # admits, averaged over the instances) that autoscaling holds: scale out at this share, before a server
+    # refuses at 1.0. Each server measures its own capacity, so the same share fits every instance type;
+    # the rest is headroom for the load that grows while a new instance starts (docs/scaling.md).
+    target_utilization: float = 0.7
     scale_out_cooldown_s: int = 60
     scale_in_cooldown_s: int = 600
     # p90 of the container's own time to first audio per request (first_audio_ms, see
@@ -116,9 +118,6 @@ class SpeechConfig:
     first_audio_alarm_ms: int = 1500
     # Share of invocations answered 4XX (bad requests, overload refusals) that pages someone.
     client_error_alarm_pct: float = 5.0
-    # Concurrent requests per model above target x this factor for 5 minutes: autoscaling cannot keep
-    # up (usually: already at max_instance_count), so new sessions queue.
-    saturation_factor: float = 1.5
     # The container needs no network (SageMaker copies the weights in); turn isolation off only if a
     # first deployment shows bidirectional streaming fails with it (docs/deploy.md, first-deployment list).
     network_isolation: bool = True
@@ -139,14 +138,15 @@ class SpeechConfig:
             raise ConfigError(
                 f"need 1 <= instance count ({self.instance_count}) <= max ({self.max_instance_count})"
             )
-        if self.target_concurrency <= 0 or self.first_audio_alarm_ms <= 0:
-            raise ConfigError("target concurrency and first-audio alarm threshold must be positive")
+        if not 0 < self.target_utilization < 1:
+            raise ConfigError(
+                f"target utilization {self.target_utilization:g} must be between 0 and 1 (a share of the "
+                "measured capacity: at 1 the model server already refuses new answers)"
+            )
+        if self.first_audio_alarm_ms <= 0:
+            raise ConfigError("the first-audio alarm threshold must be positive")
         if not 0 < self.client_error_alarm_pct <= 100:
             raise ConfigError(f"client error alarm {self.client_error_alarm_pct}% must be in (0, 100]")
-        if self.saturation_factor < 1:
-            raise ConfigError(
-                f"saturation factor {self.saturation_factor} must be >= 1: below the scaling target is normal"
-            )
         _check_retention(self.log_retention_days)
 
 
@@ -194,6 +194,7 @@ class AgentConfig:
 
 def speech_config(get: Callable[[str], Any]) -> SpeechConfig:
     """Build from ``kokoro:<field>`` lookups (strings from ``-c``/the CLI, typed values from ``cdk.json``)."""
+    _refuse_retired(get, _RETIRED_SPEECH_FIELDS)
     values = _read_fields(get, _SPEECH_FIELDS)
     if "weights_dir" in values:
         values["weights_dir"] = values["weights_dir"].expanduser()
@@ -236,17 +237,37 @@ def _read_fields(
     return values
 
 
+def _refuse_retired(get: Callable[[str], Any], retired: dict[str, str]) -> None:
+    """A ``kokoro:<field>`` that no longer exists is an error, not silently ignored: the deployment would
+    otherwise differ from what its ``cdk.json`` or command line says."""
+    for name, instead in retired.items():
+        raw = get(f"kokoro:{name}")
+        if raw is not None and raw != "":
+            raise ConfigError(f"context kokoro:{name} is no longer read: {instead}")
+
+
+_RETIRED_SPEECH_FIELDS = {
+    "target_concurrency": (
+        "autoscaling tracks the share of the measured capacity in use; set kokoro:target_utilization "
+        "(0 < x < 1, default 0.7) instead (docs/scaling.md)"
+    ),
+    "saturation_factor": (
+        "the saturation alarm fires when the measured capacity is all in use (utilization >= 1.0, where the "
+        "model server refuses new answers); it has no setting (docs/scaling.md)"
+    ),
+}
+"""Settings earlier versions read, and what replaced them."""
+
 _SPEECH_FIELDS: tuple[tuple[str, Callable[[Any], Any]], ...] = (
     ("endpoint_name", str),
     ("instance_type", str),
     ("instance_count", int),
     ("max_instance_count", int),
-    ("target_concurrency", float),
+    ("target_utilization", float),
     ("scale_out_cooldown_s", int),
     ("scale_in_cooldown_s", int),
     ("first_audio_alarm_ms", int),
     ("client_error_alarm_pct", float),
-    ("saturation_factor", float),
     ("network_isolation", boolean),
     ("tts_run_as_root", boolean),
     ("log_retention_days", int),

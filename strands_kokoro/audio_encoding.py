@@ -1,4 +1,5 @@
-"""Compressed audio on the wire: Ogg Opus and MP3, encoded incrementally, one stream per request or turn.
+"""Compressed audio on the wire: Ogg Opus and MP3 (and for OpenAI's speech API also AAC, FLAC and WAV),
+encoded incrementally, one stream per request or turn.
 
 Both ends use this module (architecture §2: ``tts_container`` imports ``strands_kokoro.protocol`` and
 this, the codecs of the wire's audio), so a request's ``format`` means the same bytes whoever encodes
@@ -24,6 +25,12 @@ Why these choices (measured, see ``benchmarks/transport.py`` and docs/benchmarks
 - **MP3** (LAME, 32 kbit/s CBR) is for players without Opus: every MP3 decoder plays any prefix of whole
   frames. LAME holds ~140 ms of audio until the next chunk or the end of the stream, and its stream starts
   with ~1105 samples of encoder delay (46 ms at 24 kHz) that no raw MP3 stream can tell a decoder to trim.
+- **AAC, FLAC and WAV** are the other formats OpenAI's ``/v1/audio/speech`` offers (``response_format``;
+  :mod:`tts_container.openai_speech`). Each is written so any prefix plays, as the others are: AAC-LC
+  (FFmpeg's encoder, 64 kbit/s) as an ADTS stream, a 7-byte header per frame written here (an ``.aac``
+  file is exactly that); FLAC as its stream marker, the encoder's STREAMINFO block (total length 0:
+  unknown, which the format allows) and its frames; WAV as a header whose sizes say "unknown"
+  (0xFFFFFFFF, as streaming WAV writers do) followed by the PCM.
 """
 
 from __future__ import annotations
@@ -32,9 +39,10 @@ import importlib.util
 import io
 import secrets
 import struct
+import wave
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, get_args
 
 from strands_kokoro.errors import CodedError
 from strands_kokoro.protocol import AUDIO_FORMAT, WIRE_AUDIO_FORMATS, AudioFormatName, ErrorCode
@@ -43,18 +51,28 @@ if TYPE_CHECKING:
     import av as _av
 
 __all__ = [
+    "AAC_BITRATE",
+    "ENCODED_FORMATS",
     "MP3_BITRATE",
     "OPUS_BITRATE",
     "AudioEncoder",
+    "EncodedFormat",
     "FormatUnavailable",
     "decode_audio",
     "encoder_available",
     "new_encoder",
     "ogg_crc",
+    "wav_header",
 ]
+
+# Every stream this module writes: the wire's formats (:data:`~strands_kokoro.protocol.AUDIO_FORMATS`) and
+# the three more OpenAI's speech API names.
+EncodedFormat = Literal["pcm", "opus", "mp3", "aac", "flac", "wav"]
+ENCODED_FORMATS: tuple[EncodedFormat, ...] = get_args(EncodedFormat)
 
 OPUS_BITRATE = 24_000
 MP3_BITRATE = 32_000
+AAC_BITRATE = 64_000
 OPUS_RATES: tuple[int, ...] = (8_000, 12_000, 16_000, 24_000, 48_000)  # what libopus takes as input
 OPUS_GRANULE_RATE = 48_000  # Ogg Opus granule positions count 48 kHz samples whatever the input rate
 _MAX_LACING = 255  # lacing values per Ogg page
@@ -87,19 +105,25 @@ class AudioEncoder(Protocol):
         ...
 
 
-def encoder_available(fmt: AudioFormatName) -> bool:
-    """Can this process encode ``fmt``? PCM always; Opus and MP3 need PyAV."""
-    return fmt == "pcm" or importlib.util.find_spec("av") is not None
+def encoder_available(fmt: AudioFormatName | EncodedFormat) -> bool:
+    """Can this process encode ``fmt``? PCM and WAV always; the compressed ones need PyAV."""
+    return fmt in ("pcm", "wav") or importlib.util.find_spec("av") is not None
 
 
-def new_encoder(fmt: AudioFormatName, sample_rate: int) -> AudioEncoder:
+def new_encoder(fmt: AudioFormatName | EncodedFormat, sample_rate: int) -> AudioEncoder:
     """A fresh stream of ``fmt`` for PCM at ``sample_rate``; :class:`FormatUnavailable` without PyAV."""
     if fmt == "pcm":
         return PcmEncoder()
+    if fmt == "wav":
+        return WavEncoder(sample_rate)
     if not encoder_available(fmt):
         raise FormatUnavailable(fmt)
     if fmt == "opus":
         return OggOpusEncoder(sample_rate)
+    if fmt == "aac":
+        return AdtsAacEncoder(sample_rate)
+    if fmt == "flac":
+        return FlacEncoder(sample_rate)
     return Mp3Encoder(sample_rate)
 
 
@@ -126,6 +150,8 @@ class _Codec:
 
 OPUS_CODEC = _Codec("libopus", "s16", OPUS_BITRATE)
 MP3_CODEC = _Codec("libmp3lame", "s16p", MP3_BITRATE)
+AAC_CODEC = _Codec("aac", "fltp", AAC_BITRATE)
+FLAC_CODEC = _Codec("flac", "s16", 0)  # lossless: no bit rate to ask for
 
 
 class _CodecStream:
@@ -138,7 +164,8 @@ class _CodecStream:
         context.sample_rate = codec_rate
         context.layout = "mono"
         context.format = codec.sample_format
-        context.bit_rate = codec.bitrate
+        if codec.bitrate:
+            context.bit_rate = codec.bitrate
         context.open()
         self.context = context
         self.input_rate = input_rate
@@ -284,10 +311,132 @@ class Mp3Encoder:
         return b"".join(bytes(p) for p in self._codec.flush())
 
 
-_DEMUXERS = {"opus": "ogg", "mp3": "mp3"}
+# The sampling-frequency index of an ADTS header (ISO 14496-3, 1.6.3.4).
+_ADTS_RATES: tuple[int, ...] = (
+    96000,
+    88200,
+    64000,
+    48000,
+    44100,
+    32000,
+    24000,
+    22050,
+    16000,
+    12000,
+    11025,
+    8000,
+)
+_ADTS_HEADER_BYTES = 7
+_AAC_LC = 2  # MPEG-4 audio object type of AAC-LC (ADTS stores it minus one)
+_MONO = 1  # ADTS channel configuration
 
 
-def decode_audio(data: bytes, fmt: AudioFormatName, sample_rate: int) -> bytes:
+def adts_header(payload_bytes: int, sample_rate: int) -> bytes:
+    """The 7-byte ADTS header (no CRC) of one AAC-LC mono frame of ``payload_bytes``."""
+    length = payload_bytes + _ADTS_HEADER_BYTES
+    rate_index = _ADTS_RATES.index(sample_rate)
+    bits = (
+        (0xFFF << 44)  # syncword
+        | (0 << 43)  # MPEG-4
+        | (0 << 41)  # layer
+        | (1 << 40)  # protection absent: no CRC
+        | ((_AAC_LC - 1) << 38)
+        | (rate_index << 34)
+        | (_MONO << 30)
+        | (length << 13)
+        | (0x7FF << 2)  # buffer fullness: variable bit rate
+    )
+    return bits.to_bytes(_ADTS_HEADER_BYTES, "big")
+
+
+class AdtsAacEncoder:
+    """AAC-LC in ADTS framing: a header per frame, so a decoder can start at any frame."""
+
+    wire_format = "aac"
+
+    def __init__(self, sample_rate: int) -> None:
+        rate = sample_rate if sample_rate in _ADTS_RATES else 48_000
+        self._rate = rate
+        self._codec = _CodecStream(AAC_CODEC, input_rate=sample_rate, codec_rate=rate)
+
+    def _frames(self, packets: list[_av.Packet]) -> bytes:
+        return b"".join(adts_header(p.size, self._rate) + bytes(p) for p in packets)
+
+    def encode(self, pcm: bytes) -> bytes:
+        return self._frames(self._codec.packets(pcm))
+
+    def finish(self) -> bytes:
+        return self._frames(self._codec.flush())
+
+
+_FLAC_MARKER = b"fLaC"
+_LAST_METADATA_BLOCK = 0x80  # its flag bit; STREAMINFO is block type 0
+
+
+class FlacEncoder:
+    """A FLAC stream: ``fLaC``, the encoder's STREAMINFO (length unknown) as the only metadata, frames."""
+
+    wire_format = "flac"
+
+    def __init__(self, sample_rate: int) -> None:
+        self._codec = _CodecStream(FLAC_CODEC, input_rate=sample_rate, codec_rate=sample_rate)
+        self._started = False
+
+    def _write(self, packets: list[_av.Packet]) -> bytes:
+        out = bytearray()
+        if not self._started and packets:
+            info = bytes(self._codec.context.extradata or b"")
+            out += _FLAC_MARKER + bytes([_LAST_METADATA_BLOCK]) + len(info).to_bytes(3, "big") + info
+            self._started = True
+        for packet in packets:
+            out += bytes(packet)
+        return bytes(out)
+
+    def encode(self, pcm: bytes) -> bytes:
+        return self._write(self._codec.packets(pcm))
+
+    def finish(self) -> bytes:
+        return self._write(self._codec.flush())
+
+
+_UNKNOWN_SIZE = 0xFFFFFFFF
+
+
+def wav_header(sample_rate: int) -> bytes:
+    """A WAV header for a stream of unknown length: ``wave`` writes it, sizes patched to 0xFFFFFFFF."""
+    buffer = io.BytesIO()
+    with wave.open(buffer, "wb") as writer:
+        writer.setnchannels(1)
+        writer.setsampwidth(2)
+        writer.setframerate(sample_rate)
+        writer.writeframes(b"")
+    header = bytearray(buffer.getvalue())
+    struct.pack_into("<I", header, 4, _UNKNOWN_SIZE)  # RIFF chunk size
+    struct.pack_into("<I", header, len(header) - 4, _UNKNOWN_SIZE)  # data chunk size
+    return bytes(header)
+
+
+class WavEncoder:
+    """WAV of unknown length: its header with the first bytes, then the PCM as it comes."""
+
+    wire_format = "wav"
+
+    def __init__(self, sample_rate: int) -> None:
+        self._header: bytes | None = wav_header(sample_rate)
+
+    def encode(self, pcm: bytes) -> bytes:
+        header, self._header = self._header or b"", None
+        return header + pcm
+
+    def finish(self) -> bytes:
+        header, self._header = self._header or b"", None
+        return header
+
+
+_DEMUXERS = {"opus": "ogg", "mp3": "mp3", "aac": "aac", "flac": "flac", "wav": "wav"}
+
+
+def decode_audio(data: bytes, fmt: AudioFormatName | EncodedFormat, sample_rate: int) -> bytes:
     """A stream's audio as PCM s16le mono at ``sample_rate`` (FFmpeg decodes, trims ``pre_skip`` and the
     end, and resamples). For clients that keep or measure what they heard: the demo's WAVs, the
     benchmarks' Whisper; the listener's own decoder is the browser's."""
@@ -295,7 +444,7 @@ def decode_audio(data: bytes, fmt: AudioFormatName, sample_rate: int) -> bytes:
         return data
     if not data:
         return b""
-    if not encoder_available(fmt):
+    if importlib.util.find_spec("av") is None:
         raise FormatUnavailable(fmt)
     import av
 

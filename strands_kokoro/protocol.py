@@ -19,6 +19,7 @@ import base64
 import binascii
 import json
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from enum import StrEnum
@@ -54,6 +55,14 @@ MAX_CONTEXT_CHARS = 1_000  # previous_text / next_text: only their words next to
 CONTEXT_WORDS_BEFORE = 6
 CONTEXT_WORDS_AFTER = 4
 MAX_QUEUED_REQUESTS = 32
+# Voice mixes (Kokoro-FastAPI's syntax, ``af_bella(2)+af_sky(1)``): at most this many voices, each weight a
+# positive number up to MAX_VOICE_WEIGHT (the weights are shares: only their ratios count).
+MAX_VOICE_PARTS = 4
+MAX_VOICE_WEIGHT = 100.0
+# A request's ``lexicon``: words to the phonemes to say them with (misaki's / Kokoro's phoneme symbols).
+MAX_LEXICON_ENTRIES = 100
+MAX_LEXICON_WORD_CHARS = 64
+MAX_LEXICON_PHONEMES_CHARS = 128
 MAX_REQUEST_ID_CHARS = 128
 _SHOWN_CHARS = 64  # at most this much of a client's value appears in an error message
 
@@ -84,6 +93,10 @@ class ErrorCode(StrEnum):
     MISSING_TEXT = "missing_text"
     TEXT_TOO_LONG = "text_too_long"
     UNKNOWN_VOICE = "unknown_voice"
+    # A voice mix that is not one (``af_bella(2)+af_sky(1)``): bad syntax, a bad weight, too many parts.
+    BAD_VOICE = "bad_voice"
+    # A ``lexicon`` that is not an object of words to phonemes within the limits.
+    BAD_LEXICON = "bad_lexicon"
     UNSUPPORTED_LANG = "unsupported_lang"
     BAD_SPEED = "bad_speed"
     BAD_SAMPLE_RATE = "bad_sample_rate"
@@ -112,6 +125,8 @@ class ErrorCode(StrEnum):
 SETTING_REFUSALS: frozenset[ErrorCode] = frozenset(
     {
         ErrorCode.UNKNOWN_VOICE,
+        ErrorCode.BAD_VOICE,
+        ErrorCode.BAD_LEXICON,
         ErrorCode.UNSUPPORTED_LANG,
         ErrorCode.BAD_SPEED,
         ErrorCode.BAD_SAMPLE_RATE,
@@ -191,6 +206,10 @@ class SynthesizeRequest(_JsonMessage):
     ``format``: the audio the request's binary frames carry (``pcm``, ``opus``: one Ogg Opus stream per
     request, ``mp3``). Sent only when not ``pcm``; an older server ignores it and sends PCM, which its
     ``synthesis_start`` says (``format: "pcm_s16le"``), so a client reads the format from there.
+
+    ``voice`` may be a mix of voices (:func:`parse_voice`). ``lexicon``: words to say with the given
+    phonemes (:func:`parse_lexicon`), as if each were written ``[word](/phonemes/)`` in ``text``. Sent only
+    when not empty; an older server ignores it.
     """
 
     text: str
@@ -202,6 +221,7 @@ class SynthesizeRequest(_JsonMessage):
     previous_text: str | None = None
     next_text: str | None = None
     format: AudioFormatName = "pcm"
+    lexicon: tuple[tuple[str, str], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         body: dict[str, Any] = {"type": "synthesize", "text": self.text}
@@ -220,6 +240,8 @@ class SynthesizeRequest(_JsonMessage):
             body["next_text"] = self.next_text
         if self.format != "pcm":
             body["format"] = self.format
+        if self.lexicon:
+            body["lexicon"] = dict(self.lexicon)
         return body
 
 
@@ -329,6 +351,12 @@ def _load_object(payload: bytes | str) -> dict[str, Any]:
     return obj
 
 
+def parse_json_object(payload: bytes | str) -> dict[str, Any]:
+    """A client payload as one JSON object, read by the rules of every message here (size, UTF-8, JSON,
+    an object), or :class:`ProtocolError`: for the server's other APIs' bodies."""
+    return _load_object(payload)
+
+
 def _optional_str(obj: dict[str, Any], key: str, request_id: str | None) -> str | None:
     value = obj.get(key)
     if value is None:
@@ -436,18 +464,162 @@ def _context(obj: dict[str, Any], key: str, request_id: str | None) -> str | Non
     return value if value and value.strip() else None
 
 
+@dataclass(frozen=True, slots=True)
+class VoiceMix:
+    """A voice as a request names it: one voice, or several mixed, each with its share (summing to 1).
+
+    Kokoro-FastAPI's syntax: ``af_bella+af_sky`` (equal shares), ``af_bella(2)+af_sky(1)`` (two thirds and
+    one third). The mixed voice is the shares' weighted mean of the voices' style tables; its language
+    is its first voice's.
+    """
+
+    parts: tuple[tuple[str, float], ...]
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(name for name, _ in self.parts)
+
+    @property
+    def canonical(self) -> str:
+        """One spelling per mix (``af_bella(0.6667)+af_sky(0.3333)``; a single voice is its name)."""
+        if len(self.parts) == 1:
+            return self.parts[0][0]
+        return "+".join(f"{name}({round(share, 4):g})" for name, share in self.parts)
+
+
+_VOICE_PART = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9_.-]{0,63})\s*(?:\(\s*([^()]*?)\s*\))?\s*")
+
+
+def parse_voice(spec: str, request_id: str | None = None) -> VoiceMix:
+    """A voice or a voice mix (see :class:`VoiceMix`), or ``bad_voice``: a part that is not a name with
+    an optional ``(weight)``, a weight that is not a positive number up to ``MAX_VOICE_WEIGHT``, or more
+    than ``MAX_VOICE_PARTS`` voices. Whether each voice exists is the server's to say (``unknown_voice``).
+    A voice named twice gets its weights added."""
+    pieces = spec.split("+")
+    if len(pieces) > MAX_VOICE_PARTS:
+        raise ProtocolError(
+            ErrorCode.BAD_VOICE,
+            f"a voice mix has at most {MAX_VOICE_PARTS} voices; got {len(pieces)} in {shown(spec)}",
+            request_id,
+        )
+    weights: dict[str, float] = {}
+    for piece in pieces:
+        match = _VOICE_PART.fullmatch(piece)
+        if match is None:
+            raise ProtocolError(
+                ErrorCode.BAD_VOICE,
+                f"{shown(spec)} is not a voice or a mix such as af_bella(2)+af_sky(1)",
+                request_id,
+            )
+        name, raw = match.group(1), match.group(2)
+        weight = 1.0 if raw is None else _weight(raw)
+        if weight is None:
+            raise ProtocolError(
+                ErrorCode.BAD_VOICE,
+                f"the weight of {shown(name)} in a voice mix must be a number above 0 and up to "
+                f"{MAX_VOICE_WEIGHT:g}, got {shown(raw)}",
+                request_id,
+            )
+        weights[name] = weights.get(name, 0.0) + weight
+    total = sum(weights.values())
+    return VoiceMix(tuple((name, weight / total) for name, weight in weights.items()))
+
+
+def _weight(raw: str) -> float | None:
+    try:
+        weight = float(raw)
+    except ValueError:
+        return None
+    return weight if math.isfinite(weight) and 0 < weight <= MAX_VOICE_WEIGHT else None
+
+
+_LEXICON_FORBIDDEN = frozenset("[]()/\n\r")
+
+
+def parse_lexicon(value: object, request_id: str | None = None) -> tuple[tuple[str, str], ...]:
+    """A ``lexicon`` (None: empty): a JSON object of words to phonemes, or ``bad_lexicon``.
+
+    A word is 1-``MAX_LEXICON_WORD_CHARS`` characters without whitespace, its phonemes
+    1-``MAX_LEXICON_PHONEMES_CHARS``; neither may hold ``[ ] ( ) /`` (the inline form's own marks).
+    """
+    if value is None:
+        return ()
+    if not isinstance(value, dict):
+        raise ProtocolError(
+            ErrorCode.BAD_LEXICON,
+            f"'lexicon' must be an object of words to phonemes, got {json_type(value)}",
+            request_id,
+        )
+    if len(value) > MAX_LEXICON_ENTRIES:
+        raise ProtocolError(
+            ErrorCode.BAD_LEXICON,
+            f"'lexicon' has {len(value)} words; the limit is {MAX_LEXICON_ENTRIES}",
+            request_id,
+        )
+    entries = []
+    for word, phonemes in value.items():
+        if (
+            not isinstance(phonemes, str)
+            or not 0 < len(word) <= MAX_LEXICON_WORD_CHARS
+            or not 0 < len(phonemes.strip()) <= MAX_LEXICON_PHONEMES_CHARS
+            or any(char.isspace() for char in word)
+            or _LEXICON_FORBIDDEN.intersection(word + phonemes)
+        ):
+            raise ProtocolError(
+                ErrorCode.BAD_LEXICON,
+                f"'lexicon' entry {shown(word)}: a word (1-{MAX_LEXICON_WORD_CHARS} characters, no space) "
+                f"to phonemes (1-{MAX_LEXICON_PHONEMES_CHARS} characters as a string), neither holding "
+                "[ ] ( ) /",
+                request_id,
+            )
+        entries.append((word, phonemes.strip()))
+    return tuple(entries)
+
+
+def _voice(obj: dict[str, Any], request_id: str | None) -> str:
+    """The request's voice (a name or a mix, see :func:`parse_voice`), its mix in canonical spelling."""
+    raw = _optional_str(obj, "voice", request_id)
+    if not raw:
+        return DEFAULT_VOICE
+    if not is_voice_mix(raw):
+        return raw  # a name: whether the server has it is its to say (``unknown_voice``)
+    return parse_voice(raw, request_id).canonical
+
+
+def is_voice_mix(voice: str) -> bool:
+    """Whether ``voice`` is written as a mix (or a weighted voice): it holds ``+`` or parentheses."""
+    return any(mark in voice for mark in "+()")
+
+
+def voice_names(voice: str) -> tuple[str, ...]:
+    """The voices ``voice`` names: itself, or each voice of a mix (none for a mix that is not one)."""
+    if not is_voice_mix(voice):
+        return (voice,)
+    try:
+        return parse_voice(voice).names
+    except ProtocolError:
+        return ()
+
+
+def parse_synthesize_fields(obj: dict[str, Any]) -> SynthesizeRequest:
+    """A ``synthesize`` request from its fields (the WebSocket message's, POST's, and those another API's
+    request maps onto them), or :class:`ProtocolError`."""
+    return _synthesize(obj)
+
+
 def _synthesize(obj: dict[str, Any]) -> SynthesizeRequest:
     request_id = _request_id(obj)
     return SynthesizeRequest(
         text=_text(obj, request_id),
         request_id=request_id,
-        voice=_optional_str(obj, "voice", request_id) or DEFAULT_VOICE,
+        voice=_voice(obj, request_id),
         speed=parse_speed(obj.get("speed"), request_id),
         sample_rate=_sample_rate(obj.get("sample_rate"), request_id),
         lang=_optional_str(obj, "lang", request_id) or None,
         previous_text=_context(obj, "previous_text", request_id),
         next_text=_context(obj, "next_text", request_id),
         format=parse_audio_format(obj.get("format"), request_id),
+        lexicon=parse_lexicon(obj.get("lexicon"), request_id),
     )
 
 

@@ -87,6 +87,8 @@ _CITATION = re.compile(r" ?\[\d[\d,–\- ]{0,12}\]")
 _WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*")
 _INITIAL = re.compile(r"[A-Z]\.")
 _CAPITALS = re.compile(r"[A-Z](?:\.[A-Z])*")  # the word before a period: "T", "T.S", "J.R.R"
+# What opens a Chinese or Japanese sentence: a Han character, a kana or a CJK opening bracket.
+_CJK_START = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff「『（【〈《]")
 
 
 class NeedMore(Exception):
@@ -235,6 +237,8 @@ def decide_terminal(w: Window, ctx: SentenceContext) -> Verdict:
     nxt = w.at(end)
     if nxt == "":
         return Verdict(end, end)
+    if _CJK_START.match(nxt) and (dots == "." or dots.strip(".…")) and not ctx.left[-1:].isdigit():
+        return Verdict(end, end)  # Chinese and Japanese put no space after a sentence: "好!我"
     if not nxt.isspace():
         return no  # "3.14", "example.com", "Jr.'s", "p.m.,"
     # Skip the gap; a blank line ends the sentence whatever follows.
@@ -326,7 +330,9 @@ def _initial_verdict(tokens: list[str], token: str, next_word: str, yes: Verdict
 
 
 def decide_cjk(w: Window) -> Verdict:
-    """``。！？`` end a sentence without a following space; closing brackets stay with it."""
+    """``。！？`` (and their runs: ``？！``) end a sentence without a following space; closing brackets
+    stay with it. An ASCII ``.``, ``!`` or ``?`` right before a Han character or a kana does too (see
+    :func:`decide_terminal`): models writing Chinese or Japanese mix both widths."""
     k = 0
     while _is(w.at(k), CJK_TERMINALS) or _is(w.at(k), CLOSERS):
         k += 1

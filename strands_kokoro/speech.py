@@ -21,7 +21,7 @@ import asyncio
 import contextlib
 import uuid
 import weakref
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from contextvars import ContextVar
 from functools import partial
 from typing import Any
@@ -44,6 +44,10 @@ from strands_kokoro.protocol import (
     DEFAULT_SAMPLE_RATE,
     DEFAULT_VOICE,
     AudioFormatName,
+    ProtocolError,
+    is_voice_mix,
+    parse_lexicon,
+    parse_voice,
 )
 from strands_kokoro.sessions import open_session
 from strands_kokoro.speech_options import SPEECH_MODES, SessionFactory, SpeechMode, SpeechOptions
@@ -93,7 +97,10 @@ class KokoroSpeech(HookProvider):
     arguments (``session_options``) go to ``open_session`` (e.g. ``region`` for ``sagemaker:``).
 
     ``lang``: the language the server reads the answer in; ``None`` (default): the voice's own
-    (``ff_siwis`` reads French, ``bf_emma`` British English).
+    (``ff_siwis`` reads French, ``bf_emma`` British English). ``voice`` may be a mix in Kokoro-FastAPI's
+    syntax (``"af_bella(2)+af_sky(1)"``; its form is checked here, its voices by the server).
+    ``lexicon``: words to say with the given phonemes (``{"Kokoro": "kˈOkəɹO"}``), sent with every request
+    of the session (``docs/pronunciation.md``).
 
     ``audio_format``: what ``audio_chunk`` events carry: ``"pcm"`` (s16le, the default), ``"opus"`` (one
     Ogg Opus stream per turn, 24 kbit/s) or ``"mp3"`` (32 kbit/s); the compressed ones need PyAV
@@ -118,6 +125,7 @@ class KokoroSpeech(HookProvider):
         reconnect_backoff_s: float = 0.25,
         overload_retry_s: float = 5.0,
         audio_format: AudioFormatName = "pcm",
+        lexicon: Mapping[str, str] | None = None,
         session_factory: SessionFactory | None = None,
         **session_options: Any,
     ) -> None:
@@ -129,6 +137,12 @@ class KokoroSpeech(HookProvider):
             raise ValueError(f"audio_format must be one of {', '.join(AUDIO_FORMATS)}, got {audio_format!r}")
         if not encoder_available(audio_format):
             raise FormatUnavailable(audio_format)
+        try:
+            if is_voice_mix(voice):
+                parse_voice(voice)
+            words = parse_lexicon(dict(lexicon) if lexicon is not None else None)
+        except ProtocolError as exc:
+            raise ValueError(exc.message) from None
         endpoints = (endpoint,) if isinstance(endpoint, str) else tuple(endpoint)
         if not endpoints or not all(isinstance(e, str) and e.strip() for e in endpoints):
             raise ValueError(f"endpoint must be an endpoint string or a list of them, got {endpoint!r}")
@@ -148,6 +162,7 @@ class KokoroSpeech(HookProvider):
             reconnect_backoff_s=reconnect_backoff_s,
             overload_retry_s=max(0.0, overload_retry_s),
             audio_format=audio_format,
+            lexicon=words,
         )
         if session_factory is not None:
             self._ring = EndpointRing([session_factory])

@@ -35,3 +35,4 @@ class SpeechOptions:
     reconnect_backoff_s: float
     overload_retry_s: float  # the longest a refused request waits for a full server, from its refusal
     audio_format: AudioFormatName
+    lexicon: tuple[tuple[str, str], ...] = ()  # words to phonemes, sent with every request

@@ -79,7 +79,7 @@ class TurnSession:
         o = self._state.options
         request_id = f"{self._state.request_id}-{index}"
         return SynthesizeRequest(
-            text, request_id, o.voice, o.speed, o.sample_rate, o.lang, previous, following
+            text, request_id, o.voice, o.speed, o.sample_rate, o.lang, previous, following, lexicon=o.lexicon
         )
 
     async def submit(self, request: TurnRequest) -> None:

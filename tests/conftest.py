@@ -36,7 +36,9 @@ def model_server() -> Iterator[RunningServer]:
     pytest-xdist worker)."""
     # No idle calibration: tests here count engine calls per request and compare audio across runs, so
     # no voice may start streaming mid-session (tests/tts_container/test_voice_calibration.py tests it).
-    server = start_model_server("--no-idle-calibration")
+    # Many modules share this server at once (two workers): a fixed ceiling keeps its admission out of
+    # their way on a loaded machine; admission itself is tested on servers of its own.
+    server = start_model_server("--no-idle-calibration", "--max-listeners", "64")
     try:
         yield server
     finally:

@@ -69,6 +69,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="on a CPU, fit each voice requested for streaming in the server's idle time (default: on; "
         "off: voices other than af_heart are rendered whole, their first audio after the whole sentence)",
     )
+    parser.add_argument(
+        "--max-listeners",
+        type=_positive,
+        default=None,
+        help="admit this many listeners at once instead of the number the server measures from its own "
+        "speed (a figure measured with benchmarks.capacity on this instance type, say; default: measured)",
+    )
     return parser.parse_args(argv)
 
 
@@ -100,6 +107,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         functools.partial(_load, args.engine, args.threads),
         allowed_origins=args.allow_origin,
         idle_calibration=args.idle_calibration,
+        max_listeners=args.max_listeners,
     )
     uvicorn.run(app, host=args.host, port=args.port, log_level="info", **SERVER_OPTIONS)
 

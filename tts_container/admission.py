@@ -65,6 +65,11 @@ class Admission:
     refused: int = 0
 
     report: Callable[[Heard], None] | None = None
+    limit: int | None = None  # the operator's fixed number of listeners, instead of the measured one
+
+    def limit_now(self) -> int:
+        """How many listeners inside an answer are admitted at once now."""
+        return self.capacity.listeners() if self.limit is None else self.limit
 
     def listener(self) -> ListenerClock:
         """A new listener (a session or a POST), counted until :meth:`leave`."""
@@ -83,7 +88,7 @@ class Admission:
         """Add ``request`` to ``listener``'s open requests and return None, or return the ``overloaded``
         answer (it starts a new answer that does not fit). Its owner removes it when it ends."""
         if not listener.in_answer():
-            if self.speaking() + 1 > self.capacity.listeners():
+            if self.speaking() + 1 > self.limit_now():
                 return self._refuse(request_id)
             self.admitted += 1
         listener.requests.add(request)
@@ -93,7 +98,7 @@ class Admission:
         self.refused += 1
         retry_after_ms = round(self.retry_after_s() * 1000)
         message = (
-            f"the server is serving all the listeners it can ({self.capacity.listeners()}); "
+            f"the server is serving all the listeners it can ({self.limit_now()}); "
             f"retry in {retry_after_ms} ms or on another instance"
         )
         return ServerError(request_id, ErrorCode.OVERLOADED, message, retry_after_ms)

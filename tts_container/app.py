@@ -43,6 +43,7 @@ from strands_kokoro.serving.deadlines import (
     Refusal,
 )
 from strands_kokoro.serving.routes import ROUTE_STATUSES, route_refusal
+from tts_container import openai_speech
 from tts_container.admission import Admission
 from tts_container.engines.base import Engine
 from tts_container.g2p import dialect_for
@@ -103,6 +104,7 @@ def create_app(
     *,
     allowed_origins: Iterable[str] = (),
     idle_calibration: bool = True,
+    max_listeners: int | None = None,
 ) -> Starlette:
     """Build the app; ``load_engine`` (blocking) runs on the inference pool after the server is up.
 
@@ -111,6 +113,8 @@ def create_app(
     ``Origin`` is refused (:mod:`tts_container.local_guard`). ``idle_calibration``: fit every voice
     requested for streaming in idle time (:mod:`tts_container.voice_calibration`); off, only the voice
     warm-up fitted streams (what the shared test server uses, so its counters count requests alone).
+    ``max_listeners``: admit this many listeners at once instead of the measured capacity's
+    (:mod:`tts_container.admission`).
     """
     state = ServerState(pool=InferencePool())
 
@@ -160,7 +164,7 @@ def create_app(
 
     async def post_invocations(request: Request) -> Response:
         return await invocations(
-            request, state.synthesizer, state.counters, state.admission, load_failed=state.load_failed
+            request, state.synthesizer, state.admission, state.counters, load_failed=state.load_failed
         )
 
     async def bidirectional_stream(websocket: WebSocket) -> None:
@@ -174,7 +178,7 @@ def create_app(
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
         async with asyncio.TaskGroup() as tasks:
-            loader = tasks.create_task(_load_and_warm(state, load_engine, idle_calibration))
+            loader = tasks.create_task(_load_and_warm(state, load_engine, idle_calibration, max_listeners))
             try:
                 yield
             finally:
@@ -190,6 +194,9 @@ def create_app(
             Route(VOICES_PATH, voices, methods=["GET"]),
             Route(INVOCATIONS_PATH, post_invocations, methods=["POST"]),
             WebSocketRoute(WS_PATH, bidirectional_stream),
+            *openai_speech.routes(
+                lambda: (state.synthesizer, state.admission, state.counters, state.load_failed)
+            ),
         ],
         middleware=[
             Middleware(LocalRequestGuard, allowed_origins=tuple(allowed_origins)),
@@ -207,7 +214,7 @@ def _admission_stats(admission: Admission | None) -> dict[str, object]:
     rate = admission.capacity.audio_per_s
     return {
         "listeners_speaking": admission.speaking(),
-        "capacity_listeners": admission.capacity.listeners(),
+        "capacity_listeners": admission.limit_now(),
         "capacity_audio_per_s": None if rate is None else round(rate, 3),
         "answers_admitted": admission.admitted,
         "answers_refused": admission.refused,
@@ -217,6 +224,8 @@ def _admission_stats(admission: Admission | None) -> dict[str, object]:
 async def refuse_route(request: Request, exc: Exception) -> Response:
     """An unknown path or method: the server's coded error frame (``serving.routes``), ``Allow`` kept."""
     refusal = route_refusal(request, exc)
+    if request.url.path.startswith(openai_speech.PREFIX):  # OpenAI's API answers in OpenAI's shape
+        return openai_speech.error_response(refusal.code, refusal.message, headers=refusal.headers)
     response = error_response(refusal.code, refusal.message)
     response.headers.update(refusal.headers)
     return response
@@ -228,7 +237,7 @@ async def internal_error(request: Request, exc: Exception) -> Response:
 
 
 async def _load_and_warm(
-    state: ServerState, load_engine: Callable[[], Engine], idle_calibration: bool
+    state: ServerState, load_engine: Callable[[], Engine], idle_calibration: bool, max_listeners: int | None
 ) -> None:
     try:
         engine = await state.pool.run(load_engine)
@@ -259,7 +268,7 @@ async def _load_and_warm(
     calibrator = VoiceCalibrator(engine, state.pool, warmed=warmed) if idle_calibration else None
     # The capacity estimate starts from the warm-up's own engine calls (timed on the engine thread).
     state.synthesizer = replace(synthesizer, first_audio_ms=first_audio_ms, rtf=rtf, calibrator=calibrator)
-    state.admission = Admission(synthesizer.capacity, report=state.metrics.heard)
+    state.admission = Admission(synthesizer.capacity, report=state.metrics.heard, limit=max_listeners)
     state.metrics.watch(state.admission)
     async with asyncio.TaskGroup() as tasks:
         tasks.create_task(_log_load(state.admission))
@@ -270,7 +279,7 @@ async def _load_and_warm(
 async def _log_load(admission: Admission) -> None:
     """The load line (``metrics.log_load``) every ``LOAD_INTERVAL_S``, for as long as the server runs."""
     while True:
-        log_load(admission.speaking(), admission.capacity.listeners())
+        log_load(admission.speaking(), admission.limit_now())
         await asyncio.sleep(LOAD_INTERVAL_S)
 
 

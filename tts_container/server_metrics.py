@@ -93,9 +93,7 @@ def _admission_metrics(admission: Admission) -> Iterator[Metric]:
     yield _gauge("kokoro_listeners", "Listeners inside an answer now", admission.speaking())
     connected = len(admission.listeners)
     yield _gauge("kokoro_listeners_connected", "Listeners connected (sessions and POSTs)", connected)
-    yield _gauge(
-        "kokoro_capacity_listeners", "Listeners the server admits at once (measured)", capacity.listeners()
-    )
+    yield _gauge("kokoro_capacity_listeners", "Listeners the server admits at once", admission.limit_now())
     rate = capacity.audio_per_s
     if rate is not None:
         yield _gauge(

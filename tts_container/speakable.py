@@ -11,7 +11,8 @@ Why: the engine speaks whatever its G2P makes of the text, and two kinds of text
   ("Arabic letter mim, Arabic letter ra...", "Chinese letter" per character): 30 characters of Arabic,
   Hebrew or CJK with an English voice were 13-18 s of letter names, first audio after 8-11 s. When most
   of the sayable characters are in a script the request's language does not read, the request is
-  refused with ``unsupported_script``; when they are a minority (a name or a word in an English
+  refused with ``unsupported_script`` (Japanese or Chinese with an English voice and no ``lang``, Arabic
+  with any voice); when they are a minority (a name or a word in an English
   sentence), those runs are left out and the rest is spoken.
 
 - **Emoji** are not read aloud (eSpeak says their names: "😀🐱🎉" was "grinning cat party", with no
@@ -46,6 +47,7 @@ import regex
 from strands_kokoro.protocol import ErrorCode, ServerError, SynthesizeRequest
 from tts_container.g2p import dialect_for
 from tts_container.normalization.tables import SYMBOLS
+from tts_container.pronunciation import hold_phonemes, restore_phonemes
 from tts_container.text_normalization import ENGLISH_DIALECTS
 
 if TYPE_CHECKING:
@@ -61,6 +63,9 @@ READABLE_SCRIPTS: dict[str, tuple[str, ...]] = {
     "it": LATIN,
     "pt-br": LATIN,
     "hi": ("Devanagari", *LATIN),
+    # Latin too: a brand or an acronym inside a Japanese or Mandarin sentence is kept, not left out.
+    "ja": ("Han", "Hiragana", "Katakana", *LATIN),
+    "zh": ("Han", *LATIN),
 }
 # Refused when more than this share of the sayable characters is foreign.
 MAX_FOREIGN_SHARE = 0.5
@@ -109,7 +114,15 @@ _FOREIGN = {dialect: _foreign_pattern(scripts) for dialect, scripts in READABLE_
 
 def screen(request: SynthesizeRequest, dialect: str) -> SynthesizeRequest | ServerError:
     """The request to speak (emoji left out, and foreign runs when they are a minority), or why there is
-    nothing."""
+    nothing. Inline phonemes (``[word](/phonemes/)``) are held out of it: they are no words of the text."""
+    text, held = hold_phonemes(request.text)
+    screened = _screen(replace(request, text=text) if held else request, dialect)
+    if isinstance(screened, ServerError) or not held:
+        return screened
+    return replace(screened, text=restore_phonemes(screened.text, held))
+
+
+def _screen(request: SynthesizeRequest, dialect: str) -> SynthesizeRequest | ServerError:
     if _CONTROL.search(request.text):
         request = replace(request, text=_CONTROL.sub("", request.text))
     if _INVISIBLE.search(request.text) or _OTHER_SPACE.search(request.text):  # before emoji: their ZWJ

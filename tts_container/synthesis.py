@@ -14,6 +14,8 @@ import time
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from strands_kokoro.protocol import (
     DEFAULT_VOICE,
     ErrorCode,
@@ -22,13 +24,15 @@ from strands_kokoro.protocol import (
     Word,
     audio_ms,
     shown,
+    voice_names,
 )
 from tts_container.admission import Capacity
 from tts_container.audio import SegmentJoiner, split_frames
-from tts_container.engines.base import Context, Engine
+from tts_container.engines.base import NATIVE_SAMPLE_RATE, Context, Engine, Segment
 from tts_container.g2p import UnsupportedLanguage, dialect_for, request_lang
 from tts_container.inference import InferencePool
 from tts_container.listener import ListenerClock
+from tts_container.pronunciation import Pause, apply_lexicon, spoken_parts, without_pauses
 from tts_container.voice_calibration import VoiceCalibrator
 
 
@@ -47,10 +51,12 @@ class Synthesizer:
 
     def refusal(self, request: SynthesizeRequest) -> ServerError | None:
         """Why this engine cannot speak ``request`` at all (checked before any audio), or None."""
-        if request.voice not in self.engine.voices:
-            message = (
-                f"unknown voice {shown(request.voice)}; try {DEFAULT_VOICE} (GET /voices lists them all)"
-            )
+        names = voice_names(request.voice)  # a mix's voices (the request's parsing checked its form)
+        unknown = [name for name in names if name not in self.engine.voices] or (
+            [] if names else [request.voice]
+        )
+        if unknown:
+            message = f"unknown voice {shown(unknown[0])}; try {DEFAULT_VOICE} (GET /voices lists them all)"
             return ServerError(request.request_id, ErrorCode.UNKNOWN_VOICE, message)
         try:
             dialect_for(request.lang, request.voice)
@@ -69,87 +75,127 @@ class Synthesizer:
         """Yield s16le PCM frames at ``request.sample_rate``; raises what the engine raises.
 
         ``words`` (optional) receives when each word is heard, in ms of the audio yielded (after the
-        joiner's trimming), segment by segment as their audio goes out. ``listener`` is who plays the
-        audio (default: a listener of its own), ``received_at`` when the request arrived (its clock's
-        time; default now): every engine call is due when that listener needs its audio, and every
-        piece's audio and engine time feed the capacity estimate.
+        joiner's trimming), segment by segment as their audio goes out. Pause markers cut the text into
+        parts spoken one after another with their silence between; the request's lexicon is applied to
+        each part (:mod:`tts_container.pronunciation`). ``listener`` is who plays the audio (default: a
+        listener of its own), ``received_at`` when the request arrived (its clock's time; default now):
+        every engine call is due when that listener needs its audio, and every piece's audio and engine
+        time feed the capacity estimate.
         """
         listener = ListenerClock() if listener is None else listener
         arrived = listener.clock() if received_at is None else received_at
-        started = False
-        rate = request.sample_rate
-
-        async def engine_call[T](fn: Callable[[], T]) -> tuple[T, float]:
-            due = listener.deadline(arrived, started=started)
-            return await self.pool.run(functools.partial(_timed, fn), deadline=due)
-
-        context = Context(request.previous_text, request.next_text)
+        heard = _Delivery(listener, arrived, request.sample_rate)
+        parts = spoken_parts(request.text)
         serving = self.calibrator.serving(request.voice) if self.calibrator else contextlib.nullcontext()
         with serving:
-            # Even starting the iterator goes through the pool: an engine may phonemize eagerly.
-            segments, engine_s = await engine_call(
-                lambda: iter(
-                    self.engine.segments(
-                        request.text,
-                        voice=request.voice,
-                        speed=request.speed,
-                        lang=request_lang(request.lang, request.voice),
-                        context=context,
-                        pace=ListenerPace(listener, self.pool, self.capacity),
-                    )
-                )
-            )
-            self.capacity.record(0.0, engine_s)
-            joiner = SegmentJoiner(rate)
-            try:
-                while True:
-                    segment, engine_s = await engine_call(functools.partial(next, segments, None))
-                    pcm = joiner.finish() if segment is None else joiner.segment(segment)
-                    seconds = audio_ms(len(pcm), rate) / 1000
-                    self.capacity.record(seconds, engine_s)
-                    if pcm:
-                        listener.made(seconds, arrived, started=started)
-                        started = True
-                    if words is not None and segment is not None:
-                        words.extend(joiner.words)
-                    for frame in split_frames(pcm):
+            joiner = SegmentJoiner(request.sample_rate)
+            for index, part in enumerate(parts):
+                if isinstance(part, Pause):
+                    for frame in split_frames(heard.made(joiner.segment(_silence(part.seconds)))):
                         yield frame
-                    if segment is None:
-                        break
-            finally:
-                close = getattr(segments, "close", None)
-                if close is not None:
-                    close()
+                    continue
+                context = Context(
+                    _context_text(request.previous_text, request) if index == 0 else None,
+                    _context_text(request.next_text, request) if index == len(parts) - 1 else None,
+                )
+                text = apply_lexicon(part, request.lexicon)
+                part_frames = self._frames(request, text, context, joiner, words, heard)
+                async with contextlib.aclosing(part_frames) as frames:
+                    async for frame in frames:
+                        yield frame
+            for frame in split_frames(heard.made(joiner.finish())):
+                yield frame
+
+    async def _frames(
+        self,
+        request: SynthesizeRequest,
+        text: str,
+        context: Context,
+        joiner: SegmentJoiner,
+        words: list[Word] | None,
+        heard: _Delivery,
+    ) -> AsyncGenerator[bytes]:
+        """The frames of one part of a request (all of it, unless pauses cut it in parts)."""
+        start = functools.partial(
+            self.engine.segments,
+            text,
+            voice=request.voice,
+            speed=request.speed,
+            lang=request_lang(request.lang, request.voice),
+            context=context,
+            pace=ListenerPace(heard.listener, self.pool, self.capacity),
+        )
+        # Even starting the iterator goes through the pool: an engine may phonemize eagerly.
+        segments, engine_s = await self.pool.run(
+            functools.partial(_timed, lambda: iter(start())), deadline=heard.due()
+        )
+        self.capacity.record(0.0, engine_s)
+        try:
+            while True:
+                segment, engine_s = await self.pool.run(
+                    functools.partial(_timed, functools.partial(next, segments, None)), deadline=heard.due()
+                )
+                if segment is None:
+                    break
+                pcm = joiner.segment(segment)
+                self.capacity.record(audio_ms(len(pcm), request.sample_rate) / 1000, engine_s)
+                if words is not None:
+                    words.extend(joiner.words)
+                for frame in split_frames(heard.made(pcm)):
+                    yield frame
+        finally:
+            close = getattr(segments, "close", None)
+            if close is not None:
+                close()
 
 
-# The longest call a segment rendered whole may take: a listener who arrives meanwhile waits for it.
-MAX_WHOLE_CALL_S = 0.6
-# A segment is rendered whole only when its listener has this many times its cost buffered.
-WHOLE_MARGIN = 2.0
+# The longest engine call a listener's pace affords: a listener who arrives meanwhile waits for it.
+MAX_CALL_S = 0.6
+# A call may cost at most this share of its listener's buffered audio.
+BUFFER_SHARE = 0.5
 
 
 @dataclass(frozen=True, slots=True)
 class ListenerPace:
-    """Lets the engine render a segment in one call when that costs nobody a stall (``Pace``): its
-    listener has :data:`WHOLE_MARGIN` times the call's cost buffered, no other call is due before it
-    would end, and it is short enough (:data:`MAX_WHOLE_CALL_S`) that a listener arriving meanwhile
-    still starts soon. Asked on the engine thread: it only reads floats the loop writes whole."""
+    """How much audio one engine call may render for a listener (``Pace``): its cost at most
+    :data:`BUFFER_SHARE` of what the listener has buffered, ending before any other waiting call is
+    due, and no longer than :data:`MAX_CALL_S` (a listener arriving meanwhile still starts soon).
+    Asked on the engine thread: it only reads floats the loop writes whole."""
 
     listener: ListenerClock
     pool: InferencePool
     capacity: Capacity
 
-    def renders_whole(self, audio_s: float) -> bool:
+    def affordable_s(self) -> float:
         rate = self.capacity.audio_per_s
-        if rate is None or self.listener.dry_at is None:
-            return False
-        cost = audio_s / rate
+        dry_at = self.listener.dry_at
+        if rate is None or dry_at is None:
+            return 0.0
         now = self.listener.clock()
-        return (
-            cost <= MAX_WHOLE_CALL_S
-            and self.listener.dry_at - now >= WHOLE_MARGIN * cost
-            and self.pool.next_due - now >= cost
-        )
+        engine_s = min(BUFFER_SHARE * (dry_at - now), self.pool.next_due - now, MAX_CALL_S)
+        return max(0.0, engine_s * rate)
+
+
+@dataclass(slots=True)
+class _Delivery:
+    """One request's audio on its way to its listener: when its next engine call is due, and what
+    each piece of audio means to the listener's clock (its first audio, or a stall)."""
+
+    listener: ListenerClock
+    arrived: float
+    sample_rate: int
+    started: bool = False  # some of its audio was made
+
+    def due(self) -> float:
+        return self.listener.deadline(self.arrived, started=self.started)
+
+    def made(self, pcm: bytes) -> bytes:
+        if pcm:
+            self.listener.made(
+                audio_ms(len(pcm), self.sample_rate) / 1000, self.arrived, started=self.started
+            )
+            self.started = True
+        return pcm
 
 
 def _timed[T](fn: Callable[[], T]) -> tuple[T, float]:
@@ -157,3 +203,15 @@ def _timed[T](fn: Callable[[], T]) -> tuple[T, float]:
     began = time.perf_counter()
     result = fn()
     return result, time.perf_counter() - began
+
+
+def _context_text(text: str | None, request: SynthesizeRequest) -> str | None:
+    """A context text as the engine gets it: without pauses, the request's lexicon applied."""
+    cleaned = without_pauses(text)
+    return apply_lexicon(cleaned, request.lexicon) if cleaned and cleaned.strip() else None
+
+
+def _silence(seconds: float) -> Segment:
+    """A pause as a segment of silence that the joiner keeps whole (no lead trimmed, no tail added)."""
+    samples = np.zeros(round(seconds * NATIVE_SAMPLE_RATE), dtype=np.float32)
+    return Segment(samples, lead="exact", ending="continues")

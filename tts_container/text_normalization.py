@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from tts_container.normalization import calendar_rules, numeric_rules, web_rules, word_rules
 from tts_container.normalization.scanner import Piece, Scanner
 from tts_container.normalization.tables import ABBREVIATIONS, PLACE_OR_TITLE
+from tts_container.pronunciation import marker_spans
 
 __all__ = ["ENGLISH_DIALECTS", "NormalizedText", "Reading", "normalize", "normalize_text", "spoken_words"]
 
@@ -125,6 +126,8 @@ def normalize_text(text: str, dialect: str = "en-us") -> NormalizedText:
         raise TypeError(f"text must be a str, not {type(text).__name__}")
     british = ENGLISH_DIALECTS.get(dialect.lower())
     pieces = [] if british is None else _SCANNER.pieces(text, british)
+    if pieces and (kept := marker_spans(text)):  # inline phonemes are said as written: no rule touches them
+        pieces = [p for p in pieces if not any(p.start < end and start < p.end for start, end in kept)]
     spoken, starts, ends = _assemble(text, pieces)
     return NormalizedText(text, spoken, _units(text, pieces, spoken, starts, ends))
 

@@ -10,6 +10,10 @@ rendered whole; :class:`VoiceCalibrator` renders the calibration sentences one a
 request is being synthesized, and the voice's long segments stream from then on. The result is saved
 next to the weights, so it is paid once per voice and model file, not per start.
 
+A voice mix (``af_bella(2)+af_sky(1)``) needs nothing of its own: its statistics are derived from its
+voices' (:meth:`~tts_container.engines.norm_stats.NormStatsModel.mixed`), so it streams as soon as
+every voice in it does, and asking for it readies those voices.
+
 What it may cost a listener: a request that arrives while a calibration sentence renders waits for
 that one sentence (0.3-2 s on two cores), and only while a voice is being fitted. A step starts only
 after :data:`QUIET_S` with no request in synthesis, so the gaps between one request's segments, or
@@ -25,6 +29,7 @@ import logging
 import time
 from collections.abc import Iterator
 
+from strands_kokoro.protocol import voice_names
 from tts_container.engines.base import Engine
 from tts_container.inference import IDLE, InferencePool
 
@@ -78,7 +83,7 @@ class VoiceCalibrator:
     async def _calibrate(self, voice: str) -> None:
         calibration = await self._pool.run(functools.partial(self._engine.calibration, voice))
         if calibration is None:  # nothing to fit: the engine renders whole, or the voice is ready
-            if self._streams and voice in self._engine.voices:
+            if self._streams and (names := voice_names(voice)) and set(names) <= self._engine.voices:
                 self.calibrated.append(voice)  # fitted on an earlier start: read from the cache
             return
         self.pending.append(voice)

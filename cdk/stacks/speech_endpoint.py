@@ -28,7 +28,7 @@ from constructs import Construct
 from cdk.config import CONTAINER_MODEL_DIR, REPO_ROOT, SpeechConfig
 from cdk.stacks.common import DOCKER_EXCLUDES
 from cdk.stacks.log_groups import SAGEMAKER_LOG_GROUP_PREFIX, owned_log_group
-from cdk.stacks.observability import EndpointMonitoring
+from cdk.stacks.observability import EndpointMonitoring, utilization_scaling_metric
 
 VARIANT_NAME = "AllTraffic"
 TTS_DOCKERFILE = "tts_container/Dockerfile"
@@ -51,7 +51,7 @@ def tts_build_args(config: SpeechConfig) -> dict[str, str]:
 
 
 class SpeechEndpointStack(Stack):
-    """A bidirectional-streaming SageMaker endpoint that autoscales on concurrent sessions."""
+    """A bidirectional-streaming SageMaker endpoint, scaled on the share of its measured capacity in use."""
 
     def __init__(
         self,
@@ -142,12 +142,17 @@ class SpeechEndpointStack(Stack):
         CfnOutput(self, "SpeechEndpoint", value=f"sagemaker:{config.endpoint_name}")
 
     def _autoscale(self, config: SpeechConfig, endpoint: sagemaker.CfnEndpoint) -> None:
-        """Track concurrent requests per model: an open bidi session counts for its whole life.
+        """Track the share of the measured capacity in use, averaged over the instances.
 
-        Why not InvocationsPerInstance: a session that streams many sentences is one long request, so
-        invocation counts stay flat while the GPU fills; the high-resolution concurrency metric (10 s)
-        sees sessions pile up and reacts in seconds. Scale-in waits longer than scale-out so a pause
-        between conversations does not drop an instance (and its warm model) too early.
+        Each model server measures how many listeners it keeps playing (its engine's audio seconds per
+        second) and writes, every 10 s, the listeners inside an answer over that number; a metric filter
+        makes it ``ListenerUtilization`` (:mod:`cdk.stacks.observability`). At 1.0 a server refuses new
+        answers, so the policy holds the mean at ``target_utilization`` and scales out before that, on a
+        number that means the same on every instance type. Why not ``ConcurrentRequestsPerModel``: it
+        counts open sessions, and a session holds its instance for minutes whether it speaks or waits
+        for the agent, so no fixed count per instance says how full the engine is. Scale-in waits longer
+        than scale-out so a pause between conversations does not drop an instance (and its warm model)
+        too early.
         """
         # L1 on purpose: the L2 ScalableTarget creates an IAM role with no permissions, while SageMaker
         # variants scale through Application Auto Scaling's service-linked role when RoleARN is omitted.
@@ -163,15 +168,13 @@ class SpeechEndpointStack(Stack):
         target.node.add_dependency(endpoint)
         appscaling.CfnScalingPolicy(
             self,
-            "ConcurrencyScaling",
-            policy_name=f"{config.endpoint_name}-concurrent-requests-per-model",
+            "UtilizationScaling",
+            policy_name=f"{config.endpoint_name}-listener-utilization",
             policy_type="TargetTrackingScaling",
             scaling_target_id=target.ref,
             target_tracking_scaling_policy_configuration=appscaling.CfnScalingPolicy.TargetTrackingScalingPolicyConfigurationProperty(
-                target_value=config.target_concurrency,
-                predefined_metric_specification=appscaling.CfnScalingPolicy.PredefinedMetricSpecificationProperty(
-                    predefined_metric_type="SageMakerVariantConcurrentRequestsPerModelHighResolution"
-                ),
+                target_value=config.target_utilization,
+                customized_metric_specification=utilization_scaling_metric(config.endpoint_name),
                 scale_out_cooldown=config.scale_out_cooldown_s,
                 scale_in_cooldown=config.scale_in_cooldown_s,
             ),

@@ -259,7 +259,9 @@ def test_copy_job_logs_to_a_group_that_expires(synthesized: Synthesized) -> None
     assert handler["Properties"]["LoggingConfig"] == {"LogGroup": {"Ref": group_id}}
 
 
-def test_autoscaling_tracks_concurrent_requests_with_bounds_and_cooldowns(synthesized: Synthesized) -> None:
+def test_autoscaling_tracks_the_measured_capacity_in_use_with_bounds_and_cooldowns(
+    synthesized: Synthesized,
+) -> None:
     t = template(synthesized, ENDPOINT)
     target = only(t.find_resources("AWS::ApplicationAutoScaling::ScalableTarget"))
     assert "RoleARN" not in target["Properties"]
@@ -273,14 +275,24 @@ def test_autoscaling_tracks_concurrent_requests_with_bounds_and_cooldowns(synthe
     assert any(dep.startswith("Endpoint") for dep in target["DependsOn"])
     policy = only(t.find_resources("AWS::ApplicationAutoScaling::ScalingPolicy"))["Properties"]
     tracking = policy["TargetTrackingScalingPolicyConfiguration"]
+    # The metric the model servers' load line makes (test_speech_observability.py), named exactly as the
+    # metric filter publishes it: no dimensions, no unit.
     assert tracking == {
-        "PredefinedMetricSpecification": {
-            "PredefinedMetricType": "SageMakerVariantConcurrentRequestsPerModelHighResolution"
+        "CustomizedMetricSpecification": {
+            "Namespace": "StrandsKokoro/kokoro-82m",
+            "MetricName": "ListenerUtilization",
+            "Statistic": "Average",
         },
-        "TargetValue": 4,
+        "TargetValue": 0.7,
         "ScaleOutCooldown": 60,
         "ScaleInCooldown": 600,
     }
+    published = {
+        (m["MetricNamespace"], m["MetricName"])
+        for f in t.find_resources("AWS::Logs::MetricFilter").values()
+        for m in f["Properties"]["MetricTransformations"]
+    }
+    assert ("StrandsKokoro/kokoro-82m", "ListenerUtilization") in published
     assert not t.find_resources("AWS::IAM::Role")  # the endpoint stack creates no role at all
 
 
@@ -289,8 +301,7 @@ ALTERNATIVE = {
     "kokoro:tts_run_as_root": "true",
     "kokoro:log_retention_days": "90",
     "kokoro:first_audio_alarm_ms": "800",
-    "kokoro:saturation_factor": "2",
-    "kokoro:target_concurrency": "3",
+    "kokoro:target_utilization": "0.6",
 }
 
 
@@ -315,7 +326,9 @@ def test_options_turn_isolation_off_run_as_root_and_change_retention_and_alarms(
     assert group["RetentionInDays"] == 90
     alarms = alarms_by_metric(alternative)
     assert alarms["FirstAudioLatency"]["Threshold"] == 800
-    assert alarms["ConcurrentRequestsPerModel"]["Threshold"] == 6  # target 3 x 2
+    assert alarms["ListenerUtilization"]["Threshold"] == 1  # full is full, whatever the target
+    policy = only(alternative.find_resources("AWS::ApplicationAutoScaling::ScalingPolicy"))["Properties"]
+    assert policy["TargetTrackingScalingPolicyConfiguration"]["TargetValue"] == 0.6
     # The default image builds to run as the unprivileged user; the option rebuilds it as root.
     default_args = only(synthesized.assets(ENDPOINT)["dockerImages"])["source"]["dockerBuildArgs"]
     assert ROOT_USER_BUILD_ARG not in default_args
@@ -334,8 +347,16 @@ def test_run_as_root_is_a_build_argument_of_the_image(fake_weights_cache: Path) 
     [
         ("kokoro:log_retention_days", "10", "retention"),
         ("kokoro:network_isolation", "maybe", "network_isolation"),
-        ("kokoro:saturation_factor", "0.5", "saturation"),
         ("kokoro:client_error_alarm_pct", "0", "client error"),
+        # a share of the measured capacity: 0 never serves, 1 is where servers already refuse
+        ("kokoro:target_utilization", "0", "target utilization"),
+        ("kokoro:target_utilization", "1", "target utilization"),
+        ("kokoro:target_utilization", "70", "target utilization"),
+        ("kokoro:target_utilization", "nan", "target utilization"),
+        ("kokoro:target_utilization", "most", "target_utilization"),
+        # settings that no longer exist say what replaced them instead of being ignored
+        ("kokoro:target_concurrency", "4", "target_utilization"),
+        ("kokoro:saturation_factor", "1.5", "no longer read"),
     ],
 )
 def test_bad_options_are_refused_before_any_construct(key: str, value: str, message: str) -> None:

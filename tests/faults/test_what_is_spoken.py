@@ -59,10 +59,10 @@ async def test_unsupported_lang_over_ws_is_refused_before_any_audio(
 ) -> None:
     async with open_ws(ws_url(model_server)) as ws:
         await ws.send(dumps(text="Guten Tag.", request_id="de", lang="de"))
-        await ws.send(dumps(text="Konnichiwa.", request_id="ja", lang="ja"))
+        await ws.send(dumps(text="Annyeong.", request_id="ko", lang="ko"))
         await ws.send(dumps(text="Fine.", request_id="en"))
         transcript = await read_transcript(ws, ends=3)
-    for request_id in ("de", "ja"):
+    for request_id in ("de", "ko"):
         assert transcript.end_of(request_id)["code"] == "unsupported_lang"
         assert ("synthesis_start", request_id) not in transcript.kinds()
     assert transcript.end_of("en")["type"] == "synthesis_complete"

@@ -89,7 +89,7 @@ WS_ROWS = [
     Row("sample rate float", synth(text="Hi.", sample_rate=24_000.0), "bad_sample_rate"),
     Row("sample rate list flood", synth(text="Hi.", sample_rate=[1] * 20_000), "bad_sample_rate"),
     Row("lang de", synth(text="Hallo.", lang="de", request_id="de"), "unsupported_lang", "de", real=True),
-    Row("lang ja", synth(text="Hi.", lang="ja"), "unsupported_lang", real=True),
+    Row("lang ko", synth(text="Hi.", lang="ko"), "unsupported_lang", real=True),
     Row("lang is a number", synth(text="Hi.", lang=7), "bad_message"),
     Row("unknown type", json.dumps({"type": "dance", "request_id": "t"}), "unknown_type", "t"),
     Row("type is a list", json.dumps({"type": ["synthesize"], "text": "Hi."}), "unknown_type"),

@@ -156,3 +156,18 @@ def test_without_pyav_a_compressed_format_is_a_coded_refusal_test_double(
     with pytest.raises(FormatUnavailable) as refused:
         new_encoder("opus", RATE)
     assert refused.value.code == "format_unavailable" and "PyAV" in refused.value.message
+
+
+@pytest.mark.parametrize("fmt", ["aac", "flac", "wav"])
+@pytest.mark.parametrize("rate", [24_000, 22_050])
+def test_openais_other_formats_stream_and_decode_back_to_the_audio(fmt: str, rate: int) -> None:
+    """AAC (ADTS), FLAC and WAV: bytes come with the first chunks, and any prefix of whole chunks plays."""
+    pcm = voice_like(2.0, rate)
+    encoder = new_encoder(fmt, rate)  # type: ignore[arg-type]
+    outputs = [encoder.encode(pcm[i : i + 9600]) for i in range(0, len(pcm), 9600)]
+    assert outputs[0]  # nothing waits for the end of the stream
+    stream = b"".join(outputs) + encoder.finish()
+    decoded_s = len(decode_audio(stream, fmt, rate)) / 2 / rate  # type: ignore[arg-type]
+    assert decoded_s == pytest.approx(2.0, abs=0.1)  # AAC adds 1024 priming samples and pads its last frame
+    prefix_s = len(decode_audio(b"".join(outputs[:3]), fmt, rate)) / 2 / rate  # type: ignore[arg-type]
+    assert 0.2 < prefix_s < 1.0

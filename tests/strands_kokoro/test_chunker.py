@@ -70,7 +70,18 @@ RULES = [
     ("Windows line ends\r\n\r\nstill break", ["Windows line ends", "still break"]),
     ("你好。我很好！你呢？", ["你好。", "我很好！", "你呢？"]),
     ("「こんにちは。」次です。", ["「こんにちは。」", "次です。"]),
+    # Chinese and Japanese: no space between sentences, full-width marks, their runs, their brackets
+    ("今日は晴れです。明日は雨でしょう！本当？", ["今日は晴れです。", "明日は雨でしょう！", "本当？"]),
+    ("本当？！はい。", ["本当？！", "はい。"]),
+    ("他说：“我们走吧。”然后走了。", ["他说：“我们走吧。”", "然后走了。"]),
+    ("「はい」と言った。『いいえ』と答えた。", ["「はい」と言った。", "『いいえ』と答えた。"]),
+    ("价格是3.5元。好的（真的！）下次见。", ["价格是3.5元。", "好的（真的！）", "下次见。"]),
+    ("你好!我很好?你呢?", ["你好!", "我很好?", "你呢?"]),  # ASCII marks before a Han character
+    ("我喜欢Python.你呢?", ["我喜欢Python.", "你呢?"]),
+    ("I said hi. 你好。Bye.", ["I said hi.", "你好。", "Bye."]),
     # not sentence ends
+    ("这是一个问题……真的吗？", ["这是一个问题……真的吗？"]),  # an ellipsis goes on
+    ("版本3.你好", ["版本3.你好"]),  # a digit's period is no sentence end
     ("Dr. Watson met Mr. Holmes and Mrs. Hudson.", ["Dr. Watson met Mr. Holmes and Mrs. Hudson."]),
     (
         "Prof. Smith lives on St. James St. near Mt. Fuji.",

@@ -82,7 +82,7 @@ def test_bad_requests_raise_typed_errors(engine: OnnxEngine) -> None:
     with pytest.raises(UnknownVoice):
         list(engine.segments("Hi.", voice="xx_nobody", speed=1.0, lang="en-us"))
     with pytest.raises(UnsupportedLanguage):
-        list(engine.segments("Hi.", voice="af_heart", speed=1.0, lang="ja"))
+        list(engine.segments("Hi.", voice="af_heart", speed=1.0, lang="ko"))
 
 
 def test_nothing_speakable_yields_no_segment(engine: OnnxEngine) -> None:

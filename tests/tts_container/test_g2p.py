@@ -83,6 +83,8 @@ def test_espeak_languages_phonemize(phonemizer: Phonemizer) -> None:
         ("EN_US", "af_heart", "en-us"),
         ("fr", "ff_siwis", "fr-fr"),
         ("pt", "pf_dora", "pt-br"),
+        ("ja", "af_heart", "ja"),
+        ("ZH_CN", "zf_xiaobei", "zh"),
     ],
 )
 def test_dialect_for(lang: str, voice: str, dialect: str) -> None:
@@ -97,15 +99,15 @@ def test_dialect_for(lang: str, voice: str, dialect: str) -> None:
         ("ff_siwis", "fr-fr"),
         ("ef_dora", "es"),
         ("pf_dora", "pt-br"),
-        ("jf_alpha", "en-us"),  # no G2P for Japanese here: read as English, as before lang followed voices
-        ("zf_xiaobei", "en-us"),
+        ("jf_alpha", "ja"),
+        ("zf_xiaobei", "zh"),
     ],
 )
 def test_a_request_without_lang_is_read_in_its_voices_language(voice: str, dialect: str) -> None:
     assert dialect_for(None, voice) == dialect
 
 
-@pytest.mark.parametrize("lang", ["ja", "zh", "klingon", ""])
+@pytest.mark.parametrize("lang", ["ko", "de", "klingon", ""])
 def test_unsupported_languages_are_refused_with_the_supported_list(lang: str) -> None:
     with pytest.raises(UnsupportedLanguage, match="supported: "):
         dialect_for(lang, "af_heart")

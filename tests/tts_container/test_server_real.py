@@ -291,6 +291,6 @@ async def test_voices_lists_every_voice_and_the_language_it_is_read_in(model_ser
         "en-us",
         "en-gb",
         "fr-fr",
-        "en-us",  # no Japanese G2P here: read as English
+        "ja",
     )
     assert "GET /voices" in refused.json()["message"]

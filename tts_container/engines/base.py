@@ -71,10 +71,11 @@ class VoiceCalibration:
 class Pace(Protocol):
     """The server's view of the listener a request is for, asked by the engine on its own thread."""
 
-    def renders_whole(self, audio_s: float) -> bool:
-        """Whether ``audio_s`` of audio may be rendered in one call now: its listener has enough
-        buffered and no other listener needs the engine before the call would end. One call costs
-        less than windows (no context rendered twice) and is exactly the model's audio."""
+    def affordable_s(self) -> float:
+        """The most audio one engine call may render now without a stall: its listener keeps enough
+        buffered while it runs and no other listener needs the engine before it ends. A bigger call
+        costs less per second of audio (no context rendered twice; a whole segment is exactly the
+        model's audio)."""
         ...
 
 

@@ -32,12 +32,15 @@ from __future__ import annotations
 import logging
 import os
 import tempfile
+from collections import OrderedDict
 from collections.abc import Container, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
+
+from strands_kokoro.protocol import ProtocolError, is_voice_mix, parse_voice
 
 logger = logging.getLogger(__name__)
 
@@ -68,11 +71,68 @@ CALIBRATION_TEXT = (
     " Just choose the cheese and sausages you see."
     " Yes. Two. Nice. Thanks!"
 )
+# A Japanese or Mandarin voice is fitted on speech in its own language, built the same way: its
+# statistics follow the sounds rendered, and English read by a Japanese voice is not what it will say.
+JAPANESE_CALIBRATION_TEXT = (
+    "おはようございます。お電話ありがとうございます。"
+    "すぐにお調べしますので、少々お待ちください。"
+    "今日の天気は晴れで、西からの風が弱く、最高気温は二十度の予報です。"
+    "はい。"
+    "始める前に、気をつけていただきたいことが三つあります。"
+    "まず、機械の電源が入っているか確認してください。"
+    "ランプが赤いままなら、ボタンを十秒間押して、もう一度試してください。"
+    "説明書をメールでお送りしましょうか？"
+    "まったく問題ありません！"
+    "ほとんどの方は、五分もかからずに終わります。"
+    "彼女は手紙をゆっくり開けて、二回読んでから、声を出して笑いました。"
+    "荷物は木曜日、遅くても金曜日には届くはずです。"
+    "かしこまりました。"
+    "請求の担当部署は今夜六時まで開いていますので、そちらにおつなぎします。"
+    "ほかに何かお手伝いできることはありますか？"
+    "静かな海で、少し寂しそうな少女が、白い砂浜を歩いていました。"
+    "新鮮な野菜と魚を、市場で安く買うことができます。"
+    "しっかりと準備して、最初の試験に合格しました。"
+    "いいえ。そうです。ありがとう！"
+)
+MANDARIN_CALIBRATION_TEXT = (
+    "早上好，感谢您的来电。"
+    "我马上帮您查一下，请稍等片刻。"
+    "今天天气晴朗，西边吹来微风，最高气温二十度。"
+    "好的。"
+    "开始之前，有三件事情需要注意。"
+    "首先，请确认设备已经插上电源并且打开了。"
+    "如果指示灯一直是红色，请按住按钮十秒钟，然后再试一次。"
+    "需要我把说明书发到您的邮箱吗？"
+    "完全没有问题！"
+    "大多数人不到五分钟就能完成整个过程。"
+    "她慢慢地打开信，读了两遍，然后大声笑了起来。"
+    "包裹应该在星期四到，最晚星期五，要看天气情况。"
+    "是的，我可以帮您办。"
+    "请稍候，我帮您转接到账单部门，他们今晚六点之前都有人。"
+    "今天还有什么其他需要帮忙的吗？"
+    "四十四只石狮子在山上晒太阳。"
+    "小时候，我常常在学校旁边的书店里看书。"
+    "师傅说，这种新鲜的蔬菜最适合做汤。"
+    "对。不是。谢谢！"
+)
+# Which text (and language) fits a voice, by the voice name's first letter; any other voice: English.
+_CALIBRATIONS: dict[str, tuple[str, str]] = {
+    "j": (JAPANESE_CALIBRATION_TEXT, "ja"),
+    "z": (MANDARIN_CALIBRATION_TEXT, "zh"),
+}
+MIXES_KEPT = 32  # derived models of the last mixes asked for
 _RIDGE = 1e-3  # keeps the fit defined when the calibration's shares barely vary
 
 
+def calibration_for(voice: str) -> tuple[str, str]:
+    """The calibration text for ``voice`` and the language it is read in."""
+    return _CALIBRATIONS.get(voice[:1], (CALIBRATION_TEXT, "en-us"))
+
+
 _PAUSES = frozenset(".,;:!?…—")
-_SIBILANTS = frozenset("szʃʒʧʤ")  # misaki's phonemes for /s z ʃ ʒ tʃ dʒ/: the hiss of a sentence
+# misaki's phonemes for /s z ʃ ʒ tʃ dʒ/, and the Japanese and Mandarin hisses (ɕ ʨ ʥ ʦ ʣ, ʂ ʐ ʈʂ):
+# the hiss of a sentence.
+_SIBILANTS = frozenset("szʃʒʧʤɕʑʨʥʦʣʂʐꭧ")
 
 
 def shares(durations: Sequence[int], phonemes: str, known: Container[str]) -> tuple[float, float]:
@@ -175,12 +235,34 @@ class NormStatsModel:
             variances.append(np.maximum(square - mean**2, self.variance_floors[layer]).astype(np.float32))
         return NormStats(tuple(means), tuple(variances), steps)
 
+    @classmethod
+    def mixed(cls, parts: Sequence[tuple[NormStatsModel, float]]) -> NormStatsModel:
+        """A voice mix's model derived from its voices' models (``(model, share)``, shares summing to
+        1): every component's means and mean squares, and the variance floors, as the shares' weighted
+        mean; the share bounds are the widest any part saw (all are fitted on one calibration text)."""
+
+        def blend(name: str) -> tuple[Array, ...]:
+            layers = zip(*(getattr(model, name) for model, _ in parts), strict=True)
+            return tuple(
+                sum(
+                    (share * array for array, (_, share) in zip(arrays, parts, strict=True)),
+                    np.zeros_like(arrays[0]),
+                ).astype(np.float32)
+                for arrays in layers
+            )
+
+        bounds = np.stack([model.share_bounds[0] for model, _ in parts])
+        widest = np.array([bounds[:, 0].min(), bounds[:, 1].max(), bounds[:, 2].min(), bounds[:, 3].max()])
+        blended = {name: blend(name) for name in _FIELDS if name != "share_bounds"}
+        return cls(**blended, share_bounds=(widest.astype(np.float32),))
+
     @property
     def layers(self) -> int:
         return len(self.speech_means)
 
-    def save(self, path: Path) -> None:
-        """Write atomically: two servers sharing a cache may calibrate the same voice at once."""
+    def save(self, path: Path, text: str = CALIBRATION_TEXT) -> None:
+        """Write atomically (two servers sharing a cache may calibrate the same voice at once), with the
+        calibration ``text`` it was fitted on."""
         path.parent.mkdir(parents=True, exist_ok=True)
         arrays: dict[str, Array] = {}
         for name, values in self._fields():
@@ -188,20 +270,21 @@ class NormStatsModel:
         fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as stream:
-                np.savez(stream, calibration_text=np.str_(CALIBRATION_TEXT), **arrays)  # type: ignore[arg-type]
+                np.savez(stream, calibration_text=np.str_(text), **arrays)  # type: ignore[arg-type]
             os.replace(tmp, path)
         finally:
             if os.path.exists(tmp):
                 os.unlink(tmp)
 
     @classmethod
-    def load(cls, path: Path, layers: int) -> NormStatsModel | None:
-        """The model saved at ``path``, or None if absent, unreadable or not for ``layers`` norms."""
+    def load(cls, path: Path, layers: int, text: str = CALIBRATION_TEXT) -> NormStatsModel | None:
+        """The model saved at ``path``, or None if absent, unreadable, not for ``layers`` norms or
+        fitted on another text than ``text``."""
         try:
             with np.load(path) as saved:
                 if f"speech_means{layers - 1}" not in saved or f"speech_means{layers}" in saved:
                     return None
-                if "calibration_text" not in saved or str(saved["calibration_text"]) != CALIBRATION_TEXT:
+                if "calibration_text" not in saved or str(saved["calibration_text"]) != text:
                     return None  # fitted on another calibration text (or before it was saved): again
                 fields = [
                     tuple(np.asarray(saved[f"{name}{i}"], dtype=np.float32) for i in range(count))
@@ -228,7 +311,8 @@ def _shares(silence: float, sibilance: float) -> tuple[float, float, float]:
 class VoiceNormStats:
     """One :class:`NormStatsModel` per voice, fitted on demand and kept on disk under ``folder``.
 
-    The samples come from the engine, :data:`CALIBRATION_TEXT` rendered sentence by sentence
+    The samples come from the engine, the voice's calibration text (:func:`calibration_for`: English,
+    Japanese or Mandarin) rendered sentence by sentence
     (``tts_container.engines.windowed_engine.voice_calibration``). Called from the engine's one
     inference thread.
     """
@@ -237,14 +321,34 @@ class VoiceNormStats:
         self._folder = folder
         self._layers = layers
         self._models: dict[str, NormStatsModel] = {}
+        self._mixes: OrderedDict[str, NormStatsModel] = OrderedDict()  # derived, never saved
 
     def get(self, voice: str) -> NormStatsModel | None:
-        """The voice's model if it was fitted (in this process, or saved by an earlier one)."""
+        """The voice's model if it was fitted (in this process, or saved by an earlier one); a mix's,
+        derived from its voices' models when each has one (:meth:`NormStatsModel.mixed`)."""
+        if is_voice_mix(voice):
+            return self._mixed(voice)
         if voice not in self._models and self._folder is not None and self._layers:
-            saved = NormStatsModel.load(self._path(voice), self._layers)
+            saved = NormStatsModel.load(self._path(voice), self._layers, calibration_for(voice)[0])
             if saved is not None:
                 self._models[voice] = saved
         return self._models.get(voice)
+
+    def _mixed(self, voice: str) -> NormStatsModel | None:
+        if (kept := self._mixes.get(voice)) is not None:
+            return kept
+        try:
+            parts = parse_voice(voice).parts
+        except ProtocolError:
+            return None
+        models = [(self.get(name), share) for name, share in parts]
+        if any(model is None for model, _ in models):
+            return None
+        mixed = NormStatsModel.mixed([(model, share) for model, share in models if model is not None])
+        self._mixes[voice] = mixed
+        while len(self._mixes) > MIXES_KEPT:
+            self._mixes.popitem(last=False)
+        return mixed
 
     def store(self, voice: str, samples: Sequence[Sample]) -> NormStatsModel:
         """Fit ``voice``'s model on ``samples`` (its calibration sentences rendered whole); keep, save."""
@@ -252,7 +356,7 @@ class VoiceNormStats:
         self._models[voice] = model
         if self._folder is not None:
             try:
-                model.save(self._path(voice))
+                model.save(self._path(voice), calibration_for(voice)[0])
             except OSError:
                 logger.warning("could not save the vocoder statistics of %s", voice, exc_info=True)
         return model

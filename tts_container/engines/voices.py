@@ -5,18 +5,27 @@ of ``n`` phoneme tokens uses row ``n - 1`` (what hexgrad's ``KPipeline.infer`` d
 torch engine pick the same row for the same phonemes). The tables live in the cache's ``voices.npz``
 (see :mod:`tts_container.weights`); all 54 are read eagerly (28 MB) because a fully loaded dict is
 safe to share between worker threads, while lazy ``NpzFile`` reads from one zip handle are not.
+
+A voice mix (``af_bella(2)+af_sky(1)``, :func:`strands_kokoro.protocol.parse_voice`) is the shares'
+weighted mean of its voices' tables, what Kokoro-FastAPI and hexgrad's pipeline do; the last
+:data:`MIXES_KEPT` mixes asked for are kept, built under a lock.
 """
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 
+from strands_kokoro.protocol import ProtocolError, is_voice_mix, parse_voice
+
 STYLE_ROWS = 510
 STYLE_DIM = 256
+MIXES_KEPT = 32
 
 StyleTable = npt.NDArray[np.float32]
 
@@ -52,6 +61,8 @@ class VoiceTables:
                 )
         self._tables = dict(tables)
         self.names = frozenset(self._tables)
+        self._mixes: OrderedDict[str, StyleTable] = OrderedDict()
+        self._lock = threading.Lock()
 
     @classmethod
     def load(cls, path: Path | str) -> VoiceTables:
@@ -61,10 +72,34 @@ class VoiceTables:
 
     def table(self, voice: str) -> StyleTable:
         """The whole ``(510, 1, 256)`` table (the torch engine hands it to ``KPipeline`` as a tensor)."""
-        try:
-            return self._tables[voice]
-        except KeyError:
-            raise UnknownVoice(f"unknown voice {voice!r}") from None
+        table = self._tables.get(voice)
+        if table is not None:
+            return table
+        if is_voice_mix(voice):
+            return self._mix(voice)
+        raise UnknownVoice(f"unknown voice {voice!r}")
+
+    def knows(self, voice: str) -> bool:
+        """Whether ``voice`` is one of the tables or a well-formed mix of them."""
+        return voice in self._tables or (is_voice_mix(voice) and mix_parts(voice, self.names) is not None)
+
+    def _mix(self, voice: str) -> StyleTable:
+        with self._lock:
+            if (kept := self._mixes.get(voice)) is not None:
+                self._mixes.move_to_end(voice)
+                return kept
+        parts = mix_parts(voice, self.names)
+        if parts is None:
+            raise UnknownVoice(f"unknown voice {voice!r}")
+        mixed = sum(
+            (share * self._tables[name] for name, share in parts), np.zeros_like(self._tables[parts[0][0]])
+        )
+        table = np.asarray(mixed, dtype=np.float32)
+        with self._lock:
+            self._mixes[voice] = table
+            while len(self._mixes) > MIXES_KEPT:
+                self._mixes.popitem(last=False)
+        return table
 
     def style(self, voice: str, n_tokens: int) -> npt.NDArray[np.float32]:
         """The ``(1, 256)`` style vector for a segment of ``n_tokens`` phoneme tokens."""
@@ -74,6 +109,15 @@ class VoiceTables:
     def english(self) -> frozenset[str]:
         """Voices whose names mark them as American or British English."""
         return frozenset(name for name in self.names if name[:1] in {"a", "b"})
+
+
+def mix_parts(voice: str, known: frozenset[str]) -> tuple[tuple[str, float], ...] | None:
+    """A mix's ``(voice, share)`` parts when it is well formed and every voice is ``known``, else None."""
+    try:
+        parts = parse_voice(voice).parts
+    except ProtocolError:
+        return None
+    return parts if all(name in known for name, _ in parts) else None
 
 
 def voice_lang(voice: str) -> str | None:

@@ -16,7 +16,7 @@ from collections.abc import Container, Iterator
 
 import numpy as np
 
-from strands_kokoro.protocol import DEFAULT_LANG
+from strands_kokoro.protocol import DEFAULT_LANG, is_voice_mix, voice_names
 from tts_container.engines.base import (
     NATIVE_SAMPLE_RATE,
     NO_CONTEXT,
@@ -26,7 +26,7 @@ from tts_container.engines.base import (
     Segment,
     VoiceCalibration,
 )
-from tts_container.engines.norm_stats import CALIBRATION_TEXT, NormStats, Sample, VoiceNormStats, shares
+from tts_container.engines.norm_stats import NormStats, Sample, VoiceNormStats, calibration_for, shares
 from tts_container.engines.voices import UnknownVoice, VoiceTables
 from tts_container.engines.windows import HARMONICS, STEP_SAMPLES, Pitch, Prosody, Vocoder, render
 from tts_container.g2p import Phonemizer
@@ -121,7 +121,7 @@ class WindowedEngine(ABC):
     ) -> Iterator[Segment]:
         """Check the voice and plan now (a bad request fails at the call, which the server makes from
         its pool); the returned iterator renders lazily, piece by piece, so a ``cancel`` lands between."""
-        if voice not in self._voice_tables.names:
+        if not self._voice_tables.knows(voice):
             raise UnknownVoice(f"unknown voice {voice!r}")
         return speak(
             self,
@@ -140,7 +140,7 @@ class WindowedEngine(ABC):
         """What readies ``voice`` to stream, when this engine renders in windows and ``voice`` has no
         statistics yet (warm-up fits the default voice's; the server fits the others in its idle time:
         :mod:`tts_container.voice_calibration`)."""
-        if self.growth is None or voice not in self.voices:
+        if self.growth is None or not self._voice_tables.knows(voice):
             return None
         return voice_calibration(self, self._phonemizer, self._stats, voice)
 
@@ -177,6 +177,17 @@ def voice_calibration(
     the fit; None when they are known (fitted in this process, or saved by an earlier one)."""
     if stats.get(voice) is not None:
         return None
+    if is_voice_mix(voice):  # derived from its voices' statistics: fit those that have none
+        parts = [voice_calibration(vocoder, phonemizer, stats, name) for name in voice_names(voice)]
+        needed = [part for part in parts if part is not None]
+        if not needed:
+            return None
+
+        def finish_parts() -> None:
+            for part in needed:
+                part.finish()
+
+        return VoiceCalibration(voice, tuple(step for part in needed for step in part.steps), finish_parts)
     samples: list[Sample] = []
 
     def measure(segment: SpokenSegment) -> None:
@@ -186,7 +197,8 @@ def voice_calibration(
     def finish() -> None:
         stats.store(voice, samples)
 
-    plan = plan_utterance(phonemizer, CALIBRATION_TEXT, voice=voice, lang=DEFAULT_LANG)
+    text, lang = calibration_for(voice)
+    plan = plan_utterance(phonemizer, text, voice=voice, lang=lang)
     return VoiceCalibration(voice, tuple(functools.partial(measure, segment) for segment in plan), finish)
 
 

@@ -42,9 +42,10 @@ a dB.
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
-from collections.abc import Container, Iterator, Sequence
+from collections.abc import Callable, Container, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
@@ -145,19 +146,30 @@ def phase_offset(pitch: Pitch, step: int) -> Pitch:
 
 
 def ladder(steps: int, growth: float | None) -> list[tuple[int, int]]:
-    """Window bounds over ``steps`` steps: one call when ``growth`` is None or the segment is short;
-    else a first window of :data:`FIRST_WINDOW_STEPS`, each next ``growth`` times larger, and the
-    rest in the last one once it is less than one and a half windows."""
+    """Window bounds over ``steps`` steps when no listener's pace is known (:func:`window_bounds`)."""
+    return [(start, stop) for start, stop, _ in window_bounds(steps, growth)]
+
+
+def window_bounds(
+    steps: int, growth: float | None, budget: Callable[[], int] | None = None
+) -> Iterator[tuple[int, int, bool]]:
+    """Window bounds over ``steps`` steps, and whether each is the last: one call when ``growth`` is
+    None or the segment is short; else a first window of :data:`FIRST_WINDOW_STEPS` (or ``budget()``
+    steps, when the listener can afford more), each next ``growth`` times larger (or ``budget()``),
+    and the rest in the last one once it is less than one and a half windows. Lazy: ``budget`` is
+    asked when the window is about to be rendered."""
     if growth is None or steps <= 2 * FIRST_WINDOW_STEPS:
-        return [(0, steps)]
-    bounds: list[tuple[int, int]] = []
+        yield 0, steps, True
+        return
     start, size = 0, FIRST_WINDOW_STEPS
     while True:
+        if budget is not None:
+            size = max(size, budget())
         following = math.ceil(size * growth)
         if steps - start <= size + following // 2:
-            bounds.append((start, steps))
-            return bounds
-        bounds.append((start, start + size))
+            yield start, steps, True
+            return
+        yield start, start + size, False
         start, size = start + size, following
 
 
@@ -219,10 +231,10 @@ def render(
     """The segment's own audio as one or more pieces, each ready as soon as its window is rendered.
 
     Windowed only with the voice's statistics model and a ``growth`` (the engine is slow enough to need
-    it), and only when ``pace`` does not let a segment without context render whole (its listener far
-    enough ahead: one call is cheaper and is the model's own audio); otherwise one call: with the
-    predicted statistics for a segment with context where the model is known, else over the whole
-    utterance with its own statistics.
+    it), and only when ``pace`` cannot afford a segment without context in one call (its listener far
+    enough ahead: one call is cheaper and is the model's own audio); windows are as large as ``pace``
+    affords. Otherwise one call: with the predicted statistics for a segment with context where the
+    model is known, else over the whole utterance with its own statistics.
     """
     prosody = vocoder.prosody(
         segment.phonemes.text, voice=voice, speed=speed, style_tokens=segment.style_tokens
@@ -233,23 +245,21 @@ def render(
     first_step = region.begin // STEP_SAMPLES
     last_step = min(prosody.steps, -(-region.end // STEP_SAMPLES))
     steps = last_step - first_step
-    if (
-        pace is not None
-        and not segment.has_context
-        and pace.renders_whole(steps * STEP_SAMPLES / NATIVE_SAMPLE_RATE)
-    ):
-        stats_model = None
-    bounds = ladder(steps, growth if stats_model is not None else None)
+    budget = None if pace is None else functools.partial(_budget_steps, pace)
+    if budget is not None and not segment.has_context and budget() >= steps:
+        stats_model = None  # one call with its own statistics: the model's own audio
+    windowed = stats_model is not None and growth is not None and steps > 2 * FIRST_WINDOW_STEPS
+    bounds = window_bounds(steps, growth if stats_model is not None else None, budget)
     stats = None
-    if stats_model is not None and (len(bounds) > 1 or segment.has_context):
+    if stats_model is not None and (windowed or segment.has_context):
         silence, sibilance = shares(prosody.durations, segment.phonemes.text, vocoder.vocab)
         stats = stats_model.at(silence, prosody.steps, sibilance)
     held = np.zeros(0, dtype=np.float32)  # the previous window's audio past its end, to cross-fade
     half = CROSSFADE_SAMPLES // 2
     lead: Literal["trim", "exact"] = "exact" if segment.continues_before else "trim"
-    for index, (a, b) in enumerate(bounds):
+    for index, (a, b, last) in enumerate(bounds):
         start, stop = first_step + a, first_step + b
-        first, last = index == 0, index == len(bounds) - 1
+        first = index == 0
         pre = min(EDGE_STEPS if first else CONTEXT_STEPS, start)
         post = 0 if last else min(CONTEXT_STEPS, prosody.steps - stop)
         if stats is None:  # one call with its own statistics: those of the whole utterance
@@ -294,6 +304,10 @@ def render(
         )
         if last:
             return
+
+
+def _budget_steps(pace: Pace) -> int:
+    return int(pace.affordable_s() * NATIVE_SAMPLE_RATE / STEP_SAMPLES)
 
 
 def is_speech(audio: Audio) -> bool:
