@@ -3,8 +3,9 @@
 Two audiences read these codes: the callers of POST /invocations (an SSE ``error`` event, architecture §4)
 and of ``/ws`` (an ``error`` frame). They switch on ``code``, never on the message, so each code is a
 member of :class:`AppErrorCode` and nowhere else a string. Codes that mean what the model server's mean
-(``bad_json``, ``bad_utf8``, ``bad_voice``, ``unknown_type``, ``format_unavailable``, ``internal_error``) are the wire's
-own members (:class:`strands_kokoro.protocol.ErrorCode`), so a client reads one word for one fault.
+(``bad_json``, ``bad_utf8``, ``bad_voice``, ``unknown_type``, ``format_unavailable``, ``internal_error``)
+are the wire's own members (:class:`strands_kokoro.protocol.ErrorCode`), so a client reads one word for
+one fault.
 
 :func:`answer_for` is the one mapping from an exception to ``(code, HTTP status, retryable)``, as httpx
 keeps one table from foreign errors to its own: a coded error keeps its code; anything else is a fault of

@@ -48,7 +48,8 @@ def test_each_code_is_a_string_only_in_its_table(table: type[StrEnum]) -> None:
 
 def test_a_code_the_app_shares_with_the_wire_is_the_wires_member() -> None:
     shared = {code.value for code in AppErrorCode} & {code.value for code in ErrorCode}
-    assert shared == {"bad_json", "bad_utf8", "bad_voice", "unknown_type", "format_unavailable", "internal_error"}
+    wire_words = {"bad_json", "bad_utf8", "bad_voice", "unknown_type", "format_unavailable", "internal_error"}
+    assert shared == wire_words
 
 
 def test_a_protocol_error_keeps_its_code_once_as_the_wire_member() -> None:
