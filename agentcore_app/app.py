@@ -48,6 +48,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from agentcore_app.conversation_settings import ConversationError, ConversationSettings, check_session_id
 from agentcore_app.conversation_turn import remembered_turn
 from agentcore_app.conversations import AGENT_ID, ConversationStore, TurnBuffer
+from agentcore_app.error_codes import AppErrorCode, answer_for
 from agentcore_app.hangup import HangUpWatcher, hangup_of, until_hung_up
 from agentcore_app.local_guard import LocalCallerGuard
 from agentcore_app.models import ModelSpec, create_model, model_setting, parse_model_spec
@@ -56,6 +57,7 @@ from agentcore_app.time_context import time_context
 from agentcore_app.tools import load_tools, speech_setting
 from agentcore_app.ws_turns import turn_socket_handler
 from strands_kokoro import events
+from strands_kokoro.errors import CodedError
 from strands_kokoro.protocol import DEFAULT_VOICE, sse_event
 from strands_kokoro.serving.deadlines import (
     BODY_TIMED_OUT,
@@ -123,7 +125,7 @@ class JsonBodyGuard:
             return
         announced = header(scope, b"content-length") or ""
         if announced.isdecimal() and int(announced) > MAX_BODY_BYTES:  # refused before a byte is awaited
-            await _send_error(send, 413, "payload_too_large", f"body is over {MAX_BODY_BYTES} bytes")
+            await _send_error(send, AppErrorCode.PAYLOAD_TOO_LARGE, f"body is over {MAX_BODY_BYTES} bytes")
             return
         body = bytearray()
         while True:
@@ -132,14 +134,16 @@ class JsonBodyGuard:
                 return
             body += message.get("body", b"")
             if len(body) > MAX_BODY_BYTES:
-                await _send_error(send, 413, "payload_too_large", f"body is over {MAX_BODY_BYTES} bytes")
+                await _send_error(
+                    send, AppErrorCode.PAYLOAD_TOO_LARGE, f"body is over {MAX_BODY_BYTES} bytes"
+                )
                 return
             if not message.get("more_body", False):
                 break
         try:
             json.loads(body)
         except (UnicodeDecodeError, ValueError, RecursionError):
-            await _send_error(send, 400, "bad_json", "request body is not valid JSON")
+            await _send_error(send, AppErrorCode.BAD_JSON, "request body is not valid JSON")
             return
         replayed = False
 
@@ -153,7 +157,9 @@ class JsonBodyGuard:
         await self.app(scope, replay, send)
 
 
-async def _send_error(send: Send, status: int, code: str, message: str) -> None:
+async def _send_error(send: Send, code: AppErrorCode, message: str) -> None:
+    """A refusal before the event stream starts: one SSE ``error`` event, with the code's HTTP status."""
+    status = answer_for(CodedError(code, message)).status
     body = sse_event(events.error(code, message))
     headers = [(b"content-type", b"text/event-stream"), (b"content-length", str(len(body)).encode())]
     await send({"type": "http.response.start", "status": status, "headers": headers})
@@ -287,10 +293,12 @@ def create_app(
                     yield event
         except ConversationError as refused:
             yield events.error(refused.code, refused.message)
-        except Exception:
+        except Exception as failed:
             # The SDK would put str(exc) on the wire; a coded event says what failed, leaking nothing.
             logger.exception("agent turn failed")
-            yield events.error("agent_failed", "the agent failed to answer")
+            yield events.error(
+                answer_for(failed, AppErrorCode.AGENT_FAILED).code, "the agent failed to answer"
+            )
         finally:
             agentcore.complete_async_task(task_id)
 
@@ -307,9 +315,9 @@ def create_app(
         except PayloadError as refused:
             yield refused.event()
             return
-        except Exception:  # a fault of the app's own: coded (the SDK would send str(exc))
+        except Exception as failed:  # a fault of the app's own: coded (the SDK would send str(exc))
             logger.exception("could not read an invocation payload")
-            yield events.error("internal_error", "the app failed to read this request")
+            yield events.error(answer_for(failed).code, "the app failed to read this request")
             return
         session_id = None if context is None else context.session_id
         async with aclosing(spoken(turn, session_id)) as stream:

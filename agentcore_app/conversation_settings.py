@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from agentcore_app.error_codes import AppErrorCode
 from strands_kokoro.errors import CodedError
 
 CONVERSATIONS_ENV = "STRANDS_KOKORO_CONVERSATIONS"
@@ -53,7 +54,7 @@ class ConversationSettingError(CodedError, ValueError):
     conversations live, ``bad_conversation_setting`` for their bounds.
     """
 
-    def __init__(self, message: str, code: str = "bad_conversation_setting") -> None:
+    def __init__(self, message: str, code: str = AppErrorCode.BAD_CONVERSATION_SETTING) -> None:
         super().__init__(code, message)
 
 
@@ -61,7 +62,7 @@ def check_session_id(session_id: str) -> str:
     """Return ``session_id`` if it matches :data:`SESSION_ID_PATTERN`, else raise ``bad_session_id``."""
     if not SESSION_ID_PATTERN.match(session_id):
         raise ConversationError(
-            "bad_session_id",
+            AppErrorCode.BAD_SESSION_ID,
             "the runtime session id must be 33-128 letters, digits, '-' or '_', starting with a letter "
             f"or digit (got {len(session_id)} characters)",
         )
@@ -131,7 +132,8 @@ def parse_location(raw: str, *, setting: str = CONVERSATIONS_ENV) -> Path | S3Lo
         bucket, _, prefix = raw.removeprefix("s3://").partition("/")
         if not re.fullmatch(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]", bucket):
             raise ConversationSettingError(
-                f"{setting}={raw!r}: {bucket!r} is not an S3 bucket name", "bad_conversations_location"
+                f"{setting}={raw!r}: {bucket!r} is not an S3 bucket name",
+                AppErrorCode.BAD_CONVERSATIONS_LOCATION,
             )
         return S3Location(bucket, prefix.strip("/"))
     if _SCHEME_LIKE.match(raw) or "://" in raw:
@@ -145,7 +147,7 @@ def parse_location(raw: str, *, setting: str = CONVERSATIONS_ENV) -> Path | S3Lo
             hint = ""
         raise ConversationSettingError(
             f"{setting}={raw!r}: use a directory, s3://<bucket>/<prefix> or '{OFF}'{hint}",
-            "bad_conversations_location",
+            AppErrorCode.BAD_CONVERSATIONS_LOCATION,
         )
     return Path(raw).expanduser()
 

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentcore_app.conversation_settings import ConversationError
 from agentcore_app.conversations import ConversationStore, TurnBuffer
+from agentcore_app.error_codes import AppErrorCode
 from strands_kokoro.uninterruptible import run_to_end
 
 if TYPE_CHECKING:
@@ -52,7 +53,7 @@ async def remembered_turn(
         except Exception:
             logger.exception("conversation %s could not be restored", session_id)
             raise ConversationError(
-                "conversation_unavailable", "the conversation could not be restored"
+                AppErrorCode.CONVERSATION_UNAVAILABLE, "the conversation could not be restored"
             ) from None
         conversation.open_turn()
         written: list[str] = []

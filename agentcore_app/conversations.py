@@ -48,6 +48,7 @@ from agentcore_app.conversation_settings import (
     S3Location,
     check_session_id,
 )
+from agentcore_app.error_codes import AppErrorCode
 from agentcore_app.history import TurnWindowConversationManager, collapse_turn, is_turn_start
 
 if TYPE_CHECKING:
@@ -202,7 +203,7 @@ class ConversationStore:
                 await asyncio.wait_for(lock.acquire(), wait_s)
             except TimeoutError:
                 raise ConversationError(
-                    "conversation_busy", "another turn of this conversation is still running"
+                    AppErrorCode.CONVERSATION_BUSY, "another turn of this conversation is still running"
                 ) from None
             try:
                 try:
@@ -210,7 +211,7 @@ class ConversationStore:
                 except Exception:
                     logger.exception("conversation %s could not be opened", session_id)
                     raise ConversationError(
-                        "conversation_unavailable", "the conversation store cannot be reached"
+                        AppErrorCode.CONVERSATION_UNAVAILABLE, "the conversation store cannot be reached"
                     ) from None
                 yield manager
             finally:

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 import httpx
 
-from agentcore_app.client import TurnRecord, run_turn
+from agentcore_app.client import run_turn
+from agentcore_app.turn_record import TurnRecord
 
 Target = str | contextlib.AbstractAsyncContextManager[str]
 """An agent app URL / runtime ARN, or a context that yields one for as long as the demo runs."""

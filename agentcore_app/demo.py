@@ -3,7 +3,7 @@
 The same prompt goes through ``bidi`` and ``batch`` over real HTTP, as any client would send it, against
 a given target: a running app (``http://host:port``) or a deployed AgentCore runtime
 (``arn:aws:bedrock-agentcore:...``). Nothing here starts a server: ``agent-infra demo --local``
-(:mod:`cdk.local_commands`) starts the model server and the agent app on this machine and hands this
+(:mod:`agentcore_app.local_commands`) starts the model server and the agent app on this machine and hands this
 module their URL, so the deployable package never depends on the launchers.
 
 Fair by construction: every time is counted from the moment the request was sent (what the listener
@@ -31,7 +31,7 @@ from typing import Any
 
 import httpx
 
-from agentcore_app.client import INVOKE_TIMEOUT_S, TurnRecord
+from agentcore_app.client import INVOKE_TIMEOUT_S
 from agentcore_app.delivery import SSE_PCM, Delivery, Target, TargetError, check_target
 from agentcore_app.demo_conversation import (
     chosen_modes,
@@ -53,12 +53,12 @@ from agentcore_app.report import (
     write_wav,
 )
 from agentcore_app.timeline import write_timeline
+from agentcore_app.turn_record import TurnRecord
 from strands_kokoro.protocol import DEFAULT_VOICE
 from strands_kokoro.speech_options import SPEECH_MODES
 
 DEFAULT_PROMPT = "In five sentences, explain how bees turn flower nectar into honey."
 """Asks for an answer that takes seconds to say: where speaking while the agent writes pays off."""
-MODES: tuple[str, ...] = SPEECH_MODES
 __all__ = ["Delivery", "LlmSetting", "Target", "TargetError", "check_target"]  # the launchers use them
 # What reporting needs (the timeline PNG); a launcher adds what its servers need.
 REQUIRED_MODULES: tuple[str, ...] = ("matplotlib",)
@@ -90,7 +90,7 @@ def add_arguments(
     )
     parser.add_argument(
         "--mode",
-        choices=(*MODES, "both"),
+        choices=(*SPEECH_MODES, "both"),
         default=None,
         help="which modes to run (default: both; bidi with --session)",
     )
@@ -157,7 +157,7 @@ async def collect(
     prompt: str,
     *,
     voice: str | None = None,
-    modes: tuple[str, ...] = MODES,
+    modes: tuple[str, ...] = SPEECH_MODES,
     delivery: Delivery = SSE_PCM,
     repeat: int = 1,
 ) -> list[TurnRecord]:

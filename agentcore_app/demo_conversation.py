@@ -18,7 +18,7 @@ from typing import Any
 
 import httpx
 
-from agentcore_app.client import INVOKE_TIMEOUT_S, TurnRecord, new_session_id
+from agentcore_app.client import INVOKE_TIMEOUT_S
 from agentcore_app.delivery import SSE_PCM, Delivery, Target
 from agentcore_app.report import (
     THE_APPS_OWN,
@@ -33,10 +33,10 @@ from agentcore_app.report import (
     write_json,
     write_wav,
 )
+from agentcore_app.runtime_session import new_session_id
 from agentcore_app.timeline import write_timeline
+from agentcore_app.turn_record import TurnRecord
 from strands_kokoro.speech_options import SPEECH_MODES
-
-MODES: tuple[str, ...] = SPEECH_MODES
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +50,7 @@ class ConversationPlan:
 def chosen_modes(args: argparse.Namespace) -> tuple[str, ...]:
     """``--mode``: both (the default), or one; with ``--session`` the default is bidi."""
     mode = getattr(args, "mode", None) or ("bidi" if getattr(args, "session", None) else "both")
-    return MODES if mode == "both" else (mode,)
+    return SPEECH_MODES if mode == "both" else (mode,)
 
 
 def conversation_plan(args: argparse.Namespace) -> ConversationPlan | None:
@@ -117,7 +117,7 @@ def report_conversation(
     print()
     print(table(record_columns(records, labels)))
     ratios: list[float | None] = []
-    if set(conversations) == set(MODES):
+    if set(conversations) == set(SPEECH_MODES):
         print()
         for number, (bidi, batch) in enumerate(
             zip(conversations["bidi"], conversations["batch"], strict=True), 1

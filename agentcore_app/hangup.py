@@ -2,9 +2,9 @@
 
 Why this module: the AgentCore SDK streams the entrypoint's events through a queue to a thread that
 Starlette iterates; when the client goes away, the SDK stops the turn only once the turn yields its next
-event and the consumer's generator is finally closed (after a garbage collection, measured 30-38 s, once
-never within 60 s). Until then the LLM went on writing and the model server on speaking to nobody: 14-17
-requests synthesized per hang-up. So the app watches the ASGI ``http.disconnect`` message itself:
+event and the consumer's generator is finally closed, after a garbage collection, which may be many
+seconds later. Until then the LLM would go on writing and the model server speaking to nobody. So the
+app watches the ASGI ``http.disconnect`` message itself:
 
 - :class:`HangUpWatcher` (ASGI middleware) owns the connection's ``receive`` once the request body has
   been read, and fires the request's :class:`HangUp` when the transport reports the client gone (a FIN
@@ -16,8 +16,8 @@ requests synthesized per hang-up. So the app watches the ASGI ``http.disconnect`
   SDK's bridge finishes cleanly and the conversation is stored as for any barge-in.
 
 A :class:`HangUp` is thread-safe because the two ends live on different event loops (uvicorn's, and the
-SDK's worker loop that runs turns). The WebSocket path of issue 18 fires the same signal from its own
-receive loop (``websocket.disconnect``) and wraps its turn in the same :func:`until_hung_up`.
+SDK's worker loop that runs turns). The app's ``/ws`` (:mod:`agentcore_app.ws_turns`) needs neither: its
+own receive loop sees ``websocket.disconnect`` and cancels the running turn's task directly.
 """
 
 from __future__ import annotations

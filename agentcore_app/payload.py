@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from agentcore_app.error_codes import AppErrorCode
 from strands_kokoro.audio_encoding import encoder_available
 from strands_kokoro.errors import CodedError
 from strands_kokoro.events import ErrorEvent, error
@@ -27,8 +28,6 @@ from strands_kokoro.speech_options import SPEECH_MODES, SpeechMode
 
 MAX_PROMPT_CHARS = 4_000
 MAX_VOICE_CHARS = 64
-MODES = SPEECH_MODES
-Mode = SpeechMode
 
 
 class PayloadError(CodedError, ValueError):
@@ -44,7 +43,7 @@ class Turn:
     """One validated request: what to ask the agent and how to speak the answer."""
 
     prompt: str
-    mode: Mode = "bidi"
+    mode: SpeechMode = "bidi"
     voice: str | None = None
     speed: float | None = None
     format: AudioFormatName = "pcm"
@@ -57,39 +56,48 @@ def parse_turn(payload: Any) -> Turn:
     before it got), ``opus`` or ``mp3``; ``format_unavailable`` where this app cannot encode it.
     """
     if not isinstance(payload, dict):
-        raise PayloadError("bad_payload", f"payload must be a JSON object, got {json_type(payload)}")
+        raise PayloadError(
+            AppErrorCode.BAD_PAYLOAD, f"payload must be a JSON object, got {json_type(payload)}"
+        )
     if not utf8_encodable(payload):  # "\ud800" is valid JSON, and no UTF-8 (nor the LLM) can carry it
-        raise PayloadError("bad_utf8", "the payload has a lone surrogate (\\ud800-\\udfff) in a string")
+        raise PayloadError(
+            AppErrorCode.BAD_UTF8, "the payload has a lone surrogate (\\ud800-\\udfff) in a string"
+        )
     prompt = payload.get("prompt")
     if prompt is None:
-        raise PayloadError("missing_prompt", "'prompt' is required")
+        raise PayloadError(AppErrorCode.MISSING_PROMPT, "'prompt' is required")
     if not isinstance(prompt, str):
-        raise PayloadError("bad_payload", "'prompt' must be a string")
+        raise PayloadError(AppErrorCode.BAD_PAYLOAD, "'prompt' must be a string")
     if not prompt.strip():
-        raise PayloadError("missing_prompt", "'prompt' is empty")
+        raise PayloadError(AppErrorCode.MISSING_PROMPT, "'prompt' is empty")
     if len(prompt) > MAX_PROMPT_CHARS:
         raise PayloadError(
-            "prompt_too_long", f"'prompt' has {len(prompt)} characters; the limit is {MAX_PROMPT_CHARS}"
+            AppErrorCode.PROMPT_TOO_LONG,
+            f"'prompt' has {len(prompt)} characters; the limit is {MAX_PROMPT_CHARS}",
         )
     mode = payload.get("mode", "bidi")
     if mode is None:
         mode = "bidi"
-    if not isinstance(mode, str) or mode not in MODES:
+    if not isinstance(mode, str) or mode not in SPEECH_MODES:
         shown = repr(mode[:32]) if isinstance(mode, str) else json_type(mode)
-        raise PayloadError("unknown_mode", f"'mode' must be 'bidi' or 'batch', got {shown}")
+        raise PayloadError(AppErrorCode.UNKNOWN_MODE, f"'mode' must be 'bidi' or 'batch', got {shown}")
     voice = payload.get("voice")
     if voice is not None and (not isinstance(voice, str) or not voice or len(voice) > MAX_VOICE_CHARS):
-        raise PayloadError("bad_voice", f"'voice' must be a voice name of 1-{MAX_VOICE_CHARS} characters")
+        raise PayloadError(
+            AppErrorCode.BAD_VOICE, f"'voice' must be a voice name of 1-{MAX_VOICE_CHARS} characters"
+        )
     if voice is not None and is_voice_mix(voice):
         try:
             parse_voice(voice)
         except ProtocolError as exc:
-            raise PayloadError("bad_voice", exc.message) from None
+            raise PayloadError(AppErrorCode.BAD_VOICE, exc.message) from None
     try:
         speed = None if payload.get("speed") is None else parse_speed(payload["speed"])
         audio_format = parse_audio_format(payload.get("format"))
     except ProtocolError as refused:
         raise PayloadError(refused.code, refused.message) from None
     if not encoder_available(audio_format):
-        raise PayloadError("format_unavailable", f"this app cannot encode {audio_format!r} (PyAV is missing)")
+        raise PayloadError(
+            AppErrorCode.FORMAT_UNAVAILABLE, f"this app cannot encode {audio_format!r} (PyAV is missing)"
+        )
     return Turn(prompt=prompt, mode=mode, voice=voice, speed=speed, format=audio_format)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from agentcore_app.client import TurnRecord
+from agentcore_app.turn_record import TurnRecord
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,7 +5,7 @@ Why a wrapper instead of new routes in :mod:`agentcore_app.app`: the AgentCore c
 else. :func:`with_page` wraps an ASGI app (any agent app, or a test server) with the page under
 ``/player/`` and CORS for local origins, and passes every other request through untouched. Served from
 the agent app's own origin, the page needs no CORS at all in the usual case. ``agent-infra serve``
-(:mod:`cdk.local_commands`) runs it.
+(:mod:`agentcore_app.local_commands`) runs it.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp
 
-from agentcore_app.client import SESSION_HEADER
 from agentcore_app.local_guard import LOCAL_ORIGIN_REGEX, LocalCallerGuard
+from agentcore_app.runtime_session import SESSION_HEADER
 
 STATIC_DIR = Path(__file__).parent / "static"
 PAGE_PATH = "/player/"

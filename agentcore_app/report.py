@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentcore_app.client import TurnRecord
 from agentcore_app.playback import stall_ms
+from agentcore_app.turn_record import TurnRecord
 
 TIMES_FROM = "the moment the request was sent"
 """What every ``*_ms`` time of the table and the JSON is counted from."""

@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from agentcore_app.client import TurnRecord
 from agentcore_app.playback import playback
+from agentcore_app.turn_record import TurnRecord
 
 ENVELOPE_MS = 20.0  # loudness is drawn per 20 ms of audio
 TEXT_COLOR, AUDIO_COLOR, WAIT_COLOR, STALL_COLOR = "tab:blue", "tab:green", "0.85", "tab:red"

@@ -19,7 +19,8 @@ import time
 from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
 
-from agentcore_app.client import SESSION_HEADER, TimedEvent, TurnRecord, new_session_id
+from agentcore_app.runtime_session import SESSION_HEADER, new_session_id
+from agentcore_app.turn_record import TimedEvent, TurnRecord
 from strands_kokoro import event_frames
 
 DP_ENDPOINT_ENV = "BEDROCK_AGENTCORE_DP_ENDPOINT"

@@ -36,9 +36,10 @@ from typing import Any
 
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from agentcore_app.client import SESSION_HEADER
 from agentcore_app.conversation_settings import ConversationError, check_session_id
+from agentcore_app.error_codes import AppErrorCode
 from agentcore_app.payload import PayloadError, Turn, parse_turn
+from agentcore_app.runtime_session import SESSION_HEADER
 from strands_kokoro import event_frames
 from strands_kokoro.event_frames import TurnStatus, WsFrame
 from strands_kokoro.protocol import (
@@ -131,7 +132,7 @@ class TurnSocket:
             except Exception:  # a fault of the app's own: this message is answered, the connection stays
                 logger.exception("could not take a WebSocket message")
                 failed = "the app failed to read this message"
-                await self._outbox.put(event_frames.refusal(None, "internal_error", failed))
+                await self._outbox.put(event_frames.refusal(None, AppErrorCode.INTERNAL_ERROR, failed))
 
     async def _on_message(self, payload: bytes | str) -> None:
         try:
@@ -140,10 +141,14 @@ class TurnSocket:
             await self._outbox.put(event_frames.refusal(None, exc.code, exc.message))
             return
         except (ValueError, RecursionError):
-            await self._outbox.put(event_frames.refusal(None, "bad_json", "message is not valid JSON"))
+            await self._outbox.put(
+                event_frames.refusal(None, AppErrorCode.BAD_JSON, "message is not valid JSON")
+            )
             return
         if not isinstance(obj, dict):
-            await self._outbox.put(event_frames.refusal(None, "bad_payload", "message must be a JSON object"))
+            await self._outbox.put(
+                event_frames.refusal(None, AppErrorCode.BAD_PAYLOAD, "message must be a JSON object")
+            )
             return
         kind = obj.get("type", "turn" if "prompt" in obj else None)
         if kind == "cancel":
@@ -153,17 +158,19 @@ class TurnSocket:
         else:
             shown = repr(kind[:32]) if isinstance(kind, str) else json_type(kind)
             message = f"unknown message type {shown}; expected turn or cancel"
-            await self._outbox.put(event_frames.refusal(None, "unknown_type", message))
+            await self._outbox.put(event_frames.refusal(None, AppErrorCode.UNKNOWN_TYPE, message))
 
     async def _accept(self, obj: dict[str, Any]) -> None:
         raw_id = obj.pop("request_id", None)
         bad_id = not isinstance(raw_id, str) or not 0 < len(raw_id) <= MAX_REQUEST_ID_CHARS
         if raw_id is not None and bad_id:
             message = f"'request_id' must be a string of 1-{MAX_REQUEST_ID_CHARS} characters"
-            await self._refuse(None, "bad_payload", message)
+            await self._refuse(None, AppErrorCode.BAD_PAYLOAD, message)
             return
         if raw_id is not None and not utf8_encodable(raw_id):  # echoed in every frame: it must encode
-            await self._refuse(None, "bad_utf8", "'request_id' has a lone surrogate (\\ud800-\\udfff)")
+            await self._refuse(
+                None, AppErrorCode.BAD_UTF8, "'request_id' has a lone surrogate (\\ud800-\\udfff)"
+            )
             return
         request_id = raw_id or uuid.uuid4().hex[:12]
         obj.pop("type", None)
@@ -177,7 +184,7 @@ class TurnSocket:
         waiting = len(self._queued) - (0 if self._running is not None else 1)
         if waiting >= MAX_QUEUED_TURNS:
             message = f"{MAX_QUEUED_TURNS} turns are already waiting on this connection; cancel or wait"
-            await self._refuse(request_id, "too_many_turns", message)
+            await self._refuse(request_id, AppErrorCode.TOO_MANY_TURNS, message)
             return
         self._queued.append(_Request(request_id, turn))
         self._wake.set()

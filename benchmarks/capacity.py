@@ -33,8 +33,8 @@ from typing import Any
 import httpx
 from websockets.asyncio.client import connect
 
+from agentcore_app.local_stack import model_server
 from benchmarks.machine import load_average, results_path
-from cdk.local_stack import model_server
 from strands_kokoro.protocol import (
     DEFAULT_VOICE,
     WS_PATH,

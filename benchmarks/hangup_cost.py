@@ -29,9 +29,9 @@ from typing import Any
 
 import httpx
 
+from agentcore_app.local_stack import ModelServerProcess, start_model_server, stop_model_server
 from benchmarks.machine import results_path
 from benchmarks.server_work import ServerWork, idle, server_stats, until_idle
-from cdk.local_stack import ModelServerProcess, start_model_server, stop_model_server
 from tests.faults.agent_app_process import agent_app_process
 from tests.faults.raw_http import RawConnection, post_head
 

@@ -26,9 +26,9 @@ from typing import Any
 
 import httpx
 
+from agentcore_app.local_stack import start_model_server, stop_model_server
 from benchmarks.machine import load_average, results_path
 from benchmarks.tts_latency import TEXT, synthesize_once
-from cdk.local_stack import start_model_server, stop_model_server
 from strands_kokoro.protocol import DEFAULT_VOICE
 
 RESULTS = Path(__file__).parent / "results" / "openai_first_byte.json"

@@ -43,14 +43,14 @@ from typing import Any
 
 from websockets.asyncio.client import connect
 
-from benchmarks.machine import results_path
-from cdk.local_stack import (
+from agentcore_app.local_stack import (
     ModelServerProcess,
     free_port,
     start_model_server,
     stop_model_server,
     wait_until_ready,
 )
+from benchmarks.machine import results_path
 from strands_kokoro.protocol import WS_PATH, Close, SynthesizeRequest, control_object
 
 RESULTS = Path(__file__).parent / "results" / "soak.json"

@@ -36,9 +36,9 @@ from pathlib import Path
 import httpx
 from websockets.asyncio.client import connect
 
+from agentcore_app.local_stack import ModelServerProcess, start_model_server, stop_model_server
 from benchmarks.machine import results_path
 from benchmarks.server_work import ServerWork, until_idle
-from cdk.local_stack import ModelServerProcess, start_model_server, stop_model_server
 from strands_kokoro.protocol import WS_PATH, Close, SynthesizeRequest, control_object
 
 RESULTS = Path(__file__).parent / "results" / "soak_hangups.json"

@@ -29,9 +29,9 @@ from typing import Any
 
 from strands import Agent
 
+from agentcore_app.local_stack import start_model_server, stop_model_server
 from benchmarks.engine_floor import engine_first_audio_ms
 from benchmarks.machine import results_path
-from cdk.local_stack import start_model_server, stop_model_server
 from strands_kokoro import KokoroSpeech
 from tests.scripted_model import FOUR_SENTENCES, ScriptedModel
 

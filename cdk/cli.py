@@ -1,8 +1,8 @@
 """The two console scripts: ``speech-infra`` and ``agent-infra``; the CDK commands drive the app in order.
 
     agent-infra demo [--local | --endpoint-url URL] [--prompt P | --turns Q1 Q2 ...] [--session ID] ...
-                                                                        (:mod:`cdk.local_commands`)
-    agent-infra serve [--local] [--port N] [--speech-endpoint E] ...    (:mod:`cdk.local_commands`)
+    agent-infra serve [--local] [--port N] [--speech-endpoint E] ...
+                      (both run ``python -m agentcore_app.local_commands``, the agent app's launcher)
     speech-infra deploy|diff|synth|destroy kokoro-82m [--instance-type ml.g5.xlarge] [--instance-count 1]
                  [--max-instance-count 4] [--weights-dir DIR] [--log-retention-days 30]
                  [--no-network-isolation] [--tts-run-as-root] [--region R] [--profile P] [--output DIR]
@@ -17,7 +17,7 @@ endpoint, so ``agent-infra deploy`` refuses until the speech stacks are deployed
 destroy`` refuses while the agent still points at the endpoint.
 
 Importing this module is cheap: the CDK app (jsii, node) is imported only by the commands that synthesize,
-and ``demo``/``serve`` (strands, the LLM, uvicorn) only when chosen, so each command loads what it uses.
+and ``demo``/``serve`` run the agent app's launcher as a child process, so this package imports no other.
 """
 
 from __future__ import annotations
@@ -52,7 +52,9 @@ from cdk.tooling import (
 )
 
 ACTIONS = ("deploy", "diff", "synth", "destroy")
-DEMO_HELP = "hear the agent speak; bidi vs batch first-audio time"
+LOCAL_LAUNCHER = "agentcore_app.local_commands"
+LOCAL_COMMANDS = ("demo", "serve")
+DEMO_HELP = "hear the agent speak; bidi vs batch first-audio time (see `agent-infra demo --help`)"
 DEFAULT_OUTPUT = REPO_ROOT / "cdk" / "cdk.out"
 # jsii's node prints an 11-line banner per start on a node it no longer supports; the value lists the
 # majors to keep quiet about (20: the oldest the docs ask for, "Node.js 20+"). Both the in-process synth
@@ -129,17 +131,10 @@ def agent_main(argv: Sequence[str] | None = None) -> int:
     """Entry of the ``agent-infra`` console script: ``demo``, ``serve`` and the CDK commands."""
     args_list = list(sys.argv[1:] if argv is None else argv)
     # Delegated commands parse their own flags: everything after the command word is theirs.
-    if args_list and args_list[0] == "serve":
-        from cdk.local_commands import serve_main
-
-        return serve_main(args_list[1:])
+    if args_list and args_list[0] in LOCAL_COMMANDS:
+        return run_local_command(args_list)
     if args_list and args_list[0] in ACTIONS:
         return agent_infra(args_list)
-    if args_list and args_list[0] == "demo":
-        # The demo's own parser: a bad flag is then reported with the demo's usage, not the top level's.
-        from cdk.local_commands import demo_main
-
-        return demo_main(demo_parser().parse_args(args_list[1:]))
     parser = agent_parser()
     parser.parse_args(args_list)  # --help, no command or an unknown one: argparse answers and exits
     parser.print_usage(sys.stderr)
@@ -159,13 +154,19 @@ def agent_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def demo_parser() -> argparse.ArgumentParser:
-    """``agent-infra demo``'s options, as a parser of its own (``prog`` names the command)."""
-    from cdk.local_commands import add_demo_arguments
+def run_local_command(argv: Sequence[str]) -> int:
+    """``agent-infra demo|serve ...``: the agent app's launcher, run on this Python as a command line.
 
-    parser = argparse.ArgumentParser(prog="agent-infra demo", description=DEMO_HELP)
-    add_demo_arguments(parser)
-    return parser
+    The launchers live with the agent app (:mod:`agentcore_app.local_commands`), and the CDK side reaches
+    the other packages only through command lines. Ctrl-C reaches the launcher too (one process group),
+    which tears its stack down and exits; its exit status is this command's.
+    """
+    child = subprocess.Popen([sys.executable, "-m", LOCAL_LAUNCHER, *argv])
+    while True:
+        try:
+            return child.wait()
+        except KeyboardInterrupt:
+            continue
 
 
 def agent_infra(argv: Sequence[str]) -> int:

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol, get_args
 
 from strands_kokoro.errors import CodedError
-from strands_kokoro.protocol import AUDIO_FORMAT, WIRE_AUDIO_FORMATS, AudioFormatName
+from strands_kokoro.protocol import AUDIO_FORMAT, WIRE_AUDIO_FORMATS, AudioFormatName, ErrorCode
 
 if TYPE_CHECKING:
     import av as _av
@@ -83,7 +83,9 @@ class FormatUnavailable(CodedError):
     """A compressed format was asked for where PyAV is not installed (code ``format_unavailable``)."""
 
     def __init__(self, fmt: str) -> None:
-        super().__init__("format_unavailable", f"this server cannot encode {fmt!r} (PyAV is not installed)")
+        super().__init__(
+            ErrorCode.FORMAT_UNAVAILABLE, f"this server cannot encode {fmt!r} (PyAV is not installed)"
+        )
 
 
 class AudioEncoder(Protocol):

@@ -21,7 +21,7 @@ class CodedError(Exception):
 
     def __init__(self, code: str, message: str, *, retryable: bool | None = None) -> None:
         super().__init__(message)
-        self.code = str(code)
+        self.code = code  # a StrEnum member stays one: a subclass may narrow ``code`` to its table
         self.message = message
         if retryable is not None:
             self.retryable = retryable

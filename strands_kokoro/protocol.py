@@ -122,7 +122,7 @@ class ErrorCode(StrEnum):
 
 # Refusals about a request's settings (voice, language, speed, rate, format), not its text: every request
 # of a turn sent with the same settings gets the same answer, so a client stops after the first.
-SETTING_REFUSALS: frozenset[str] = frozenset(
+SETTING_REFUSALS: frozenset[ErrorCode] = frozenset(
     {
         ErrorCode.UNKNOWN_VOICE,
         ErrorCode.BAD_VOICE,
@@ -140,9 +140,10 @@ class ProtocolError(CodedError):
     """A client message the server refuses: a stable code, a message written for humans, and the
     request it is about (if the message named one). Sending the same message again cannot help."""
 
+    code: ErrorCode
+
     def __init__(self, code: ErrorCode, message: str, request_id: str | None = None) -> None:
         super().__init__(code, message)
-        self.error_code = code
         self.request_id = request_id
 
     def frame(self) -> ServerError:

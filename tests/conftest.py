@@ -17,6 +17,19 @@ settings.register_profile("ci", derandomize=True, database=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 
+# What makes a test slow, written once: it needs the real model server, a CDK synth or Chromium. Such tests
+# are marked ``slow`` here (besides the modules that mark themselves), so the inner loop
+# ``pytest -m "not slow"`` leaves them out and CI, which selects no marker, still runs them
+# (docs/contributing.md).
+SLOW_FIXTURES = frozenset({"model_server", "synthesized", "chromium"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(scope="session")
 def model_server() -> Iterator[RunningServer]:
     """One real model server (onnx engine, real Kokoro weights) shared by the whole test session (one per

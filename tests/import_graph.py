@@ -102,3 +102,50 @@ def violations(files: Iterable[Path], forbidden: Iterable[str], *, at_import_onl
         for imp in imports_of(path)
         if imp.is_of(banned) and (imp.at_import or not at_import_only)
     ]
+
+
+def import_cycles(files: Iterable[Path]) -> list[list[str]]:
+    """The groups of modules among ``files`` that import each other, lazily or not (empty: no cycle).
+
+    A package's ``__init__`` re-exporting its own submodules is not a cycle of concepts, so imports of a
+    module's own package are left out. Each group is sorted; groups are found as strongly connected
+    components (Tarjan).
+    """
+    paths = list(files)
+    known = {_module_of(p) for p in paths}
+    graph: dict[str, set[str]] = {}
+    for path in paths:
+        name = _module_of(path)
+        targets = {imp.module for imp in imports_of(path)} & known
+        graph[name] = {t for t in targets if t != name and not name.startswith(t + ".")}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            group: list[str] = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                cycles.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return cycles

@@ -84,6 +84,7 @@ def test_the_slug_is_githubs() -> None:
     assert slug("Text the server will not say") == "text-the-server-will-not-say"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", readme_commands())
 def test_every_readme_command_runs(command: str) -> None:
     """The ``uv run`` options name extras that exist; the command itself answers ``--help``."""

@@ -28,7 +28,7 @@ from tts_container.engines.loader import ENGINE_NAMES
 WS_MAX_FRAME_BYTES = 16 * MAX_MESSAGE_BYTES
 # uvicorn's WebSocket settings (the tests' in-process servers use the same). permessage-deflate is off:
 # PCM does not compress, and with it a 100-byte frame inflates to a 1 MiB message; uvicorn parses and
-# queues every frame of one 256 KB read at once, so one flooding client held +107 MiB (issue 11).
+# queues every frame of one read at once, so a flooding client's memory grows with the ratio.
 WS_OPTIONS: dict[str, Any] = {"ws_max_size": WS_MAX_FRAME_BYTES, "ws_per_message_deflate": False}
 # Everything uvicorn is told (the tests' in-process servers and the soak use the same): the WebSocket
 # settings above and the deadlines for silent peers (strands_kokoro.serving: headers 10 s, the

@@ -131,7 +131,7 @@ async def invocations(
     try:
         invocation = parse_invocation(body)
     except ProtocolError as exc:
-        return error_response(exc.error_code, exc.message, exc.request_id)
+        return error_response(exc.code, exc.message, exc.request_id)
     synth_request = invocation.request
     if not encoder_available(synth_request.format):
         missing = FormatUnavailable(synth_request.format)

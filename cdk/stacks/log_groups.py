@@ -1,4 +1,4 @@
-"""Log groups the stacks own, so every log the deployment writes expires (issue 11, item 9).
+"""Log groups the stacks own, so every log the deployment writes expires.
 
 Why the stacks create groups that AWS services would create on their own: a group a service creates
 on first use keeps its logs forever, and CloudFormation cannot set a retention on a group it did not

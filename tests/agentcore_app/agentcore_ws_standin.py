@@ -28,7 +28,7 @@ from starlette.routing import WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 from websockets.asyncio.client import connect
 
-from agentcore_app.client import SESSION_HEADER
+from agentcore_app.runtime_session import SESSION_HEADER
 
 _AUTH = re.compile(
     r"^AWS4-HMAC-SHA256 Credential=(?P<key>[^/]+)/\d{8}/(?P<region>[^/]+)/bedrock-agentcore/aws4_request"

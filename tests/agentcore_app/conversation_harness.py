@@ -14,10 +14,11 @@ import httpx
 import pytest
 
 from agentcore_app.app import create_app
-from agentcore_app.client import TurnRecord, run_turn
+from agentcore_app.client import run_turn
 from agentcore_app.conversation_settings import ConversationSettings
 from agentcore_app.conversations import AGENT_ID, ConversationStore
-from cdk.local_stack import free_port, serve_asgi
+from agentcore_app.local_stack import free_port, serve_asgi
+from agentcore_app.turn_record import TurnRecord
 from tests.agentcore_app.history_model import texts, user_prompts
 from tests.scripted_model import ScriptedModel
 

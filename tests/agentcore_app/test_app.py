@@ -17,8 +17,9 @@ import pytest
 from httpx_sse import aconnect_sse
 from strands.models.model import Model
 
-from agentcore_app.client import TurnRecord, invoke_http, payload_for, run_turn
-from cdk.local_stack import agent_app, free_port, wait_until_ready
+from agentcore_app.client import invoke_http, payload_for, run_turn
+from agentcore_app.local_stack import agent_app, free_port, wait_until_ready
+from agentcore_app.turn_record import TurnRecord
 from tests.scripted_model import FOUR_SENTENCES, ScriptedModel
 from tests.tts_container.server_harness import idle, synthesizing, wait_for_stats
 
@@ -206,6 +207,7 @@ def test_client_disconnect_cancels_the_turn_and_its_speech(model_server: Running
     assert idle(speech_after)
 
 
+@pytest.mark.slow
 def test_python_m_agentcore_app_serves_the_contract(tmp_path: Any) -> None:
     """``python -m agentcore_app`` as the container runs it: /ping answers, /invocations streams SSE."""
     import subprocess

@@ -32,7 +32,7 @@ from agentcore_app.conversation_settings import (
     parse_location,
 )
 from agentcore_app.conversations import ConversationStore, sweep_state_dir
-from cdk.local_stack import free_port, serve_asgi
+from agentcore_app.local_stack import free_port, serve_asgi
 from tests.agentcore_app.fake_s3 import FakeS3
 from tests.agentcore_app.history_model import HistoryScriptedModel, texts, user_prompts
 

@@ -18,10 +18,11 @@ import pytest
 from httpx_sse import aconnect_sse
 
 from agentcore_app.app import create_app
-from agentcore_app.client import SESSION_HEADER, TurnRecord
 from agentcore_app.conversation_settings import ConversationSettings
 from agentcore_app.history import is_valid_history
-from cdk.local_stack import serve_asgi
+from agentcore_app.local_stack import serve_asgi
+from agentcore_app.runtime_session import SESSION_HEADER
+from agentcore_app.turn_record import TurnRecord
 from tests.agentcore_app import probe_tools
 from tests.agentcore_app.conversation_harness import (
     ANSWER_1,

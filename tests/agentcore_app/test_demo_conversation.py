@@ -22,8 +22,8 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from agentcore_app import demo
-from agentcore_app.client import SESSION_HEADER
-from cdk.local_stack import serve_asgi
+from agentcore_app.local_stack import serve_asgi
+from agentcore_app.runtime_session import SESSION_HEADER
 
 
 def canned_app(asked: list[tuple[str, str | None, str]]) -> Starlette:

@@ -17,8 +17,10 @@ import pytest
 
 from agentcore_app.app import create_app
 from agentcore_app.conversation_settings import ConversationSettings
-from cdk.local_stack import free_port
+from agentcore_app.local_stack import free_port
 from strands_kokoro.sessions import EndpointError, check_endpoint
+
+pytestmark = pytest.mark.slow
 
 APP = [sys.executable, "-m", "agentcore_app"]
 
@@ -142,8 +144,8 @@ def test_a_flag_overrides_a_bad_setting_in_the_environment(monkeypatch: pytest.M
     """Importing the app module reads no setting; ``agentcore_app.app:app`` is built on first use."""
     import importlib
 
+    from agentcore_app.local_commands import check_settings
     from agentcore_app.models import ModelSpecError
-    from cdk.local_commands import check_settings
 
     monkeypatch.setenv("STRANDS_KOKORO_MODEL", "gpt4")
     app_module = importlib.reload(importlib.import_module("agentcore_app.app"))

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from agentcore_app.client import TimedEvent, TurnRecord
 from agentcore_app.playback import playback, stall_ms
 from agentcore_app.report import (
     answer_lines,
@@ -24,6 +23,7 @@ from agentcore_app.report import (
     write_wav,
 )
 from agentcore_app.timeline import write_timeline
+from agentcore_app.turn_record import TimedEvent, TurnRecord
 
 
 def _chunk(at_ms: float, audio_ms: float, seq: int = 0) -> TimedEvent:

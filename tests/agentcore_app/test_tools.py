@@ -18,6 +18,7 @@ from agentcore_app.app import create_app
 from agentcore_app.arithmetic import evaluate
 from agentcore_app.client import run_turn
 from agentcore_app.conversation_settings import ConversationSettings
+from agentcore_app.local_stack import free_port, serve_asgi
 from agentcore_app.time_context import now_line
 from agentcore_app.tools import (
     DEFAULT_TOOLS,
@@ -30,7 +31,6 @@ from agentcore_app.tools import (
     speech_setting,
     tool_setting,
 )
-from cdk.local_stack import free_port, serve_asgi
 from tests.agentcore_app.history_model import HistoryScriptedModel, now_lines, texts
 from tests.scripted_model import ScriptedCall, ToolCall
 
@@ -174,6 +174,7 @@ def test_two_tools_with_one_name_are_refused() -> None:
         load_tools(["agentcore_app.arithmetic:calculate"])
 
 
+@pytest.mark.slow
 def test_python_m_agentcore_app_stops_on_a_bad_tool_setting_with_one_line() -> None:
     env = {**os.environ, TOOLS_ENV: "no.such.module:tool"}
     result = subprocess.run(

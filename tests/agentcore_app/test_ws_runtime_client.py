@@ -24,6 +24,7 @@ from websockets.exceptions import InvalidStatus
 from agentcore_app.app import create_app
 from agentcore_app.client import run_turn
 from agentcore_app.conversation_settings import ConversationSettings
+from agentcore_app.local_stack import serve_asgi
 from agentcore_app.ws_client import (
     DP_ENDPOINT_ENV,
     local_ws_url,
@@ -31,7 +32,6 @@ from agentcore_app.ws_client import (
     runtime_ws_url,
     signed_headers,
 )
-from cdk.local_stack import serve_asgi
 from strands_kokoro import event_frames
 from tests.agentcore_app.agentcore_ws_standin import StandIn
 from tests.scripted_model import ScriptedModel

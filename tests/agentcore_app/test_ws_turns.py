@@ -21,10 +21,10 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import InvalidStatus
 
 from agentcore_app.app import create_app
-from agentcore_app.client import SESSION_HEADER
 from agentcore_app.conversation_settings import ConversationSettings
+from agentcore_app.local_stack import serve_asgi
+from agentcore_app.runtime_session import SESSION_HEADER
 from agentcore_app.ws_client import local_ws_url
-from cdk.local_stack import serve_asgi
 from strands_kokoro import event_frames
 from strands_kokoro.audio_encoding import decode_audio
 from strands_kokoro.protocol import audio_ms

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 
 from agentcore_app.app import create_app
 from agentcore_app.conversation_settings import ConversationSettings
+from agentcore_app.local_stack import serve_asgi
 from agentcore_app.player import with_page
-from cdk.local_stack import serve_asgi
 from strands_kokoro.protocol import DEFAULT_VOICE
 
 if TYPE_CHECKING:

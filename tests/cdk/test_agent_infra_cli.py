@@ -5,14 +5,15 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import types
 from pathlib import Path
 
 import pytest
 
+from agentcore_app.local_stack import free_port
 from cdk import cli
-from cdk.local_stack import free_port
 from tests.model_server_process import RunningServer
+
+pytestmark = pytest.mark.slow
 
 AGENT_INFRA = str(Path(sys.executable).parent / "agent-infra")
 
@@ -51,13 +52,24 @@ def test_cdk_commands_are_delegated_to_the_recording_agent_infra(
     assert calls == [[command, "--profile", "dev"]]
 
 
-def test_serve_is_delegated_with_fake_local_commands_module(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("command", ["demo", "serve"])
+def test_demo_and_serve_run_the_agent_apps_launcher_with_a_recording_popen_double(
+    monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
     calls: list[list[str]] = []
-    fake = types.ModuleType("cdk.local_commands")
-    fake.serve_main = lambda argv: calls.append(list(argv)) or 3  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "cdk.local_commands", fake)
-    assert cli.agent_main(["serve", "--local", "--port", "9000"]) == 3
-    assert calls == [["--local", "--port", "9000"]]
+
+    class RecordingPopen:
+        def __init__(self, argv: list[str]) -> None:
+            calls.append(list(argv))
+
+        def wait(self) -> int:
+            return 3
+
+    monkeypatch.setattr(cli.subprocess, "Popen", RecordingPopen)
+    assert cli.agent_main([command, "--local", "--port", "9000"]) == 3
+    assert calls == [
+        [sys.executable, "-m", "agentcore_app.local_commands", command, "--local", "--port", "9000"]
+    ]
 
 
 # --------------------------------------------------------------------- what a newcomer sees go wrong
@@ -188,7 +200,7 @@ def test_an_unusable_model_setting_stops_the_launcher_in_one_line(command: str, 
 
 
 def test_serve_offers_the_engines_the_model_server_takes() -> None:
-    from cdk.local_commands import serve_parser
+    from agentcore_app.local_commands import serve_parser
     from tts_container.engines.loader import ENGINE_NAMES
 
     (engine,) = [a for a in serve_parser()._actions if a.dest == "engine"]

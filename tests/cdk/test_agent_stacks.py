@@ -20,8 +20,7 @@ from strands_kokoro.sessions import parse_sagemaker_endpoint
 from tests.cdk.synth_support import PROFILE_MODEL_ID, Synthesized
 
 # A full synth takes 20-60 s, several minutes on a loaded CI machine: more than the default 300 s.
-pytestmark = pytest.mark.timeout(900)
-
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 FOUNDATION, RUNTIME = "KokoroAgentFoundation", "KokoroAgentRuntime"
 
 

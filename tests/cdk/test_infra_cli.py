@@ -16,7 +16,7 @@ from cdk.tooling import ToolingError, require_absent, require_deployed
 from tests.cdk.synth_support import PROFILE_MODEL_ID
 
 # A full synth takes 20-60 s, several minutes on a loaded CI machine: more than the default 300 s.
-pytestmark = pytest.mark.timeout(900)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 
 @pytest.fixture

@@ -13,8 +13,7 @@ from cdk.stacks.common import MIN_REASON_CHARS, acknowledge
 from tests.cdk.synth_support import Synthesized
 
 # A full synth takes 20-60 s, several minutes on a loaded CI machine: more than the default 300 s.
-pytestmark = pytest.mark.timeout(900)
-
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 EXPECTED = {
     "KokoroSpeechFoundation": {
         "AwsSolutions-IAM5[Resource::*]",  # ecr:GetAuthorizationToken

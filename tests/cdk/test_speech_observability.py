@@ -13,8 +13,7 @@ from cdk.stacks.observability import LOAD_EVENT, LOAD_LINES_PER_MINUTE, LOAD_LOG
 from tests.cdk.synth_support import ENDPOINT, Synthesized, alarms_by_metric, only, template
 
 # A full synth takes 20-60 s, several minutes on a loaded CI machine: more than the default 300 s.
-pytestmark = pytest.mark.timeout(900)
-
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 SAGEMAKER_DIMENSIONS = [
     {"Name": "EndpointName", "Value": "kokoro-82m"},
     {"Name": "VariantName", "Value": "AllTraffic"},

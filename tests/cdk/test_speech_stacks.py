@@ -31,7 +31,7 @@ from tests.cdk.synth_support import (
 )
 
 # A full synth takes 20-60 s, several minutes on a loaded CI machine: more than the default 300 s.
-pytestmark = pytest.mark.timeout(900)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 
 def policy_statements(synthesized: Synthesized, stack: str, role_prefix: str) -> list[dict[str, Any]]:

@@ -25,7 +25,7 @@ import pytest
 from websockets.asyncio.client import connect
 
 from agentcore_app.client import run_turn
-from cdk.local_stack import free_port, serve_asgi
+from agentcore_app.local_stack import free_port, serve_asgi
 from strands_kokoro.protocol import WS_PATH, ErrorCode, control_object
 from strands_kokoro.serving.deadlines import BODY_TIMEOUT_S, HEADER_TIMEOUT_S
 from tests.faults.agent_app_process import SHORT_ANSWER, agent_app_process, recorded
@@ -36,8 +36,7 @@ from tests.tts_container.server_harness import dumps, read_response, stats, wait
 from tts_container.__main__ import SERVER_OPTIONS
 from tts_container.app import create_app
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(600)]
-
+pytestmark = [pytest.mark.slow, pytest.mark.anyio, pytest.mark.timeout(600)]
 MARGIN_S = 30.0  # on top of a deadline: a loaded 2-core machine, never a measurement
 SLOW_HEADERS = 20
 

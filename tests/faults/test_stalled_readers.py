@@ -24,7 +24,7 @@ import pytest
 from starlette.types import Message, Receive, Scope, Send
 
 from agentcore_app.client import run_turn
-from cdk.local_stack import agent_app, free_port, serve_asgi
+from agentcore_app.local_stack import agent_app, free_port, serve_asgi
 from strands_kokoro.protocol import Invocation, SynthesizeRequest
 from strands_kokoro.serving import deadlines
 from strands_kokoro.serving.deadlines import ReaderDeadline, ReaderStalled
@@ -37,8 +37,7 @@ from tests.tts_container.server_harness import idle, stats, wait_for_stats
 from tts_container.__main__ import SERVER_OPTIONS
 from tts_container.app import create_app
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(300)]
-
+pytestmark = [pytest.mark.slow, pytest.mark.anyio, pytest.mark.timeout(300)]
 STALL_S = 1.0
 BOUND_S = 60.0  # how long the servers may take to give up and settle (a bound, not a measurement)
 CHUNK = b"\0" * 65536

@@ -25,7 +25,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from websockets.asyncio.client import connect
 
-from cdk.local_stack import serve_asgi
+from agentcore_app.local_stack import serve_asgi
 from strands_kokoro.serving.deadlines import BodyDeadline, Refusal
 from strands_kokoro.serving.ports import unusable_port
 from strands_kokoro.serving.uvicorn_protocol import header_deadline_protocol

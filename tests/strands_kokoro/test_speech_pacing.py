@@ -26,8 +26,7 @@ from tests.strands_kokoro.speech_doubles import Turn, make_agent, run_turn, word
 from tts_container.app import WARMUP_TEXTS, create_app
 from tts_container.engines.base import NATIVE_SAMPLE_RATE, Audio
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(300)]
-
+pytestmark = [pytest.mark.slow, pytest.mark.anyio, pytest.mark.timeout(300)]
 MS_PER_CHAR = 12.0  # ~5x faster speech than Kokoro's, so a whole answer plays in a few seconds
 ANSWER = FOUR_SENTENCES + (
     " Otters spend most of their lives in the water, but they come ashore to rest, groom and raise "

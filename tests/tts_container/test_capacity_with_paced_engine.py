@@ -24,8 +24,7 @@ from tts_container.audio import KEEP_LEAD_S, KEEP_TAIL_S
 from tts_container.engines.base import Audio
 from tts_container.listener import ANSWER_GAP_S
 
-pytestmark = pytest.mark.anyio
-
+pytestmark = [pytest.mark.slow, pytest.mark.anyio]
 ENGINE_S_PER_AUDIO_S = 0.35  # 2.86 audio seconds per engine second: two listeners at 90%
 SENTENCE = "One two three four five six seven eight."
 STUTTER_S = 0.25

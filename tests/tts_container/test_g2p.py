@@ -23,6 +23,7 @@ def phonemizer() -> Phonemizer:
     return Phonemizer()
 
 
+@pytest.mark.slow
 def test_english_g2p_never_downloads_a_spacy_model(monkeypatch: pytest.MonkeyPatch) -> None:
     import spacy.cli
 
@@ -34,6 +35,7 @@ def test_english_g2p_never_downloads_a_spacy_model(monkeypatch: pytest.MonkeyPat
     assert phonemes == "həlˈO ðˈɛɹ."
 
 
+@pytest.mark.slow
 def test_installed_pipeline_g2p_sets_what_misakis_own_constructor_sets(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -59,10 +59,13 @@ if TYPE_CHECKING:
 
 # torch and kokoro are imported by the tests that use them, not here: importing them takes ~12 s, which
 # every `pytest` run would otherwise pay at collection, even one that selects none of these tests.
-pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("kokoro") is None,
-    reason="the torch extra (kokoro, Python < 3.13) is not installed",
-)
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        importlib.util.find_spec("kokoro") is None,
+        reason="the torch extra (kokoro, Python < 3.13) is not installed",
+    ),
+]
 
 # hexgrad/Kokoro-82M config.json (the same content kokoro-onnx ships; checked below when it is installed).
 # fmt: off

@@ -17,8 +17,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from agentcore_app.local_stack import start_model_server, stop_model_server
 from benchmarks.voice_calibration import cache_knowing_only_af_heart
-from cdk.local_stack import start_model_server, stop_model_server
 from tests.tts_container.server_harness import stats, wait_for_stats
 from tts_container import voice_calibration
 from tts_container.engines.base import VoiceCalibration

@@ -154,13 +154,6 @@ def _consumers(graph: onnx.GraphProto) -> Consumers:
     return consumers
 
 
-def _next_ops(
-    consumers: dict[str, list[onnx.NodeProto]], node: onnx.NodeProto, op: str
-) -> list[onnx.NodeProto]:
-    """The nodes of type ``op`` that read ``node``'s first output."""
-    return [n for n in consumers.get(node.output[0], []) if n.op_type == op]
-
-
 def _add_phase_offset(graph: onnx.GraphProto) -> None:
     """``phase_offset`` is added to the sine source's cumulative sum (the generator's only CumSum)."""
     cumsums = [n for n in graph.node if n.op_type == "CumSum" and n.name.startswith(_GENERATOR)]

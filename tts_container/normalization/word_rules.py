@@ -206,7 +206,6 @@ _PER_WORDS = {"s": "second", "sec": "second", "min": "minute", "h": "hour", "hr"
 _PER_WORDS |= {"day": "day", "wk": "week", "week": "week", "mo": "month", "month": "month", "yr": "year"}
 _PER_WORDS |= {"year": "year", "user": "user", "person": "person", "seat": "seat", "query": "query"}
 _SPACED_ONLY = frozenset({"<", ">", "/", "\\", "=", "-"})
-_AFTER_WORD_OR_NUMBER = frozenset({"²", "³", "^2", "^3", "%"})
 
 
 def _symbol(match: re.Match[str], british: bool) -> list[Piece] | None:

@@ -329,7 +329,7 @@ async def agent_app(
 async def warm_up_model(model: str, prompt: str | None = None) -> None:
     """Load the embedded LLM now (off the first turn's clock) and, given a prompt, pre-fill its prompt
     cache (llama.cpp reuses a cached prompt prefix). The demo's comparison reads every prompt whole
-    instead (:func:`cdk.local_commands.compared_model`), so neither mode finds the other's cached.
+    instead (:func:`agentcore_app.local_commands.compared_model`), so neither mode finds the other's cached.
     """
     if model != "local":
         return

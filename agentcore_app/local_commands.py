@@ -1,9 +1,10 @@
 """``agent-infra demo`` and ``agent-infra serve``: the agent app with everything it needs, on this machine.
 
-These are launchers, so they live beside the CDK app rather than in a wing: they depend on the wings
-(``agentcore_app`` for the app, the demo and the page; ``tts_container`` through its command lines, by
-way of :mod:`cdk.local_stack`), and no wing depends on them. ``agentcore_app`` is imported inside the
-commands, so ``speech-infra`` and ``agent-infra deploy`` never load strands or the LLM.
+The agent app's launcher: ``python -m agentcore_app.local_commands demo|serve ...``, which the
+``agent-infra`` console script runs as a child process (the CDK side imports no other package). It starts
+the model server through its command lines only (``python -m tts_container``, by way of
+:mod:`agentcore_app.local_stack`), so the agent app still imports nothing of ``tts_container``. Strands,
+the LLM and uvicorn are imported inside the commands, so ``--help`` and a refused setting answer at once.
 
 - ``demo``: with ``--local`` (the default when no ``--endpoint-url`` is given) it provisions the Kokoro
   weights, starts the model server and the agent app on free ports (the embedded LLM without a prompt
@@ -14,7 +15,7 @@ commands, so ``speech-infra`` and ``agent-infra deploy`` never load strands or t
 
 Both stop with one line and exit status 2, as ``python -m agentcore_app`` does, when a setting is one the
 app cannot use (checked before anything starts) or a piece of the stack does not come up
-(:class:`cdk.local_stack.LaunchError`, which quotes the model server's log).
+(:class:`agentcore_app.local_stack.LaunchError`, which quotes the model server's log).
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
 @contextlib.asynccontextmanager
 async def _local_target(args: argparse.Namespace) -> AsyncIterator[str]:
     """The local stack for as long as the demo runs; yields the agent app's URL."""
-    from cdk.local_stack import local_stack, warm_up_model, warm_up_turns
+    from agentcore_app.local_stack import local_stack, warm_up_model, warm_up_turns
 
     print("starting the local stack (weights, model server, agent app)...", file=sys.stderr)
     factory = compared_model(args.model, args.llm_pace)
@@ -163,8 +164,8 @@ def reported(prog: str, run: Callable[[], int]) -> int:
     ``except*``: a failure inside the local stack's task group arrives wrapped in an exception group.
     """
     from agentcore_app.demo import TargetError
+    from agentcore_app.local_stack import LaunchError
     from agentcore_app.setting_errors import SETTING_ERRORS
-    from cdk.local_stack import LaunchError
 
     known: tuple[type[Exception], ...] = (LaunchError, TargetError, *SETTING_ERRORS)
     failures: list[BaseException] = []
@@ -189,7 +190,7 @@ def _leaves(group: BaseExceptionGroup[BaseException]) -> Iterator[BaseException]
 
 
 def serve_parser() -> argparse.ArgumentParser:
-    from cdk.local_stack import MODEL_SERVER_ENGINES
+    from agentcore_app.local_stack import MODEL_SERVER_ENGINES
     from strands_kokoro.serving.local_callers import origin_option  # standard library only
 
     parser = argparse.ArgumentParser(
@@ -233,7 +234,7 @@ async def _speech_endpoint(args: argparse.Namespace) -> AsyncIterator[str]:
     if args.speech_endpoint:
         yield args.speech_endpoint
         return
-    from cdk.local_stack import model_server, provision_weights
+    from agentcore_app.local_stack import model_server, provision_weights
 
     print("starting the model server (weights are fetched on first use)...", file=sys.stderr)
     await provision_weights()
@@ -245,8 +246,8 @@ async def _speech_endpoint(args: argparse.Namespace) -> AsyncIterator[str]:
 async def serve(args: argparse.Namespace) -> None:
     """Serve until interrupted (Ctrl-C): uvicorn handles the signal, then the model server is stopped."""
     from agentcore_app.app import create_app, server_settings
+    from agentcore_app.local_stack import serve_until_stopped, warm_up_model
     from agentcore_app.player import page_url, with_page
-    from cdk.local_stack import serve_until_stopped, warm_up_model
 
     async with _speech_endpoint(args) as speech_endpoint:
         await warm_up_model(args.model)
@@ -268,7 +269,7 @@ def serve_main(argv: Sequence[str] | None = None) -> int:
     args = serve_parser().parse_args(argv)
 
     def run() -> int:
-        from cdk.local_stack import LaunchError
+        from agentcore_app.local_stack import LaunchError
         from strands_kokoro.serving.ports import unusable_port
 
         if (refused := unusable_port(args.host, args.port)) is not None:
@@ -279,3 +280,31 @@ def serve_main(argv: Sequence[str] | None = None) -> int:
         return 0
 
     return reported("agent-infra serve", run)
+
+
+DEMO_HELP = "hear the agent speak; bidi vs batch first-audio time"
+
+
+def demo_parser() -> argparse.ArgumentParser:
+    """``agent-infra demo``'s options, as a parser of its own (``prog`` names the command)."""
+    parser = argparse.ArgumentParser(prog="agent-infra demo", description=DEMO_HELP)
+    add_demo_arguments(parser)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``demo ...`` or ``serve ...``: each parses its own options (a bad flag shows that command's usage)."""
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    command, rest = (args_list[0], args_list[1:]) if args_list else ("", [])
+    if command == "demo":
+        return demo_main(demo_parser().parse_args(rest))
+    if command == "serve":
+        return serve_main(rest)
+    argparse.ArgumentParser(prog="agent-infra").error(
+        f"unknown command {command!r} (choose from demo, serve)"
+    )
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

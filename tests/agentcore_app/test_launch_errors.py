@@ -1,8 +1,8 @@
 """A piece of the local stack that does not come up is one line that quotes its log, and exit status 2.
 
-:func:`cdk.local_stack.wait_until_ready` raises :class:`~cdk.local_stack.LaunchError` with the last line of
-the child's log that says something; :func:`cdk.local_commands.reported` turns it (and the app's setting
-errors, also from inside the stack's task group) into one line on stderr.
+:func:`agentcore_app.local_stack.wait_until_ready` raises :class:`~agentcore_app.local_stack.LaunchError`
+with the last line of the child's log that says something; :func:`agentcore_app.local_commands.reported`
+turns it (and the app's setting errors, also from inside the stack's task group) into one line on stderr.
 """
 
 from __future__ import annotations
@@ -20,8 +20,10 @@ from typing import ClassVar
 
 import pytest
 
-from cdk.local_commands import reported, serve_main
-from cdk.local_stack import LaunchError, last_log_line, start_model_server, wait_until_ready
+from agentcore_app.local_commands import reported, serve_main
+from agentcore_app.local_stack import LaunchError, last_log_line, start_model_server, wait_until_ready
+
+pytestmark = pytest.mark.slow
 
 TRACEBACK_LOG = """\
 2026-01-01 12:00:00 INFO uvicorn.error: Uvicorn running on http://127.0.0.1:8080

@@ -1,0 +1,71 @@
+"""Every error code is written once, in its audience's table, and nowhere else a string.
+
+Callers switch on codes, so a code spelled in two places drifts (one file renames it, the other keeps
+answering the old word). The tables: the model server's wire codes (:class:`strands_kokoro.protocol.
+ErrorCode`) and the agent app's (:class:`agentcore_app.error_codes.AppErrorCode`, which reuses the wire's
+members where the fault is the same). Read from the source, as ``grep`` would.
+"""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+
+import pytest
+
+from agentcore_app.error_codes import Answer, AppErrorCode, answer_for
+from strands_kokoro.errors import CodedError
+from strands_kokoro.protocol import ErrorCode, ProtocolError
+from tests.import_graph import REPO_ROOT, python_files
+
+TABLES: dict[type[StrEnum], str] = {
+    ErrorCode: "strands_kokoro/protocol.py",
+    AppErrorCode: "agentcore_app/error_codes.py",
+}
+# The client library's turn core writes its own ``speech_error`` codes until they have a table of theirs.
+NOT_YET_TABLED = ("strands_kokoro/speech_turn.py", "strands_kokoro/turn_session.py")
+
+
+def _sources() -> dict[str, str]:
+    files = python_files("strands_kokoro", "tts_container", "agentcore_app", "cdk")
+    return {str(f.relative_to(REPO_ROOT)): f.read_text(encoding="utf-8") for f in files}
+
+
+@pytest.mark.parametrize("table", list(TABLES), ids=lambda t: t.__name__)
+def test_each_code_is_a_string_only_in_its_table(table: type[StrEnum]) -> None:
+    sources = _sources()
+    written: dict[str, list[str]] = {}
+    for code in table:
+        literal = re.compile(rf"""["']{re.escape(code.value)}["']""")
+        written[code.value] = [path for path, text in sources.items() if literal.search(text)]
+    home = {path for path in TABLES.values()}
+    elsewhere = {
+        code: [p for p in paths if p not in home and p not in NOT_YET_TABLED]
+        for code, paths in written.items()
+    }
+    assert {code: paths for code, paths in elsewhere.items() if paths} == {}
+
+
+def test_a_code_the_app_shares_with_the_wire_is_the_wires_member() -> None:
+    shared = {code.value for code in AppErrorCode} & {code.value for code in ErrorCode}
+    wire_words = {"bad_json", "bad_utf8", "bad_voice", "unknown_type", "format_unavailable", "internal_error"}
+    assert shared == wire_words
+
+
+def test_a_protocol_error_keeps_its_code_once_as_the_wire_member() -> None:
+    refused = ProtocolError(ErrorCode.BAD_SPEED, "'speed' must be a number")
+    assert refused.code is ErrorCode.BAD_SPEED and not hasattr(refused, "error_code")
+
+
+def test_the_answer_to_a_coded_error_keeps_its_code_status_and_retryable() -> None:
+    assert answer_for(CodedError(AppErrorCode.PAYLOAD_TOO_LARGE, "too big")) == Answer(
+        "payload_too_large", 413, False
+    )
+    assert answer_for(CodedError("conversation_busy", "busy", retryable=True)).retryable
+    assert answer_for(CodedError(AppErrorCode.BAD_JSON, "not JSON")).status == 400
+
+
+def test_the_answer_to_any_other_exception_is_the_fallback_and_leaks_nothing() -> None:
+    answer = answer_for(KeyError("text"), AppErrorCode.AGENT_FAILED)
+    assert answer == Answer("agent_failed", 200, False)
+    assert answer_for(RuntimeError("boom")).code == "internal_error"
