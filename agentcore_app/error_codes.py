@@ -19,6 +19,7 @@ from enum import StrEnum
 
 from strands_kokoro.errors import CodedError
 from strands_kokoro.protocol import ErrorCode
+from strands_kokoro.turn_errors import TurnErrorCode
 
 
 class AppErrorCode(StrEnum):
@@ -44,7 +45,7 @@ class AppErrorCode(StrEnum):
     BAD_CONVERSATION_SETTING = "bad_conversation_setting"
     BAD_CONVERSATIONS_LOCATION = "bad_conversations_location"
     # The app's own faults: logged with their trace, coded for the caller.
-    AGENT_FAILED = "agent_failed"
+    AGENT_FAILED = TurnErrorCode.AGENT_FAILED  # the turn's own code (KokoroSpeech's event)
     INTERNAL_ERROR = ErrorCode.INTERNAL_ERROR
 
 

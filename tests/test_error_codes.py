@@ -16,14 +16,15 @@ import pytest
 from agentcore_app.error_codes import Answer, AppErrorCode, answer_for
 from strands_kokoro.errors import CodedError
 from strands_kokoro.protocol import ErrorCode, ProtocolError
+from strands_kokoro.turn_errors import TurnErrorCode
 from tests.import_graph import REPO_ROOT, python_files
 
 TABLES: dict[type[StrEnum], str] = {
     ErrorCode: "strands_kokoro/protocol.py",
+    TurnErrorCode: "strands_kokoro/turn_errors.py",
     AppErrorCode: "agentcore_app/error_codes.py",
 }
-# The client library's turn core writes its own ``speech_error`` codes until they have a table of theirs.
-NOT_YET_TABLED = ("strands_kokoro/speech_turn.py", "strands_kokoro/turn_session.py")
+NOT_YET_TABLED: tuple[str, ...] = ()
 
 
 def _sources() -> dict[str, str]:

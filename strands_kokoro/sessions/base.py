@@ -31,6 +31,7 @@ from strands_kokoro.protocol import (
     control_object,
     parse_control,
 )
+from strands_kokoro.turn_errors import TurnErrorCode
 
 SessionEvent = (
     SessionStarted | SynthesisStarted | AudioData | WordTimings | SynthesisCompleted | ServerError | Cancelled
@@ -46,7 +47,9 @@ class SessionClosedError(CodedError, ConnectionError):
 
     retryable = True
 
-    def __init__(self, message: str = "the connection dropped", *, code: str = "connection_lost") -> None:
+    def __init__(
+        self, message: str = "the connection dropped", *, code: str = TurnErrorCode.CONNECTION_LOST
+    ) -> None:
         super().__init__(code, message)
 
 
