@@ -99,7 +99,8 @@ class Listener:
 
 
 def play(arrivals: list[tuple[float, float]]) -> list[float]:
-    """The stalls of a real-time player fed ``(arrival s, audio s)`` pieces, starting at the first."""
+    """The stalls of a real-time player fed ``(arrival s, audio s)`` pieces, starting at the first: each
+    piece that arrives after the audio before it has played out is a silence (the tests use it too)."""
     stalls: list[float] = []
     if not arrivals:
         return stalls

@@ -15,6 +15,7 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from benchmarks.capacity import play
 from strands_kokoro.protocol import WS_PATH, ErrorCode, audio_ms
 from tests.model_server_process import running_app
 from tests.tts_container.server_fakes import SECONDS_PER_WORD, TONE_HZ, ToneEngine, tone
@@ -64,18 +65,6 @@ async def listen(address: str, name: str, sentences: int, start: asyncio.Event) 
     return {"refusal": None, "arrivals": arrivals}
 
 
-def stalls(arrivals: list[tuple[float, float]]) -> list[float]:
-    """A real-time player's silences after its first audio: each piece late against the audio before."""
-    heard: list[float] = []
-    dry_at = arrivals[0][0]
-    for arrived, seconds in arrivals:
-        if arrived > dry_at:
-            heard.append(arrived - dry_at)
-            dry_at = arrived
-        dry_at += seconds
-    return heard
-
-
 async def test_past_capacity_a_new_answer_is_refused_at_once_and_the_listeners_speaking_never_stall() -> None:
     async with running_app(create_app(PacedToneEngine)) as address:
         capacity = (await stats(address))["capacity_listeners"]
@@ -104,7 +93,7 @@ async def test_past_capacity_a_new_answer_is_refused_at_once_and_the_listeners_s
         heard = await asyncio.gather(*speaking)
         for listener in heard:
             assert listener["refusal"] is None
-            assert max(stalls(listener["arrivals"]), default=0.0) <= STUTTER_S
+            assert max(play(listener["arrivals"]), default=0.0) <= STUTTER_S
         await asyncio.sleep(ANSWER_GAP_S + 0.2)  # their answers are over: a place is free again
         again = await listen(address, "again", 1, _set())
         assert again["refusal"] is None and again["arrivals"]
