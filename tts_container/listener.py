@@ -49,9 +49,9 @@ class ListenerClock:
 
     def stop(self) -> None:
         """The listener stopped hearing what was made for it (a ``cancel``: queued audio is dropped):
-        its audio runs out now, so its next request starts a new stretch and is due soon."""
-        if self.dry_at is not None:
-            self.dry_at = min(self.dry_at, self.clock())
+        its answer is over, so it holds no place at the server and its next request starts a new
+        stretch, due soon (a user who barged in opens the next turn, often on a new session)."""
+        self.dry_at = None
 
     def continues(self, received_at: float) -> bool:
         """Whether a request received at ``received_at`` continues audio that was playing then."""

@@ -153,17 +153,18 @@ def test_the_listener_clock_counts_stalls_only_inside_speech() -> None:
     assert listener.stalled_s == pytest.approx(0.4)
 
 
-def test_after_a_barge_in_the_next_request_is_due_soon_and_still_inside_the_answer() -> None:
+def test_after_a_barge_in_the_listener_holds_no_place_and_its_next_request_is_due_soon() -> None:
     clock = ManualClock()
-    admission = _admission(clock, audio_per_s=1.5)
-    listener = admission.listener()
+    admission = _admission(clock, audio_per_s=1.5)  # one listener
+    listener, next_turn = admission.listener(), admission.listener()
     assert admission.admit(listener, "a", "a") is None
     listener.made(6.0, clock.now, started=False)  # six seconds queued for the listener
     listener.requests.clear()
     listener.stop()  # cancel: the queued audio is dropped
+    assert not listener.in_answer() and admission.speaking() == 0
     clock.now += 0.1
     assert listener.deadline(clock.now, started=False) == pytest.approx(clock.now + FIRST_AUDIO_TARGET_S)
-    assert admission.admit(listener, "b", "b") is None  # the agent's reply to the interruption
+    assert admission.admit(next_turn, "b", "b") is None  # the user's next turn, on a new session
 
 
 def test_capacity_follows_the_engine_and_forgets_the_warm_up() -> None:
