@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Callable, MutableMapping, Sequence
@@ -54,6 +55,8 @@ from cdk.tooling import (
 ACTIONS = ("deploy", "diff", "synth", "destroy")
 LOCAL_LAUNCHER = "agentcore_app.local_commands"
 LOCAL_COMMANDS = ("demo", "serve")
+# An interrupt the launcher did not get with this process (not from a terminal) is passed on after this.
+FORWARD_AFTER_S = 2.0
 DEMO_HELP = "hear the agent speak; bidi vs batch first-audio time (see `agent-infra demo --help`)"
 DEFAULT_OUTPUT = REPO_ROOT / "cdk" / "cdk.out"
 # jsii's node prints an 11-line banner per start on a node it no longer supports; the value lists the
@@ -158,15 +161,19 @@ def run_local_command(argv: Sequence[str]) -> int:
     """``agent-infra demo|serve ...``: the agent app's launcher, run on this Python as a command line.
 
     The launchers live with the agent app (:mod:`agentcore_app.local_commands`), and the CDK side reaches
-    the other packages only through command lines. Ctrl-C reaches the launcher too (one process group),
-    which tears its stack down and exits; its exit status is this command's.
+    the other packages only through command lines. Ctrl-C in a terminal reaches the launcher too (one
+    process group), which tears its stack down and exits; an interrupt sent to this process alone (a
+    supervisor's SIGINT) is passed on after :data:`FORWARD_AFTER_S`. Its exit status is this command's.
     """
     child = subprocess.Popen([sys.executable, "-m", LOCAL_LAUNCHER, *argv])
     while True:
         try:
             return child.wait()
         except KeyboardInterrupt:
-            continue
+            try:
+                return child.wait(timeout=FORWARD_AFTER_S)
+            except subprocess.TimeoutExpired:
+                child.send_signal(signal.SIGINT)
 
 
 def agent_infra(argv: Sequence[str]) -> int:
