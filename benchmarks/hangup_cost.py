@@ -8,7 +8,7 @@ caller leaves: :mod:`tests.faults.agent_app_process`), against the REAL model se
 raw TCP client posts a turn and leaves after the first ``audio_chunk`` or the first ``text_delta``, with
 a FIN or a reset. From that moment the model server's ``/stats`` is polled every 20 ms: requests
 completed and engine calls after the hang-up, audio made and never sent, and how long until its
-counters show the cancel and until it is idle (no session, no engine call). Goal (issue 23): at most
+counters show the cancel and until it is idle (no session, no engine call). Goal: at most
 1 request and 1 s. The load average is recorded; never a timed assert.
 """
 
