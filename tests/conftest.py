@@ -30,6 +30,23 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.slow)
 
 
+# Audio compared in tests runs to hundreds of kB: pytest's own explanation of two unequal byte strings
+# (a difflib diff of their reprs) takes longer than the test's timeout, and the failure is lost to it.
+LONG_BYTES = 4096
+
+
+def pytest_assertrepr_compare(op: str, left: object, right: object) -> list[str] | None:
+    """Where two long byte strings part, in one line, instead of pytest's diff."""
+    if op != "==" or not isinstance(left, bytes | bytearray) or not isinstance(right, bytes | bytearray):
+        return None
+    if max(len(left), len(right)) < LONG_BYTES:
+        return None
+    parted = next(
+        (i for i, (a, b) in enumerate(zip(left, right, strict=False)) if a != b), min(len(left), len(right))
+    )
+    return [f"{len(left)} bytes == {len(right)} bytes: they part at byte {parted}"]
+
+
 @pytest.fixture(scope="session")
 def model_server() -> Iterator[RunningServer]:
     """One real model server (onnx engine, real Kokoro weights) shared by the whole test session (one per

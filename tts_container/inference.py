@@ -75,9 +75,6 @@ class InferencePool:
         self._running = False
         self._completed = 0
         self._busy_s = 0.0
-        # When the earliest waiting call is due (IDLE: none waits). Kept as one float because the engine
-        # thread reads it (``Pace``) while the loop changes the heap; a float is read whole.
-        self.next_due = IDLE
 
     def stats(self) -> PoolStats:
         queued = sum(not call.withdrawn for call in self._waiting)
@@ -94,13 +91,11 @@ class InferencePool:
         call = _Call(due, next(self._order), fn, loop.create_future())
         heapq.heappush(self._waiting, call)
         self._dispatch()
-        self._note_next_due()
         try:
             result: T = await asyncio.shield(call.result)
         except asyncio.CancelledError:
             if not call.started:
                 call.withdrawn = True
-                self._note_next_due()
             else:
                 await run_to_end(asyncio.wait([call.result]))  # the engine call cannot be interrupted
                 if not call.result.cancelled():
@@ -117,11 +112,6 @@ class InferencePool:
             self._running = call.started = True
             work = asyncio.get_running_loop().run_in_executor(self._executor, self._timed, call.fn)
             work.add_done_callback(functools.partial(self._done, call))
-
-    def _note_next_due(self) -> None:
-        while self._waiting and self._waiting[0].withdrawn:
-            heapq.heappop(self._waiting)
-        self.next_due = self._waiting[0].deadline if self._waiting else IDLE
 
     def _timed(self, fn: Callable[[], Any]) -> Any:
         started = time.perf_counter()
@@ -140,7 +130,6 @@ class InferencePool:
         else:
             call.result.set_result(work.result())
         self._dispatch()
-        self._note_next_due()
 
     def shutdown(self) -> None:
         for call in self._waiting:

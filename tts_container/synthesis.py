@@ -123,7 +123,6 @@ class Synthesizer:
             speed=request.speed,
             lang=request_lang(request.lang, request.voice),
             context=context,
-            pace=ListenerPace(heard.listener, self.pool, self.capacity),
         )
         # Even starting the iterator goes through the pool: an engine may phonemize eagerly.
         segments, engine_s = await self.pool.run(
@@ -147,33 +146,6 @@ class Synthesizer:
             close = getattr(segments, "close", None)
             if close is not None:
                 close()
-
-
-# The longest engine call a listener's pace affords: a listener who arrives meanwhile waits for it.
-MAX_CALL_S = 0.6
-# A call may cost at most this share of its listener's buffered audio.
-BUFFER_SHARE = 0.5
-
-
-@dataclass(frozen=True, slots=True)
-class ListenerPace:
-    """How much audio one engine call may render for a listener (``Pace``): its cost at most
-    :data:`BUFFER_SHARE` of what the listener has buffered, ending before any other waiting call is
-    due, and no longer than :data:`MAX_CALL_S` (a listener arriving meanwhile still starts soon).
-    Asked on the engine thread: it only reads floats the loop writes whole."""
-
-    listener: ListenerClock
-    pool: InferencePool
-    capacity: Capacity
-
-    def affordable_s(self) -> float:
-        rate = self.capacity.audio_per_s
-        dry_at = self.listener.dry_at
-        if rate is None or dry_at is None:
-            return 0.0
-        now = self.listener.clock()
-        engine_s = min(BUFFER_SHARE * (dry_at - now), self.pool.next_due - now, MAX_CALL_S)
-        return max(0.0, engine_s * rate)
 
 
 @dataclass(slots=True)

@@ -73,7 +73,7 @@ class IdEngine:
         return None
 
     def segments(
-        self, text: str, *, voice: str, speed: float, lang: str, context: object = None, pace: object = None
+        self, text: str, *, voice: str, speed: float, lang: str, context: object = None
     ) -> Iterator[Audio]:
         for sentence in sentences(text):
             with self._lock:

@@ -62,7 +62,7 @@ class PacedEngineDouble:
         return None
 
     def segments(
-        self, text: str, *, voice: str, speed: float, lang: str, context: object = None, pace: object = None
+        self, text: str, *, voice: str, speed: float, lang: str, context: object = None
     ) -> Iterator[Audio]:
         seconds = len(text) * MS_PER_CHAR / 1000.0
         with self._lock:

@@ -46,7 +46,7 @@ class ToneEngine:
         return None
 
     def segments(
-        self, text: str, *, voice: str, speed: float, lang: str, context: object = None, pace: object = None
+        self, text: str, *, voice: str, speed: float, lang: str, context: object = None
     ) -> Iterator[Audio]:
         for sentence in re.findall(r"[^.!?]+[.!?]*", text):
             if not sentence.strip():

@@ -36,7 +36,7 @@ class PacedToneEngine(ToneEngine):
     audio the server sends of it (the tone and the edges it keeps)."""
 
     def segments(
-        self, text: str, *, voice: str, speed: float, lang: str, context: object = None, pace: object = None
+        self, text: str, *, voice: str, speed: float, lang: str, context: object = None
     ) -> Iterator[Audio]:
         for sentence in text.split(". "):
             body_s = len(sentence.split()) * SECONDS_PER_WORD / speed

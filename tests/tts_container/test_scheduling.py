@@ -7,17 +7,14 @@ is due first runs first. The listener clock and the admission take a clock the t
 from __future__ import annotations
 
 import asyncio
-import itertools
 import threading
 
 import pytest
 
 from strands_kokoro.protocol import ErrorCode
 from tts_container.admission import UTILIZATION, Admission, Capacity
-from tts_container.engines.windows import ladder, window_bounds
 from tts_container.inference import IDLE, InferencePool
 from tts_container.listener import ANSWER_GAP_S, FIRST_AUDIO_TARGET_S, ListenerClock
-from tts_container.synthesis import MAX_CALL_S, ListenerPace
 
 pytestmark = pytest.mark.anyio
 
@@ -230,31 +227,3 @@ def test_a_listener_that_leaves_frees_its_place() -> None:
     assert admission.admit(waiting, "w", "w") is not None
     admission.leave(gone)
     assert admission.admit(waiting, "w", "w") is None
-
-
-def test_a_call_renders_as_much_audio_as_nobody_would_stall_for() -> None:
-    clock = ManualClock()
-    capacity = Capacity()
-    capacity.record(audio_s=3.0, engine_s=1.0)  # three seconds of audio per engine second
-    pool = InferencePool()
-    listener = ListenerClock(clock)
-    pace = ListenerPace(listener, pool, capacity)
-    assert pace.affordable_s() == 0.0  # nothing playing yet: the first window is the smallest
-    listener.made(0.6, clock.now, started=False)  # 0.6 s buffered: a call of 0.3 s, 0.9 s of audio
-    assert pace.affordable_s() == pytest.approx(0.9)
-    listener.made(10.0, clock.now, started=True)  # far ahead: capped by the longest call
-    assert pace.affordable_s() == pytest.approx(MAX_CALL_S * 3.0)
-    pool.next_due = clock.now + 0.1  # another listener needs the engine in 100 ms
-    assert pace.affordable_s() == pytest.approx(0.3)
-    pool.next_due = clock.now - 0.1  # and is late already: the smallest window
-    assert pace.affordable_s() == 0.0
-    pool.shutdown()
-
-
-def test_window_bounds_grow_to_what_the_listener_affords_and_tile_the_segment() -> None:
-    fixed = ladder(400, 1.5)
-    assert list(window_bounds(400, 1.5, lambda: 0)) == [(a, b, b == 400) for a, b in fixed]
-    wide = list(window_bounds(400, 1.5, lambda: 150))
-    assert wide[0][:2] == (0, 150) and wide[-1][1:] == (400, True)
-    assert all(a[1] == b[0] for a, b in itertools.pairwise(wide))
-    assert len(wide) < len(fixed)

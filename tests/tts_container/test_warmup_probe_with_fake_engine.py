@@ -44,7 +44,7 @@ class SlowLongProbeEngineDouble(ToneEngine):
         return self.windowed
 
     def segments(
-        self, text: str, *, voice: str, speed: float, lang: str, context: object = None, pace: object = None
+        self, text: str, *, voice: str, speed: float, lang: str, context: object = None
     ) -> Iterator[Audio]:
         if text == PROBE_LONG:
             time.sleep(LONG_PROBE_DELAY_S)

@@ -68,17 +68,6 @@ class VoiceCalibration:
     finish: Callable[[], None]
 
 
-class Pace(Protocol):
-    """The server's view of the listener a request is for, asked by the engine on its own thread."""
-
-    def affordable_s(self) -> float:
-        """The most audio one engine call may render now without a stall: its listener keeps enough
-        buffered while it runs and no other listener needs the engine before it ends. A bigger call
-        costs less per second of audio (no context rendered twice; a whole segment is exactly the
-        model's audio)."""
-        ...
-
-
 class Engine(Protocol):
     """A loaded Kokoro model shared by every session of the server."""
 
@@ -97,12 +86,11 @@ class Engine(Protocol):
         speed: float,
         lang: str,
         context: Context = NO_CONTEXT,
-        pace: Pace | None = None,
     ) -> Iterator[Segment | Audio]:
         """Yield the audio of ``text`` piece by piece (segments split at the 510-phoneme limit and
         clauses, each whole or in windows), spoken as part of ``context``'s sentence when given.
-        ``pace`` (optional) lets an engine that renders in windows render a segment whole when its
-        listener is far enough ahead.
+        The audio is a function of the arguments alone (never of the server's load): a request
+        rendered again is the same, sample for sample, which a client resuming it relies on.
 
         Each item is mono float32 at :data:`NATIVE_SAMPLE_RATE`, as a :class:`Segment` or as bare audio
         (one whole segment) from an engine that has nothing more to say. Blocking; called from a worker

@@ -22,7 +22,6 @@ from tts_container.engines.base import (
     NO_CONTEXT,
     Audio,
     Context,
-    Pace,
     Segment,
     VoiceCalibration,
 )
@@ -54,7 +53,6 @@ def speak(
     lang: str,
     context: Context,
     growth: float | None,
-    pace: Pace | None = None,
 ) -> Iterator[Segment]:
     """An engine's ``segments``: plan ``text`` now (a bad request fails at the call, which the server
     makes from its pool), and return an iterator that renders it lazily, piece by piece (so a
@@ -72,7 +70,7 @@ def speak(
         piece
         for segment in plan
         for piece in render(
-            vocoder, segment, voice=voice, speed=speed, stats_model=model, growth=growth, pace=pace
+            vocoder, segment, voice=voice, speed=speed, stats_model=model, growth=growth
         )
     )
 
@@ -117,8 +115,7 @@ class WindowedEngine(ABC):
         speed: float,
         lang: str,
         context: Context = NO_CONTEXT,
-        pace: Pace | None = None,
-    ) -> Iterator[Segment]:
+        ) -> Iterator[Segment]:
         """Check the voice and plan now (a bad request fails at the call, which the server makes from
         its pool); the returned iterator renders lazily, piece by piece, so a ``cancel`` lands between."""
         if not self._voice_tables.knows(voice):
@@ -133,7 +130,6 @@ class WindowedEngine(ABC):
             lang=lang,
             context=context,
             growth=self.growth,
-            pace=pace,
         )
 
     def calibration(self, voice: str) -> VoiceCalibration | None:

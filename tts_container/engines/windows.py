@@ -32,20 +32,19 @@ GPU's path, and a short answer's on a CPU). Where the voice's statistics model i
 segment with context takes the predicted statistics even in one call (1.0 dB median, 2.7 worst, like
 the windowed pieces beside it): vocoding its context words too would triple the call.
 
-Window sizes are a function of the segment alone; whether a segment is windowed at all is the engine's
-decision from its speed (a GPU renders whole sentences faster than a window's worth of audio plays) and,
-per segment, the server's (``Pace``: a listener far enough ahead gets it in one call). Either way the
-prosody is the same, so a request rendered again has the same durations and length, sample for sample
-(the client's reconnect rule relies on it); only the level at window seams may differ by a fraction of
-a dB.
+Window sizes are a function of the segment alone, and whether a segment is windowed at all is the
+engine's decision from its speed, once per process (a GPU renders whole sentences faster than a
+window's worth of audio plays). Never the server's load: a request rendered again is the same, sample
+for sample (the client's reconnect rule relies on it). Letting a listener far ahead take larger
+windows or a whole segment was tried: it saves the context rendered twice per window, but a re-sent
+request then came back with other seams and, rendered whole, a lead trimmed up to 10 ms differently.
 """
 
 from __future__ import annotations
 
-import functools
 import logging
 import math
-from collections.abc import Callable, Container, Iterator, Sequence
+from collections.abc import Container, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
@@ -56,7 +55,6 @@ from strands_kokoro.protocol import Word
 from tts_container.engines.base import (
     NATIVE_SAMPLE_RATE,
     Audio,
-    Pace,
     Segment,
 )
 from tts_container.engines.norm_stats import (
@@ -146,30 +144,19 @@ def phase_offset(pitch: Pitch, step: int) -> Pitch:
 
 
 def ladder(steps: int, growth: float | None) -> list[tuple[int, int]]:
-    """Window bounds over ``steps`` steps when no listener's pace is known (:func:`window_bounds`)."""
-    return [(start, stop) for start, stop, _ in window_bounds(steps, growth)]
-
-
-def window_bounds(
-    steps: int, growth: float | None, budget: Callable[[], int] | None = None
-) -> Iterator[tuple[int, int, bool]]:
-    """Window bounds over ``steps`` steps, and whether each is the last: one call when ``growth`` is
-    None or the segment is short; else a first window of :data:`FIRST_WINDOW_STEPS` (or ``budget()``
-    steps, when the listener can afford more), each next ``growth`` times larger (or ``budget()``),
-    and the rest in the last one once it is less than one and a half windows. Lazy: ``budget`` is
-    asked when the window is about to be rendered."""
+    """Window bounds over ``steps`` steps: one call when ``growth`` is None or the segment is short;
+    else a first window of :data:`FIRST_WINDOW_STEPS`, each next ``growth`` times larger, and the
+    rest in the last one once it is less than one and a half windows."""
     if growth is None or steps <= 2 * FIRST_WINDOW_STEPS:
-        yield 0, steps, True
-        return
+        return [(0, steps)]
+    bounds: list[tuple[int, int]] = []
     start, size = 0, FIRST_WINDOW_STEPS
     while True:
-        if budget is not None:
-            size = max(size, budget())
         following = math.ceil(size * growth)
         if steps - start <= size + following // 2:
-            yield start, steps, True
-            return
-        yield start, start + size, False
+            bounds.append((start, steps))
+            return bounds
+        bounds.append((start, start + size))
         start, size = start + size, following
 
 
@@ -226,15 +213,12 @@ def render(
     speed: float,
     stats_model: NormStatsModel | None,
     growth: float | None,
-    pace: Pace | None = None,
 ) -> Iterator[Segment]:
     """The segment's own audio as one or more pieces, each ready as soon as its window is rendered.
 
     Windowed only with the voice's statistics model and a ``growth`` (the engine is slow enough to need
-    it), and only when ``pace`` cannot afford a segment without context in one call (its listener far
-    enough ahead: one call is cheaper and is the model's own audio); windows are as large as ``pace``
-    affords. Otherwise one call: with the predicted statistics for a segment with context where the
-    model is known, else over the whole utterance with its own statistics.
+    it); otherwise one call: with the predicted statistics for a segment with context where the model
+    is known, else over the whole utterance with its own statistics.
     """
     prosody = vocoder.prosody(
         segment.phonemes.text, voice=voice, speed=speed, style_tokens=segment.style_tokens
@@ -245,21 +229,17 @@ def render(
     first_step = region.begin // STEP_SAMPLES
     last_step = min(prosody.steps, -(-region.end // STEP_SAMPLES))
     steps = last_step - first_step
-    budget = None if pace is None else functools.partial(_budget_steps, pace)
-    if budget is not None and not segment.has_context and budget() >= steps:
-        stats_model = None  # one call with its own statistics: the model's own audio
-    windowed = stats_model is not None and growth is not None and steps > 2 * FIRST_WINDOW_STEPS
-    bounds = window_bounds(steps, growth if stats_model is not None else None, budget)
+    bounds = ladder(steps, growth if stats_model is not None else None)
     stats = None
-    if stats_model is not None and (windowed or segment.has_context):
+    if stats_model is not None and (len(bounds) > 1 or segment.has_context):
         silence, sibilance = shares(prosody.durations, segment.phonemes.text, vocoder.vocab)
         stats = stats_model.at(silence, prosody.steps, sibilance)
     held = np.zeros(0, dtype=np.float32)  # the previous window's audio past its end, to cross-fade
     half = CROSSFADE_SAMPLES // 2
     lead: Literal["trim", "exact"] = "exact" if segment.continues_before else "trim"
-    for index, (a, b, last) in enumerate(bounds):
+    for index, (a, b) in enumerate(bounds):
         start, stop = first_step + a, first_step + b
-        first = index == 0
+        first, last = index == 0, index == len(bounds) - 1
         pre = min(EDGE_STEPS if first else CONTEXT_STEPS, start)
         post = 0 if last else min(CONTEXT_STEPS, prosody.steps - stop)
         if stats is None:  # one call with its own statistics: those of the whole utterance
@@ -304,10 +284,6 @@ def render(
         )
         if last:
             return
-
-
-def _budget_steps(pace: Pace) -> int:
-    return int(pace.affordable_s() * NATIVE_SAMPLE_RATE / STEP_SAMPLES)
 
 
 def is_speech(audio: Audio) -> bool:
