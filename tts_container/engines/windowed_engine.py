@@ -69,9 +69,7 @@ def speak(
     return (
         piece
         for segment in plan
-        for piece in render(
-            vocoder, segment, voice=voice, speed=speed, stats_model=model, growth=growth
-        )
+        for piece in render(vocoder, segment, voice=voice, speed=speed, stats_model=model, growth=growth)
     )
 
 
@@ -115,7 +113,7 @@ class WindowedEngine(ABC):
         speed: float,
         lang: str,
         context: Context = NO_CONTEXT,
-        ) -> Iterator[Segment]:
+    ) -> Iterator[Segment]:
         """Check the voice and plan now (a bad request fails at the call, which the server makes from
         its pool); the returned iterator renders lazily, piece by piece, so a ``cancel`` lands between."""
         if not self._voice_tables.knows(voice):
