@@ -20,7 +20,7 @@ from strands_kokoro.turn_errors import TurnErrorCode
 from tests.import_graph import REPO_ROOT, python_files
 
 TABLES: dict[type[StrEnum], str] = {
-    ErrorCode: "strands_kokoro/protocol.py",
+    ErrorCode: "strands_kokoro/protocol/errors.py",
     TurnErrorCode: "strands_kokoro/turn_errors.py",
     AppErrorCode: "agentcore_app/error_codes.py",
 }
