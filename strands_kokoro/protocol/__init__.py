@@ -45,9 +45,11 @@ from strands_kokoro.protocol.client_parsing import (
     parse_synthesize_fields,
 )
 from strands_kokoro.protocol.errors import (
+    HTTP_STATUS_CODE_PREFIX,
     SETTING_REFUSALS,
     ErrorCode,
     ProtocolError,
+    http_status_code,
 )
 from strands_kokoro.protocol.frame_parsing import (
     parse_control,
@@ -118,6 +120,7 @@ __all__ = [
     "DEFAULT_LANG",
     "DEFAULT_SAMPLE_RATE",
     "DEFAULT_VOICE",
+    "HTTP_STATUS_CODE_PREFIX",
     "INVOCATIONS_PATH",
     "INVOCATION_FORMATS",
     "MAX_CONTEXT_CHARS",
@@ -163,6 +166,7 @@ __all__ = [
     "control_object",
     "decode_text",
     "finite_number",
+    "http_status_code",
     "is_voice_mix",
     "json_text",
     "json_type",

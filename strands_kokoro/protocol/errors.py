@@ -68,6 +68,16 @@ SETTING_REFUSALS: frozenset[ErrorCode] = frozenset(
 )
 
 
+# A refusal whose body carried no coded error (a proxy's page, a gateway's 502) is named by its HTTP
+# status: ``http_502``. A client tells these from the server's own codes by the prefix.
+HTTP_STATUS_CODE_PREFIX = "http_"
+
+
+def http_status_code(status: int) -> str:
+    """The code of a refusal that carried no coded body: ``http_<status>``."""
+    return f"{HTTP_STATUS_CODE_PREFIX}{status}"
+
+
 class ProtocolError(CodedError):
     """A client message the server refuses: a stable code, a message written for humans, and the
     request it is about (if the message named one). Sending the same message again cannot help."""

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from strands_kokoro.protocol.audio_formats import AUDIO_FORMAT, CHANNELS, DEFAULT_SAMPLE_RATE
+from strands_kokoro.protocol.errors import http_status_code
 from strands_kokoro.protocol.frames import (
     AudioData,
     Cancelled,
@@ -125,4 +126,4 @@ def parse_error_body(body: bytes, *, request_id: str, status: int) -> ServerErro
     frame = parse_control(obj) if obj is not None else None
     if isinstance(frame, ServerError):
         return ServerError(frame.request_id or request_id, frame.code, frame.message, frame.retry_after_ms)
-    return ServerError(request_id, f"http_{status}", f"the server answered HTTP {status}")
+    return ServerError(request_id, http_status_code(status), f"the server answered HTTP {status}")
