@@ -10,6 +10,8 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Final
 
+from strands_kokoro.session_errors import SessionErrorCode
+
 __all__ = ["INTERRUPTED", "SETUP_FAILURES", "TurnErrorCode"]
 
 
@@ -31,12 +33,13 @@ INTERRUPTED: Final = "interrupted"
 
 # What a listener's app can say when a session cannot even be set up, by the code the session raised.
 SETUP_FAILURES: Final[dict[str, str]] = {
-    "unknown_endpoint_scheme": "the speech endpoint is not a ws://, http(s)://, sagemaker: or "
+    SessionErrorCode.UNKNOWN_ENDPOINT_SCHEME: "the speech endpoint is not a ws://, http(s)://, sagemaker: or "
     "sagemaker-batch: address",
-    "bad_endpoint": "the speech endpoint names no host, or no SageMaker endpoint",
-    "bad_endpoint_option": "the speech endpoint has an option its session does not take",
-    "missing_dependency": "speech over SageMaker needs the 'sagemaker' extra installed",
-    "no_region": "speech over SageMaker needs an AWS region (AWS_REGION, or ?region= on the endpoint)",
-    "no_credentials": "speech over SageMaker found no AWS credentials",
-    "unknown_region": "speech over SageMaker names a region in no partition botocore knows",
+    SessionErrorCode.BAD_ENDPOINT: "the speech endpoint names no host, or no SageMaker endpoint",
+    SessionErrorCode.BAD_ENDPOINT_OPTION: "the speech endpoint has an option its session does not take",
+    SessionErrorCode.MISSING_DEPENDENCY: "speech over SageMaker needs the 'sagemaker' extra installed",
+    SessionErrorCode.NO_REGION: "speech over SageMaker needs an AWS region (AWS_REGION, or ?region= on "
+    "the endpoint)",
+    SessionErrorCode.NO_CREDENTIALS: "speech over SageMaker found no AWS credentials",
+    SessionErrorCode.UNKNOWN_REGION: "speech over SageMaker names a region in no partition botocore knows",
 }

@@ -2,8 +2,10 @@
 
 Callers switch on codes, so a code spelled in two places drifts (one file renames it, the other keeps
 answering the old word). The tables: the model server's wire codes (:class:`strands_kokoro.protocol.
-ErrorCode`) and the agent app's (:class:`agentcore_app.error_codes.AppErrorCode`, which reuses the wire's
-members where the fault is the same). Read from the source, as ``grep`` would.
+ErrorCode`), a speech session's (:class:`strands_kokoro.session_errors.SessionErrorCode`), a turn's
+(:class:`strands_kokoro.turn_errors.TurnErrorCode`) and the agent app's
+(:class:`agentcore_app.error_codes.AppErrorCode`, which reuses the wire's members where the fault is the
+same). Read from the source of every shipped package, the benchmarks and the examples, as ``grep`` would.
 """
 
 from __future__ import annotations
@@ -16,20 +18,28 @@ import pytest
 from agentcore_app.error_codes import Answer, AppErrorCode, answer_for
 from strands_kokoro.errors import CodedError
 from strands_kokoro.protocol import ErrorCode, ProtocolError
+from strands_kokoro.session_errors import SessionErrorCode
 from strands_kokoro.turn_errors import TurnErrorCode
 from tests.import_graph import REPO_ROOT, python_files
 
 TABLES: dict[type[StrEnum], str] = {
-    ErrorCode: "strands_kokoro/protocol.py",
+    ErrorCode: "strands_kokoro/protocol/errors.py",
     TurnErrorCode: "strands_kokoro/turn_errors.py",
+    SessionErrorCode: "strands_kokoro/session_errors.py",
     AppErrorCode: "agentcore_app/error_codes.py",
 }
 NOT_YET_TABLED: tuple[str, ...] = ()
+SOURCES = ("strands_kokoro", "tts_container", "agentcore_app", "cdk", "benchmarks", "examples")
 
 
 def _sources() -> dict[str, str]:
-    files = python_files("strands_kokoro", "tts_container", "agentcore_app", "cdk")
+    files = python_files(*SOURCES)
     return {str(f.relative_to(REPO_ROOT)): f.read_text(encoding="utf-8") for f in files}
+
+
+def _literal(code: str) -> re.Pattern[str]:
+    """The code as a string literal in Python source (either quote)."""
+    return re.compile(rf"""["']{re.escape(code)}["']""")
 
 
 @pytest.mark.parametrize("table", list(TABLES), ids=lambda t: t.__name__)
@@ -37,14 +47,25 @@ def test_each_code_is_a_string_only_in_its_table(table: type[StrEnum]) -> None:
     sources = _sources()
     written: dict[str, list[str]] = {}
     for code in table:
-        literal = re.compile(rf"""["']{re.escape(code.value)}["']""")
-        written[code.value] = [path for path, text in sources.items() if literal.search(text)]
+        written[code.value] = [path for path, text in sources.items() if _literal(code.value).search(text)]
     home = {path for path in TABLES.values()}
     elsewhere = {
         code: [p for p in paths if p not in home and p not in NOT_YET_TABLED]
         for code, paths in written.items()
     }
     assert {code: paths for code, paths in elsewhere.items() if paths} == {}
+
+
+def test_each_code_is_written_as_a_string_in_exactly_one_file() -> None:
+    """A code reused by another table (the app's ``bad_json``) is that table's member, so it too is
+    written once: in the table that says it first."""
+    sources = _sources()
+    codes = {code.value for table in TABLES for code in table}
+    written = {
+        code: sorted(path for path, text in sources.items() if _literal(code).search(text)) for code in codes
+    }
+    assert {code: paths for code, paths in written.items() if len(paths) != 1} == {}
+    assert {path for paths in written.values() for path in paths} <= set(TABLES.values())
 
 
 def test_a_code_the_app_shares_with_the_wire_is_the_wires_member() -> None:

@@ -27,6 +27,7 @@ from strands_kokoro.protocol import (
     SynthesizeRequest,
     WordTimings,
 )
+from strands_kokoro.session_errors import SessionErrorCode
 from strands_kokoro.sessions.base import SessionClosedError, SessionEvent, SpeechSession
 
 __all__ = [
@@ -62,7 +63,9 @@ def parse_sagemaker_endpoint(endpoint: str) -> tuple[str, dict[str, str]]:
     name, _, query = rest.partition("?")
     name = name.strip().lstrip("/")
     if not name:
-        raise EndpointError("bad_endpoint", f"{endpoint!r} names no SageMaker endpoint (sagemaker:<name>)")
+        raise EndpointError(
+            SessionErrorCode.BAD_ENDPOINT, f"{endpoint!r} names no SageMaker endpoint (sagemaker:<name>)"
+        )
     return name, dict(parse_qsl(query))
 
 
@@ -77,14 +80,14 @@ def check_endpoint(endpoint: str) -> str:
     scheme = endpoint.partition(":")[0].lower() if ":" in endpoint else ""
     if scheme not in ENDPOINT_SCHEMES:
         raise EndpointError(
-            "unknown_endpoint_scheme",
+            SessionErrorCode.UNKNOWN_ENDPOINT_SCHEME,
             f"cannot open {endpoint!r}: expected ws://, wss://, http://, https://, sagemaker:<name> "
             "or sagemaker-batch:<name>",
         )
     if scheme in _SAGEMAKER_MODULES:
         parse_sagemaker_endpoint(endpoint)
     elif not urlsplit(endpoint).hostname:  # "ws://", "http:///x": nothing to connect to, ever
-        raise EndpointError("bad_endpoint", f"cannot open {endpoint!r}: it names no host")
+        raise EndpointError(SessionErrorCode.BAD_ENDPOINT, f"cannot open {endpoint!r}: it names no host")
     return scheme
 
 
@@ -109,7 +112,7 @@ def open_session(endpoint: str, **options: Any) -> SpeechSession:
         module = importlib.import_module(_SAGEMAKER_MODULES[scheme])
     except ImportError as exc:
         raise EndpointError(
-            "missing_dependency",
+            SessionErrorCode.MISSING_DEPENDENCY,
             f"{scheme}: endpoints need the 'sagemaker' extra (pip install 'strands-kokoro[sagemaker]')",
         ) from exc
     try:
@@ -119,6 +122,7 @@ def open_session(endpoint: str, **options: Any) -> SpeechSession:
             raise
         # ``?regoin=...``: a typo in the endpoint string is the user's, not a bug; say which options.
         raise EndpointError(
-            "bad_endpoint_option", f"{scheme}: endpoints take no option among {', '.join(sorted(query))}"
+            SessionErrorCode.BAD_ENDPOINT_OPTION,
+            f"{scheme}: endpoints take no option among {', '.join(sorted(query))}",
         ) from exc
     return session

@@ -13,6 +13,7 @@ import asyncio
 import functools
 from typing import TYPE_CHECKING, Any, Self
 
+from strands_kokoro.session_errors import SessionErrorCode
 from strands_kokoro.sessions.base import SessionClosedError
 
 if TYPE_CHECKING:
@@ -27,15 +28,23 @@ class SageMakerError(SessionClosedError):
     It is a :class:`SessionClosedError` because every case means "this stream is gone": the caller reopens
     and re-sends what was not yet spoken (or gives up with a ``speech_error`` carrying ``code``).
 
-    Codes: ``model_stream_error`` (SageMaker's ``ModelStreamError``: the container's stream broke or timed
-    out), ``internal_stream_failure``, ``model_error`` (the container refused the connection),
+    Codes (members of :class:`~strands_kokoro.session_errors.SessionErrorCode`): ``model_stream_error``
+    (SageMaker's ``ModelStreamError``: the container's stream broke or timed out),
+    ``internal_stream_failure``, ``model_error`` (the container refused the connection),
     ``endpoint_unavailable`` (validation, throttling, service unavailable), ``no_credentials``,
     ``no_region``, ``unknown_region`` (in no partition botocore knows), ``frame_too_large`` (a response
     frame joined from PARTIAL parts grew past the session's bound), ``connection_failed``.
     """
 
     # Reopening cannot fix these: the same configuration fails the same way.
-    NOT_RETRYABLE = frozenset({"no_credentials", "no_region", "unknown_region", "not_open"})
+    NOT_RETRYABLE = frozenset(
+        {
+            SessionErrorCode.NO_CREDENTIALS,
+            SessionErrorCode.NO_REGION,
+            SessionErrorCode.UNKNOWN_REGION,
+            SessionErrorCode.NOT_OPEN,
+        }
+    )
 
     def __init__(self, code: str, message: str, *, aws_code: str | None = None) -> None:
         super().__init__(message, code=code)
@@ -60,7 +69,8 @@ def resolve_region(region: str | None, session: botocore.session.Session) -> str
     resolved = region or session.get_config_variable("region")
     if not resolved:
         raise SageMakerError(
-            "no_region", "no AWS region: pass region=... (or ?region= in the endpoint) or set AWS_REGION"
+            SessionErrorCode.NO_REGION,
+            "no AWS region: pass region=... (or ?region= in the endpoint) or set AWS_REGION",
         )
     return str(resolved)
 
@@ -111,7 +121,9 @@ class BotocoreCredentialsResolver:
             session = self._session if self._session is not None else default_botocore_session()
             self._credentials = session.get_credentials()
             if self._credentials is None:
-                raise SageMakerError("no_credentials", "botocore's credential chain found no AWS credentials")
+                raise SageMakerError(
+                    SessionErrorCode.NO_CREDENTIALS, "botocore's credential chain found no AWS credentials"
+                )
         frozen = self._credentials.get_frozen_credentials()
         return AWSCredentialsIdentity(
             access_key_id=frozen.access_key, secret_access_key=frozen.secret_key, session_token=frozen.token

@@ -27,9 +27,11 @@ from strands_kokoro.protocol import (
     ServerError,
     SynthesisCompleted,
     SynthesizeRequest,
+    http_status_code,
     parse_error_body,
     parse_sse_data,
 )
+from strands_kokoro.session_errors import SessionErrorCode
 from strands_kokoro.sessions.base import (
     FrameDecoder,
     OneRequestAtATimeSession,
@@ -47,7 +49,7 @@ def refusal(body: bytes, response: httpx.Response, request_id: str) -> ServerErr
     """A refused POST as the server's coded error. A 429 is ``overloaded`` even from a proxy that wrote
     no coded body, and its ``Retry-After`` header (seconds) is the wait when the body names none."""
     error = parse_error_body(body, request_id=request_id, status=response.status_code)
-    if response.status_code == 429 and error.code == "http_429":
+    if response.status_code == 429 and error.code == http_status_code(429):
         error = ServerError(request_id, ErrorCode.OVERLOADED, "the speech server is busy (HTTP 429)")
     after = _retry_after_ms(response.headers.get("retry-after"))
     if error.retry_after_ms is None and after is not None:
@@ -110,7 +112,9 @@ class HttpSession(OneRequestAtATimeSession):
                     try:
                         message = parse_sse_data(sse.data, request_id=request_id) if sse.data else None
                     except ValueError:
-                        yield ServerError(request_id, "bad_audio", "an SSE audio event did not carry base64")
+                        yield ServerError(
+                            request_id, SessionErrorCode.BAD_AUDIO, "an SSE audio event did not carry base64"
+                        )
                         return
                     if isinstance(message, AudioData):
                         yield message
@@ -118,6 +122,8 @@ class HttpSession(OneRequestAtATimeSession):
                         yield decoder.control(message)
                         if isinstance(message, SynthesisCompleted | ServerError):
                             return
-                yield ServerError(request_id, "incomplete_stream", "the audio stream ended unfinished")
+                yield ServerError(
+                    request_id, SessionErrorCode.INCOMPLETE_STREAM, "the audio stream ended unfinished"
+                )
         except httpx.HTTPError as exc:
             raise SessionClosedError(f"POST {self.url} failed: {type(exc).__name__}") from exc

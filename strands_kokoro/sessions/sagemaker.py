@@ -69,6 +69,7 @@ from smithy_core.exceptions import SmithyIdentityError
 from smithy_http.aio.crt import AWSCRTHTTPClient, AWSCRTHTTPClientConfig
 
 from strands_kokoro.protocol import Cancel, Close, SynthesizeRequest
+from strands_kokoro.session_errors import SessionErrorCode
 from strands_kokoro.sessions.aws_credentials import (
     BotocoreCredentialsResolver,
     SageMakerError,
@@ -122,7 +123,7 @@ def partition_dns_suffix(region: str, loader: botocore.loaders.Loader | None = N
         if region in partition["regions"] or re.fullmatch(partition["regionRegex"], region):
             return str(partition["outputs"]["dnsSuffix"])
     raise SageMakerError(
-        "unknown_region",
+        SessionErrorCode.UNKNOWN_REGION,
         f"region {region!r} is in no AWS partition botocore knows; check the region, upgrade botocore, "
         "or pass endpoint_uri=...",
     )
@@ -146,19 +147,23 @@ def _error_from(exc: BaseException) -> SageMakerError:
             case SageMakerError():
                 return seen
             case ModelStreamError():
-                return SageMakerError("model_stream_error", seen.message or "", aws_code=seen.error_code)
+                return SageMakerError(
+                    SessionErrorCode.MODEL_STREAM_ERROR, seen.message or "", aws_code=seen.error_code
+                )
             case InternalStreamFailure():
-                return SageMakerError("internal_stream_failure", seen.message or "")
+                return SageMakerError(SessionErrorCode.INTERNAL_STREAM_FAILURE, seen.message or "")
             case ModelError():
                 detail = seen.original_message or seen.message or ""
-                return SageMakerError("model_error", detail, aws_code=seen.error_code)
+                return SageMakerError(SessionErrorCode.MODEL_ERROR, detail, aws_code=seen.error_code)
             case InputValidationError() | ServiceUnavailableError() | InternalServerError():
                 aws_code = type(seen).__name__
-                return SageMakerError("endpoint_unavailable", seen.message or "", aws_code=aws_code)
+                return SageMakerError(
+                    SessionErrorCode.ENDPOINT_UNAVAILABLE, seen.message or "", aws_code=aws_code
+                )
             case SmithyIdentityError():
-                return SageMakerError("no_credentials", str(seen))
+                return SageMakerError(SessionErrorCode.NO_CREDENTIALS, str(seen))
         seen = seen.__cause__
-    return SageMakerError("connection_failed", f"{type(exc).__name__}: {exc}")
+    return SageMakerError(SessionErrorCode.CONNECTION_FAILED, f"{type(exc).__name__}: {exc}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,7 +195,8 @@ class PartAssembler:
         if self._size + len(chunk) > self.max_frame_bytes:
             self._reset()
             raise SageMakerError(
-                "frame_too_large", f"a response frame grew past max_frame_bytes={self.max_frame_bytes}"
+                SessionErrorCode.FRAME_TOO_LARGE,
+                f"a response frame grew past max_frame_bytes={self.max_frame_bytes}",
             )
         data_type = part.data_type.upper() if part.data_type else None
         if data_type not in (UTF8, BINARY):
@@ -235,7 +241,7 @@ class SessionNotOpenError(SageMakerError):
     """Used before ``async with`` opened the stream (a programming error, reported like a drop)."""
 
     def __init__(self) -> None:
-        super().__init__("not_open", "the session is not open (use `async with session:`)")
+        super().__init__(SessionErrorCode.NOT_OPEN, "the session is not open (use `async with session:`)")
 
 
 class SageMakerBidiSession:
@@ -354,7 +360,7 @@ class SageMakerBidiSession:
                         logger.debug("the stream ended inside a PARTIAL frame; dropping its parts")
                     if self._closing:
                         return
-                    raise SageMakerError("connection_failed", "SageMaker ended the stream")
+                    raise SageMakerError(SessionErrorCode.CONNECTION_FAILED, "SageMaker ended the stream")
                 if not isinstance(part, ResponseStreamEventPayloadPart):
                     logger.debug("ignoring unknown SageMaker stream event %r", part)
                     continue

@@ -35,6 +35,7 @@ import httpx
 from httpx_sse import EventSource
 
 from strands_kokoro.protocol import (
+    HTTP_STATUS_CODE_PREFIX,
     AudioData,
     Invocation,
     ServerError,
@@ -42,6 +43,7 @@ from strands_kokoro.protocol import (
     parse_error_body,
     parse_sse_data,
 )
+from strands_kokoro.session_errors import SessionErrorCode
 from strands_kokoro.sessions.aws_credentials import SageMakerError, default_botocore_session, resolve_region
 from strands_kokoro.sessions.base import FrameDecoder, OneRequestAtATimeSession, SessionEvent
 
@@ -124,7 +126,9 @@ class SageMakerBatchSession(OneRequestAtATimeSession):
         return self
 
     def _not_open(self) -> SageMakerError:
-        return SageMakerError("not_open", "the session is not open (use `async with session:`)")
+        return SageMakerError(
+            SessionErrorCode.NOT_OPEN, "the session is not open (use `async with session:`)"
+        )
 
     def _create_client(self) -> Any:
         """Runs in a worker thread: botocore loads its service model from disk."""
@@ -223,7 +227,9 @@ class SageMakerBatchSession(OneRequestAtATimeSession):
         try:
             message = parse_sse_data(payload, request_id=request_id)
         except ValueError:
-            return ServerError(request_id, "bad_audio", "an SSE audio event did not carry base64")
+            return ServerError(
+                request_id, SessionErrorCode.BAD_AUDIO, "an SSE audio event did not carry base64"
+            )
         if message is None or isinstance(message, AudioData):
             return message
         return decoder.control(message)
@@ -233,17 +239,17 @@ class SageMakerBatchSession(OneRequestAtATimeSession):
         from botocore.exceptions import ClientError, NoCredentialsError
 
         if isinstance(exc, NoCredentialsError):
-            raise SageMakerError("no_credentials", str(exc)) from exc
+            raise SageMakerError(SessionErrorCode.NO_CREDENTIALS, str(exc)) from exc
         if not isinstance(exc, ClientError):
-            raise SageMakerError("connection_failed", f"{type(exc).__name__}: {exc}") from exc
+            raise SageMakerError(SessionErrorCode.CONNECTION_FAILED, f"{type(exc).__name__}: {exc}") from exc
         code, message = _aws_error(exc)
         if code != "ModelError":
-            raise SageMakerError("endpoint_unavailable", message, aws_code=code) from exc
+            raise SageMakerError(SessionErrorCode.ENDPOINT_UNAVAILABLE, message, aws_code=code) from exc
         original = str(exc.response.get("OriginalMessage", ""))
         status = int(exc.response.get("OriginalStatusCode", 0) or 0)
         refusal = parse_error_body(original.encode("utf-8"), request_id=request_id, status=status)
-        if refusal.code.startswith("http_"):
-            return ServerError(request_id, "model_error", original or message)
+        if refusal.code.startswith(HTTP_STATUS_CODE_PREFIX):
+            return ServerError(request_id, SessionErrorCode.MODEL_ERROR, original or message)
         return refusal
 
     def _broken(self, request_id: str, exc: Exception) -> ServerError:
@@ -253,9 +259,13 @@ class SageMakerBatchSession(OneRequestAtATimeSession):
         if isinstance(exc, EventStreamError):
             # botocore keeps only Code and Message of stream errors (ModelStreamError's ErrorCode is dropped).
             code, message = _aws_error(exc)
-            ours = "model_stream_error" if code == "ModelStreamError" else "internal_stream_failure"
+            ours = (
+                SessionErrorCode.MODEL_STREAM_ERROR
+                if code == "ModelStreamError"
+                else SessionErrorCode.INTERNAL_STREAM_FAILURE
+            )
             return ServerError(request_id, ours, f"{code}: {message}")
-        raise SageMakerError("connection_failed", f"{type(exc).__name__}: {exc}") from exc
+        raise SageMakerError(SessionErrorCode.CONNECTION_FAILED, f"{type(exc).__name__}: {exc}") from exc
 
 
 def session_for(endpoint_name: str, region: str | None = None, **options: Any) -> SageMakerBatchSession:

@@ -37,7 +37,7 @@ def test_the_model_server_imports_only_the_shared_modules_of_strands_kokoro() ->
 
 
 def test_the_wire_modules_import_nothing_else_of_the_library() -> None:
-    files = python_files("strands_kokoro/protocol.py", "strands_kokoro/audio_encoding.py")
+    files = python_files("strands_kokoro/protocol", "strands_kokoro/audio_encoding")
     found = [
         str(imp)
         for path in files
