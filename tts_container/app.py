@@ -48,9 +48,10 @@ from tts_container.admission import Admission
 from tts_container.engines.base import Engine
 from tts_container.g2p import dialect_for
 from tts_container.inference import InferencePool
-from tts_container.invocations import error_response, invocations, model_unavailable
+from tts_container.invocations import error_response, invocations
 from tts_container.local_guard import LocalRequestGuard
 from tts_container.metrics import LOAD_INTERVAL_S, log_load
+from tts_container.post_body import model_unavailable
 from tts_container.server_metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from tts_container.server_metrics import ServerMetrics
 from tts_container.session import Session, SessionCounters

@@ -45,7 +45,6 @@ from dataclasses import dataclass
 
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from strands_kokoro.audio_encoding import FormatUnavailable, encoder_available
 from strands_kokoro.protocol import (
     MAX_QUEUED_REQUESTS,
     WIRE_AUDIO_FORMATS,
@@ -64,6 +63,7 @@ from strands_kokoro.protocol import (
     parse_client_message,
 )
 from tts_container.admission import Admission
+from tts_container.intake import enter
 from tts_container.metrics import log_completed
 from tts_container.session_queue import (
     CLOSE,
@@ -76,7 +76,7 @@ from tts_container.session_queue import (
     Refusal,
     RequestQueue,
 )
-from tts_container.speakable import admit, nothing_to_say
+from tts_container.speakable import nothing_to_say
 from tts_container.synthesis import Synthesizer
 
 logger = logging.getLogger(__name__)
@@ -210,23 +210,29 @@ class Session:
             self._accept(parsed)
 
     def _accept(self, request: SynthesizeRequest) -> None:
-        """Queue a request, or refuse it in its place: what cannot be spoken, a full queue, and (the
-        first request of a new answer) a server serving all the listeners it can."""
-        admitted = admit(self._synth, request)
-        if isinstance(admitted, SynthesizeRequest) and not encoder_available(request.format):
-            unavailable = FormatUnavailable(request.format)
-            admitted = ServerError(request.request_id, ErrorCode.FORMAT_UNAVAILABLE, unavailable.message)
-        if isinstance(admitted, SynthesizeRequest) and self._requests.jobs >= MAX_QUEUED_REQUESTS:
-            message = f"{MAX_QUEUED_REQUESTS} requests are already queued in this session; retry later"
-            admitted = ServerError(request.request_id, ErrorCode.OVERLOADED, message)
-        if isinstance(admitted, ServerError):
-            self._refuse(admitted)
-            return
-        job = Job(admitted, request.request_id or uuid.uuid4().hex, self._epoch)
-        if (full := self._admission.admit(self._listener, job, request.request_id)) is not None:
-            self._refuse(full)
-            return
-        self._requests.put(job)
+        """Queue a request, or refuse it in its place, in the order every route checks
+        (:mod:`tts_container.intake`): what cannot be spoken, a full queue, and (the first request of a
+        new answer) a server serving all the listeners it can."""
+        job = enter(
+            self._synth,
+            self._admission,
+            self._listener,
+            request,
+            audio_format=request.format,
+            entry=lambda spoken: Job(spoken, request.request_id or uuid.uuid4().hex, self._epoch),
+            room=self._queue_full,
+        )
+        if isinstance(job, ServerError):
+            self._refuse(job)
+        else:
+            self._requests.put(job)
+
+    def _queue_full(self, request: SynthesizeRequest) -> ServerError | None:
+        """The session's own limit: ``MAX_QUEUED_REQUESTS`` requests waiting for the synthesizer."""
+        if self._requests.jobs < MAX_QUEUED_REQUESTS:
+            return None
+        message = f"{MAX_QUEUED_REQUESTS} requests are already queued in this session; retry later"
+        return ServerError(request.request_id, ErrorCode.OVERLOADED, message)
 
     async def _wait_for_room(self) -> None:
         """Read nothing more until the sender has room for errors; ``_ErrorFlood`` if the client stalls it."""
