@@ -52,9 +52,10 @@ from tts_container.invocations import error_response, invocations
 from tts_container.local_guard import LocalRequestGuard
 from tts_container.metrics import LOAD_INTERVAL_S, log_load
 from tts_container.post_body import model_unavailable
+from tts_container.server_counters import SessionCounters
 from tts_container.server_metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from tts_container.server_metrics import ServerMetrics
-from tts_container.session import Session, SessionCounters
+from tts_container.session import Session
 from tts_container.synthesis import Synthesizer
 from tts_container.voice_calibration import VoiceCalibrator
 from tts_container.weights import WeightsUnavailable

@@ -55,7 +55,7 @@ from tts_container.admission import Admission
 from tts_container.intake import AudioFormat, enter
 from tts_container.metrics import log_completed
 from tts_container.post_body import model_unavailable, read_post
-from tts_container.session import SessionCounters
+from tts_container.server_counters import SessionCounters
 from tts_container.speakable import nothing_to_say
 from tts_container.synthesis import Synthesizer
 

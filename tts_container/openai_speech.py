@@ -62,7 +62,7 @@ from tts_container.invocations import (
     status_of,
 )
 from tts_container.post_body import model_unavailable, read_post
-from tts_container.session import SessionCounters
+from tts_container.server_counters import SessionCounters
 from tts_container.synthesis import Synthesizer
 
 logger = logging.getLogger(__name__)

@@ -41,7 +41,6 @@ import contextlib
 import logging
 import time
 import uuid
-from dataclasses import dataclass
 
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
@@ -65,6 +64,7 @@ from strands_kokoro.protocol import (
 from tts_container.admission import Admission
 from tts_container.intake import enter
 from tts_container.metrics import log_completed
+from tts_container.server_counters import SessionCounters
 from tts_container.session_queue import (
     CLOSE,
     END,
@@ -90,21 +90,6 @@ STALLED_SEND_S = 5.0
 # The 1008 close frame waits this long for such a client to take what was sent before it.
 POLICY_CLOSE_WAIT_S = 30.0
 POLICY_VIOLATION = 1008  # WebSocket close code
-
-
-@dataclass(slots=True)
-class SessionCounters:
-    """Server-wide session counters, shown on ``/stats``."""
-
-    active: int = 0
-    opened: int = 0
-    requests_completed: int = 0
-    requests_cancelled: int = 0
-    # Audio the engine made, and the part of it that reached a client (both routes): the difference is
-    # speech made for nobody (cancelled, or its client left), what a hang-up must keep near zero.
-    audio_made_ms: float = 0.0
-    audio_sent_ms: float = 0.0
-    error_floods: int = 0
 
 
 class _ClientGone(Exception):
