@@ -22,7 +22,8 @@ right after) and the disconnect, which stops the queued work at once. A disconne
 requests it leaves unfinished count as cancelled on ``/stats``.
 
 Bounded memory, whatever the client does: queued requests (``MAX_QUEUED_REQUESTS``), queued audio
-(``MAX_BUFFERED_AUDIO_BYTES``) and error frames not yet sent (``MAX_UNREAD_ERRORS``) all have a limit.
+(``MAX_BUFFERED_AUDIO_BYTES``) and error frames not yet sent (``MAX_UNREAD_ERRORS``) all have a limit,
+each counted by the queue that holds them (:mod:`tts_container.session_queue`).
 At that many unsent errors the reader stops reading until the sender makes room, so a flooding client
 is throttled by its own TCP window, not buffered. "Unsent" alone proves nothing (a burst of bad frames
 arrives in one read, faster than the sender gets a turn; refusals wait for earlier audio): the client
