@@ -31,15 +31,16 @@ Why it is built the way it is:
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import os
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
-from contextlib import aclosing, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, aclosing, asynccontextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from bedrock_agentcore.runtime import BedrockAgentCoreApp, RequestContext
-from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
@@ -71,10 +72,12 @@ from strands_kokoro.serving.routes import ROUTE_STATUSES, route_refusal
 from strands_kokoro.sessions import check_endpoint
 
 if TYPE_CHECKING:
+    from strands import Agent
     from strands.agent.conversation_manager import ConversationManager
     from strands.models.model import Model
 
     from strands_kokoro.events import Event
+    from strands_kokoro.speech import KokoroSpeech
 
 logger = logging.getLogger(__name__)
 
@@ -201,34 +204,17 @@ def create_app(
     spoken_options = {**speech_setting(), **(speech_options or {})}  # the tool filler settings, then code's
     store = conversation_store(conversations)
     spec: ModelSpec | None = None  # None: a factory of the caller's, not warmed
+    new_model: Callable[[], Model]
     if callable(model):
         new_model = model
     else:
         spec = parse_model_spec(model_setting(model))  # a bad setting fails here, not on the first request
-
-        def new_model() -> Model:
-            return create_model(spec)
-
-    @asynccontextmanager
-    async def warm_model(_: Starlette) -> AsyncIterator[None]:
-        """While the app starts, the model's provider is built once (its SDK imported: ~1 s for
-        ``openai``) and the embedded model loaded with the system prompt read: a caller's first turn
-        would otherwise pay for all of it (a demo right after start showed bidi's first text at
-        1,048 ms against batch's 30 ms, only because bidi went first). No remote model is called.
-        Meanwhile ``/ping`` says ``HealthyBusy`` (the SDK's word for work in progress)."""
-        async with asyncio.TaskGroup() as tasks:
-            warming = tasks.create_task(_warm_up(spec, agentcore)) if spec is not None else None
-            try:
-                yield
-            finally:
-                if warming is not None:
-                    warming.cancel()
-
+        new_model = functools.partial(create_model, spec)
     # Outermost first: a locally bound app refuses cross-site callers before reading any body; the body
     # then has a deadline, is checked for JSON, and once it is in, a hang-up is watched for (a caller
     # that stops reading the response counts as one: the reader deadline sits outside the watcher).
     agentcore = BedrockAgentCoreApp(
-        lifespan=warm_model,
+        lifespan=_warming(spec),
         middleware=[
             Middleware(LocalCallerGuard),
             Middleware(BodyDeadline, refusal=refusal(BODY_TIMED_OUT)),
@@ -239,71 +225,49 @@ def create_app(
     )
     for status in ROUTE_STATUSES:  # the SDK's constructor takes no exception_handlers
         agentcore.add_exception_handler(status, refuse_route)
+    turns = AgentTurns(agentcore, endpoint, new_model, agent_tools, spoken_options, store)
+    agentcore.entrypoint(turns.invoke)
+    # The WebSocket: its own reader sees a hang-up (websocket.disconnect) and cancels the turn's task.
+    agentcore.websocket(turn_socket_handler(agentcore, turns.spoken))
+    return agentcore
 
-    async def spoken(turn: Turn, session_id: str | None) -> AsyncGenerator[Mapping[str, Any]]:
-        """One validated turn, spoken in ``turn.mode``: architecture §4 events, for SSE and ``/ws``.
 
-        ``session_id`` (AgentCore's runtime session id) names the conversation the turn belongs to;
-        without one the agent answers this prompt alone.
-        """
-        try:
-            if session_id is not None:
-                check_session_id(session_id)
-        except ConversationError as refused:
-            yield events.error(refused.code, refused.message)
-            return
-        from strands import Agent
+def _warming(spec: ModelSpec | None) -> Callable[[BedrockAgentCoreApp], AbstractAsyncContextManager[None]]:
+    """The app's lifespan: while it starts, the model's provider is built once (its SDK imported: ~1 s
+    for ``openai``) and the embedded model loaded with the system prompt read: a caller's first turn
+    would otherwise pay for all of it (a demo right after start showed bidi's first text at 1,048 ms
+    against batch's 30 ms, only because bidi went first). No remote model is called. Meanwhile ``/ping``
+    says ``HealthyBusy`` (the SDK's word for work in progress). ``spec`` None: a factory of the caller's,
+    not warmed."""
 
-        from strands_kokoro.speech import KokoroSpeech, SpokenTurn
+    @asynccontextmanager
+    async def warm_model(agentcore: BedrockAgentCoreApp) -> AsyncIterator[None]:
+        async with asyncio.TaskGroup() as tasks:
+            warming = tasks.create_task(_warm_up(spec, agentcore)) if spec is not None else None
+            try:
+                yield
+            finally:
+                if warming is not None:
+                    warming.cancel()
 
-        task_id = agentcore.add_async_task("turn", {"mode": turn.mode})
-        try:
-            speech = KokoroSpeech(
-                endpoint=endpoint,
-                mode=turn.mode,
-                voice=turn.voice or DEFAULT_VOICE,
-                speed=turn.speed or 1.0,
-                audio_format=turn.format,
-                **spoken_options,
-            )
+    return warm_model
 
-            def new_agent(
-                session_manager: TurnBuffer | None = None,
-                conversation_manager: ConversationManager | None = None,
-            ) -> Agent:
-                return Agent(
-                    model=new_model(),
-                    system_prompt=SYSTEM_PROMPT,
-                    tools=agent_tools,
-                    plugins=[time_context()],
-                    hooks=[speech],
-                    callback_handler=None,
-                    agent_id=AGENT_ID,
-                    session_manager=session_manager,
-                    conversation_manager=conversation_manager,
-                )
 
-            said: SpokenTurn | AsyncGenerator[Event, None]
-            if session_id is None or store is None:
-                said = speech.stream(new_agent(), turn.prompt)
-            else:
-                said = remembered_turn(store, session_id, speech, new_agent, turn.prompt)
-            async with aclosing(said) as stream:
-                async for event in stream:
-                    yield event
-        except ConversationError as refused:
-            yield events.error(refused.code, refused.message)
-        except Exception as failed:
-            # The SDK would put str(exc) on the wire; a coded event says what failed, leaking nothing.
-            logger.exception("agent turn failed")
-            yield events.error(
-                answer_for(failed, AppErrorCode.AGENT_FAILED).code, "the agent failed to answer"
-            )
-        finally:
-            agentcore.complete_async_task(task_id)
+@dataclass(frozen=True, slots=True)
+class AgentTurns:
+    """How one app runs a turn, with the settings it read once: the speech endpoint, the model, the
+    agent's tools, the extra ``KokoroSpeech`` arguments and the conversation store (None: off)."""
 
-    @agentcore.entrypoint
-    async def invoke(payload: Any, context: RequestContext | None = None) -> AsyncIterator[Mapping[str, Any]]:
+    agentcore: BedrockAgentCoreApp
+    endpoint: str
+    new_model: Callable[[], Model]
+    tools: list[Any]
+    speech_options: dict[str, Any]
+    store: ConversationStore | None
+
+    async def invoke(
+        self, payload: Any, context: RequestContext | None = None
+    ) -> AsyncIterator[Mapping[str, Any]]:
         """POST /invocations: one agent turn, its events as SSE (``context.session_id``: the conversation).
 
         A hang-up cancels the wait for the turn's next event (:func:`~agentcore_app.hangup.until_hung_up`).
@@ -320,14 +284,74 @@ def create_app(
             yield events.error(answer_for(failed).code, "the app failed to read this request")
             return
         session_id = None if context is None else context.session_id
-        async with aclosing(spoken(turn, session_id)) as stream:
+        async with aclosing(self.spoken(turn, session_id)) as stream:
             async for event in until_hung_up(stream, hangup):
                 yield event
 
-    # The WebSocket: its own reader sees a hang-up (websocket.disconnect) and cancels the turn's task.
-    agentcore.websocket(turn_socket_handler(agentcore, spoken))
+    async def spoken(self, turn: Turn, session_id: str | None) -> AsyncGenerator[Mapping[str, Any]]:
+        """One validated turn, spoken in ``turn.mode``: architecture §4 events, for SSE and ``/ws``.
 
-    return agentcore
+        ``session_id`` (AgentCore's runtime session id) names the conversation the turn belongs to;
+        without one the agent answers this prompt alone.
+        """
+        try:
+            if session_id is not None:
+                check_session_id(session_id)
+        except ConversationError as refused:
+            yield events.error(refused.code, refused.message)
+            return
+        from strands_kokoro.speech import KokoroSpeech, SpokenTurn
+
+        task_id = self.agentcore.add_async_task("turn", {"mode": turn.mode})
+        try:
+            speech = KokoroSpeech(
+                endpoint=self.endpoint,
+                mode=turn.mode,
+                voice=turn.voice or DEFAULT_VOICE,
+                speed=turn.speed or 1.0,
+                audio_format=turn.format,
+                **self.speech_options,
+            )
+            new_agent = functools.partial(self.new_agent, speech)
+            said: SpokenTurn | AsyncGenerator[Event, None]
+            if session_id is None or self.store is None:
+                said = speech.stream(new_agent(), turn.prompt)
+            else:
+                said = remembered_turn(self.store, session_id, speech, new_agent, turn.prompt)
+            async with aclosing(said) as stream:
+                async for event in stream:
+                    yield event
+        except ConversationError as refused:
+            yield events.error(refused.code, refused.message)
+        except Exception as failed:
+            # The SDK would put str(exc) on the wire; a coded event says what failed, leaking nothing.
+            logger.exception("agent turn failed")
+            yield events.error(
+                answer_for(failed, AppErrorCode.AGENT_FAILED).code, "the agent failed to answer"
+            )
+        finally:
+            self.agentcore.complete_async_task(task_id)
+
+    def new_agent(
+        self,
+        speech: KokoroSpeech,
+        session_manager: TurnBuffer | None = None,
+        conversation_manager: ConversationManager | None = None,
+    ) -> Agent:
+        """A fresh agent for one turn, speaking through ``speech`` (and remembering, given a conversation)."""
+        from strands import Agent
+
+        return Agent(
+            model=self.new_model(),
+            system_prompt=SYSTEM_PROMPT,
+            tools=self.tools,
+            plugins=[time_context()],
+            hooks=[speech],
+            callback_handler=None,
+            agent_id=AGENT_ID,
+            session_manager=session_manager,
+            conversation_manager=conversation_manager,
+        )
 
 
 async def _warm_up(spec: ModelSpec, agentcore: BedrockAgentCoreApp) -> None:

@@ -13,14 +13,14 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Iterable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field, replace
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route, WebSocketRoute
+from starlette.routing import BaseRoute, Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
 from strands_kokoro.protocol import (
@@ -48,12 +48,14 @@ from tts_container.admission import Admission
 from tts_container.engines.base import Engine
 from tts_container.g2p import dialect_for
 from tts_container.inference import InferencePool
-from tts_container.invocations import error_response, invocations, model_unavailable
+from tts_container.invocations import error_response, invocations
 from tts_container.local_guard import LocalRequestGuard
 from tts_container.metrics import LOAD_INTERVAL_S, log_load
+from tts_container.post_body import model_unavailable
+from tts_container.server_counters import SessionCounters
 from tts_container.server_metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from tts_container.server_metrics import ServerMetrics
-from tts_container.session import Session, SessionCounters
+from tts_container.session import Session
 from tts_container.synthesis import Synthesizer
 from tts_container.voice_calibration import VoiceCalibrator
 from tts_container.weights import WeightsUnavailable
@@ -117,63 +119,82 @@ def create_app(
     (:mod:`tts_container.admission`).
     """
     state = ServerState(pool=InferencePool())
+    endpoints = Endpoints(state)
+    return Starlette(
+        exception_handlers={**dict.fromkeys(ROUTE_STATUSES, refuse_route), Exception: internal_error},
+        routes=endpoints.routes(),
+        middleware=[
+            Middleware(LocalRequestGuard, allowed_origins=tuple(allowed_origins)),
+            Middleware(BodyDeadline, refusal=refusal(BODY_TIMED_OUT)),
+            Middleware(ReaderDeadline),
+        ],
+        lifespan=_lifespan(state, load_engine, idle_calibration, max_listeners),
+    )
 
-    async def ping(_: Request) -> Response:
+
+class Endpoints:
+    """The routes of one server, each a method reading the server's state per call."""
+
+    def __init__(self, state: ServerState) -> None:
+        self.state = state
+
+    def routes(self) -> list[BaseRoute]:
+        state = self.state
+        return [
+            Route(PING_PATH, self.ping, methods=["GET"]),
+            Route("/stats", self.stats, methods=["GET"]),
+            Route(METRICS_PATH, self.metrics, methods=["GET"]),
+            Route(VOICES_PATH, self.voices, methods=["GET"]),
+            Route(INVOCATIONS_PATH, self.post_invocations, methods=["POST"]),
+            WebSocketRoute(WS_PATH, self.bidirectional_stream),
+            *openai_speech.routes(
+                lambda: (state.synthesizer, state.admission, state.counters, state.load_failed)
+            ),
+        ]
+
+    async def ping(self, _: Request) -> Response:
+        state = self.state
         if state.synthesizer is None:
             status = "failed" if state.load_failed else "loading"
             return JSONResponse({"status": status}, status_code=503)
         return JSONResponse({"status": "ok", "engine": state.synthesizer.engine.name})
 
-    async def stats(_: Request) -> Response:
+    async def stats(self, _: Request) -> Response:
         """Debug counters: tests use them to see that a disconnect leaks no task or engine work."""
-        pool = state.pool.stats()
-        counters = state.counters
-        calibrator = state.synthesizer.calibrator if state.synthesizer else None
-        return JSONResponse(
-            {
-                "ready": state.synthesizer is not None,
-                "sessions_active": counters.active,
-                "sessions_opened": counters.opened,
-                "requests_completed": counters.requests_completed,
-                "requests_cancelled": counters.requests_cancelled,
-                "audio_made_ms": round(counters.audio_made_ms, 1),
-                "audio_sent_ms": round(counters.audio_sent_ms, 1),
-                "error_floods": counters.error_floods,
-                "inference_queued": pool.queued,
-                "inference_running": pool.running,
-                "inference_completed": pool.completed,
-                "engine_busy_s": round(pool.busy_s, 3),
-                "asyncio_tasks": len(asyncio.all_tasks()),
-                "voices_calibrating": calibrator.pending if calibrator else [],
-                "voices_calibrated": calibrator.calibrated if calibrator else [],
-                **_admission_stats(state.admission),
-            }
-        )
+        return JSONResponse(_stats(self.state))
 
-    async def metrics(_: Request) -> Response:
+    async def metrics(self, _: Request) -> Response:
         """The Prometheus text exposition (``server_metrics``)."""
-        return Response(state.metrics.exposition(), media_type=METRICS_CONTENT_TYPE)
+        return Response(self.state.metrics.exposition(), media_type=METRICS_CONTENT_TYPE)
 
-    async def voices(_: Request) -> Response:
+    async def voices(self, _: Request) -> Response:
         """Every voice the engine has and the language a request for it is read in without ``lang``."""
-        if state.synthesizer is None:
-            return error_response(*model_unavailable(state.load_failed))
-        names = sorted(state.synthesizer.engine.voices)
+        if self.state.synthesizer is None:
+            return error_response(*model_unavailable(self.state.load_failed))
+        names = sorted(self.state.synthesizer.engine.voices)
         listed = [{"name": name, "lang": dialect_for(None, name)} for name in names]
         return JSONResponse({"default": DEFAULT_VOICE, "voices": listed})
 
-    async def post_invocations(request: Request) -> Response:
+    async def post_invocations(self, request: Request) -> Response:
+        state = self.state
         return await invocations(
             request, state.synthesizer, state.admission, state.counters, load_failed=state.load_failed
         )
 
-    async def bidirectional_stream(websocket: WebSocket) -> None:
+    async def bidirectional_stream(self, websocket: WebSocket) -> None:
+        state = self.state
         if state.synthesizer is None or state.admission is None:
             await websocket.accept()
             await websocket.send_text(ServerError(None, *model_unavailable(state.load_failed)).to_wire())
             await websocket.close(TRY_AGAIN_LATER)
             return
         await Session(websocket, state.synthesizer, state.counters, state.admission).run()
+
+
+def _lifespan(
+    state: ServerState, load_engine: Callable[[], Engine], idle_calibration: bool, max_listeners: int | None
+) -> Callable[[Starlette], AbstractAsyncContextManager[None]]:
+    """While the server runs: the engine loads and warms in the background, and the load line is logged."""
 
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
@@ -187,26 +208,32 @@ def create_app(
                 load_lines.cancel()
         state.pool.shutdown()
 
-    return Starlette(
-        exception_handlers={**dict.fromkeys(ROUTE_STATUSES, refuse_route), Exception: internal_error},
-        routes=[
-            Route(PING_PATH, ping, methods=["GET"]),
-            Route("/stats", stats, methods=["GET"]),
-            Route(METRICS_PATH, metrics, methods=["GET"]),
-            Route(VOICES_PATH, voices, methods=["GET"]),
-            Route(INVOCATIONS_PATH, post_invocations, methods=["POST"]),
-            WebSocketRoute(WS_PATH, bidirectional_stream),
-            *openai_speech.routes(
-                lambda: (state.synthesizer, state.admission, state.counters, state.load_failed)
-            ),
-        ],
-        middleware=[
-            Middleware(LocalRequestGuard, allowed_origins=tuple(allowed_origins)),
-            Middleware(BodyDeadline, refusal=refusal(BODY_TIMED_OUT)),
-            Middleware(ReaderDeadline),
-        ],
-        lifespan=lifespan,
-    )
+    return lifespan
+
+
+def _stats(state: ServerState) -> dict[str, object]:
+    """``/stats``: the sessions, requests and audio counted, the engine's pool, and the admission."""
+    pool = state.pool.stats()
+    counters = state.counters
+    calibrator = state.synthesizer.calibrator if state.synthesizer else None
+    return {
+        "ready": state.synthesizer is not None,
+        "sessions_active": counters.active,
+        "sessions_opened": counters.opened,
+        "requests_completed": counters.requests_completed,
+        "requests_cancelled": counters.requests_cancelled,
+        "audio_made_ms": round(counters.audio_made_ms, 1),
+        "audio_sent_ms": round(counters.audio_sent_ms, 1),
+        "error_floods": counters.error_floods,
+        "inference_queued": pool.queued,
+        "inference_running": pool.running,
+        "inference_completed": pool.completed,
+        "engine_busy_s": round(pool.busy_s, 3),
+        "asyncio_tasks": len(asyncio.all_tasks()),
+        "voices_calibrating": calibrator.pending if calibrator else [],
+        "voices_calibrated": calibrator.calibrated if calibrator else [],
+        **_admission_stats(state.admission),
+    }
 
 
 def _admission_stats(admission: Admission | None) -> dict[str, object]:

@@ -27,19 +27,16 @@ from contextlib import aclosing
 from dataclasses import dataclass, replace
 from typing import Any
 
-from starlette.requests import ClientDisconnect, Request
+from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from strands_kokoro.audio_encoding import (
     AudioEncoder,
-    FormatUnavailable,
-    encoder_available,
     new_encoder,
     wav_header,
 )
 from strands_kokoro.protocol import (
-    MAX_MESSAGE_BYTES,
     WIRE_AUDIO_FORMATS,
     AudioData,
     ErrorCode,
@@ -55,9 +52,11 @@ from strands_kokoro.protocol import (
     sse_event,
 )
 from tts_container.admission import Admission
+from tts_container.intake import AudioFormat, enter
 from tts_container.metrics import log_completed
-from tts_container.session import SessionCounters
-from tts_container.speakable import admit, nothing_to_say
+from tts_container.post_body import model_unavailable, read_post
+from tts_container.server_counters import SessionCounters
+from tts_container.speakable import nothing_to_say
 from tts_container.synthesis import Synthesizer
 
 logger = logging.getLogger(__name__)
@@ -77,13 +76,6 @@ _STATUS = {
 }
 _MEDIA_TYPES = {"opus": "audio/ogg; codecs=opus", "mp3": "audio/mpeg"}
 _UNKNOWN_SIZE = 0xFFFFFFFF
-
-
-def model_unavailable(load_failed: bool) -> tuple[ErrorCode, str]:
-    """Why there is no model to ask: still loading (retry), or it failed to load (it never will)."""
-    if load_failed:
-        return ErrorCode.ENGINE_FAILED, "the model failed to load (the server's log says why)"
-    return ErrorCode.NOT_READY, "the model is still loading; retry after /ping answers 200"
 
 
 def status_of(code: str) -> int:
@@ -121,22 +113,16 @@ async def invocations(
     """
     if synthesizer is None or admission is None:
         return error_response(*model_unavailable(load_failed))
-    if announced_length(request) > MAX_MESSAGE_BYTES:  # refused before a byte of it is awaited
-        return error_response(ErrorCode.MESSAGE_TOO_LARGE, f"message is over {MAX_MESSAGE_BYTES} bytes")
-    try:
-        body = await read_body(request)
-    except ClientDisconnect:  # the caller left before its body was complete: nobody is left to answer
-        logger.info("a POST's caller left before its body was complete")
-        return Response(status_code=400)
+    if isinstance(body := await read_post(request, refuse=error_response), Response):
+        return body
     try:
         invocation = parse_invocation(body)
     except ProtocolError as exc:
         return error_response(exc.code, exc.message, exc.request_id)
-    synth_request = invocation.request
-    if not encoder_available(synth_request.format):
-        missing = FormatUnavailable(synth_request.format)
-        return error_response(ErrorCode.FORMAT_UNAVAILABLE, missing.message, synth_request.request_id)
-    audio = await open_audio(synthesizer, admission, synth_request, counters, route="invocations")
+    asked = invocation.request
+    audio = await open_audio(
+        synthesizer, admission, asked, counters, route="invocations", audio_format=asked.format
+    )
     if isinstance(audio, ServerError):
         return error_response(ErrorCode(audio.code), audio.message, audio.request_id, audio.retry_after_ms)
     synth = audio.request
@@ -161,24 +147,27 @@ async def open_audio(
     counters: SessionCounters,
     *,
     route: str,
+    audio_format: AudioFormat,
 ) -> RequestAudio | ServerError:
     """Admit ``request`` and synthesize its first frame: the one path every HTTP route takes into the
-    engine (this route and OpenAI's ``/v1/audio/speech``), so both get the same checks, queue and limits.
+    engine (this route and OpenAI's ``/v1/audio/speech``), checked in the order every route checks
+    (:mod:`tts_container.intake`; ``audio_format``: the format the route sends).
 
     A POST is one listener for as long as its response lasts: a new answer, refused ``overloaded`` when
     the server is full (:mod:`tts_container.admission`). A refusal, an engine that fails before any
     audio, or no audio at all is the coded error to answer before the status line; otherwise the
     request's audio, its first frame in hand, for a body to stream.
     """
-    admitted = admit(synthesizer, request)
-    if isinstance(admitted, ServerError):
-        return admitted
-    synth = replace(admitted, request_id=admitted.request_id or uuid.uuid4().hex)
     listener = admission.listener()
-    if (full := admission.admit(listener, synth, admitted.request_id)) is not None:
-        admission.leave(listener)
-        return full
     leave = functools.partial(admission.leave, listener)
+    try:
+        synth = enter(synthesizer, admission, listener, request, audio_format=audio_format, entry=_with_id)
+    except BaseException:  # a fault of the server's own: the listener's place is given up all the same
+        leave()
+        raise
+    if isinstance(synth, ServerError):
+        leave()
+        return synth
     started = time.perf_counter()
     words: list[Word] = []
     frames = synthesizer.pcm_frames(synth, words, listener=listener, received_at=started)
@@ -194,6 +183,11 @@ async def open_audio(
         leave()
         return nothing_to_say(synth.request_id)
     return RequestAudio(synth, frames, first, started, words, counters, route, leave)
+
+
+def _with_id(request: SynthesizeRequest) -> SynthesizeRequest:
+    """A POST's request with an id of its own when its caller gave none (it names the stream's logs)."""
+    return replace(request, request_id=request.request_id or uuid.uuid4().hex)
 
 
 class BodyClosingResponse(StreamingResponse):
@@ -280,22 +274,6 @@ class RequestAudio:
             elapsed_ms=(time.perf_counter() - self.started) * 1000,
             words=tuple(self.words),
         )
-
-
-def announced_length(request: Request) -> int:
-    """The body's Content-Length (0 when absent or not a number: the reader's own limit applies)."""
-    value = request.headers.get("content-length", "")
-    return int(value) if value.isdecimal() else 0
-
-
-async def read_body(request: Request) -> bytes:
-    """Read at most one byte past the limit, so an oversized body is refused without buffering it."""
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > MAX_MESSAGE_BYTES:
-            break
-    return bytes(body)
 
 
 async def _pcm(audio: RequestAudio) -> AsyncGenerator[bytes]:

@@ -14,10 +14,12 @@ and Kokoro-FastAPI's ``lang_code``.
 
 **One admission path.** The request is mapped onto the fields of a ``synthesize`` request and goes
 exactly where ``POST /invocations`` goes (:func:`tts_container.invocations.open_audio`: the same
-checks, queue, limits and engine); the local-caller guard covers this path as it covers that one, and a
-caller who hangs up stops the engine at its next segment (:class:`BodyClosingResponse`). The audio is
-streamed as it is rendered, encoded as it comes (:mod:`strands_kokoro.audio_encoding`): the first bytes
-leave after the first window, not after the whole text.
+checks in the same order as every route, :mod:`tts_container.intake`, the same queue, limits and
+engine; the body is read as that route reads it, :mod:`tts_container.post_body`); the local-caller
+guard covers this path as it covers that one, and a caller who hangs up stops the engine at its next
+segment (:class:`BodyClosingResponse`). The audio is streamed as it is rendered, encoded as it comes
+(:mod:`strands_kokoro.audio_encoding`): the first bytes leave after the first window, not after the
+whole text.
 
 **Errors** have OpenAI's shape, ``{"error": {"message", "type", "param", "code"}}``, with this server's
 stable codes and statuses (an unknown voice is a 400, ``overloaded`` a 429 with ``Retry-After``).
@@ -31,15 +33,14 @@ from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
-from starlette.requests import ClientDisconnect, Request
+from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from strands_kokoro.audio_encoding import FormatUnavailable, encoder_available, new_encoder
+from strands_kokoro.audio_encoding import new_encoder
 from strands_kokoro.protocol import (
     DEFAULT_SAMPLE_RATE,
     DEFAULT_VOICE,
-    MAX_MESSAGE_BYTES,
     ErrorCode,
     ProtocolError,
     ServerError,
@@ -54,16 +55,14 @@ from tts_container.g2p import dialect_for
 from tts_container.invocations import (
     BodyClosingResponse,
     RequestAudio,
-    announced_length,
     encoded,
     header_value,
-    model_unavailable,
     open_audio,
-    read_body,
     retry_after,
     status_of,
 )
-from tts_container.session import SessionCounters
+from tts_container.post_body import model_unavailable, read_post
+from tts_container.server_counters import SessionCounters
 from tts_container.synthesis import Synthesizer
 
 logger = logging.getLogger(__name__)
@@ -223,15 +222,9 @@ async def speech(
 ) -> Response:
     """``POST /v1/audio/speech``: ``input``'s audio, streamed in ``response_format`` as it is rendered."""
     if synthesizer is None or admission is None:
-        code, message = model_unavailable(load_failed)
-        return error_response(code, message)
-    if announced_length(request) > MAX_MESSAGE_BYTES:
-        return error_response(ErrorCode.MESSAGE_TOO_LARGE, f"the body is over {MAX_MESSAGE_BYTES} bytes")
-    try:
-        body = await read_body(request)
-    except ClientDisconnect:
-        logger.info("a speech request's caller left before its body was complete")
-        return Response(status_code=400)
+        return error_response(*model_unavailable(load_failed))
+    if isinstance(body := await read_post(request, refuse=error_response), Response):
+        return body
     try:
         asked = parse_speech(body)
         synth = parse_synthesize_fields(asked.fields)
@@ -239,9 +232,8 @@ async def speech(
         return error_response(exc.code, exc.message, exc.param)
     except ProtocolError as exc:
         return error_response(exc.code, exc.message)
-    if not encoder_available(asked.response_format):
-        return error_response(ErrorCode.FORMAT_UNAVAILABLE, FormatUnavailable(asked.response_format).message)
-    audio = await open_audio(synthesizer, admission, synth, counters, route="openai")
+    fmt = asked.response_format
+    audio = await open_audio(synthesizer, admission, synth, counters, route="openai", audio_format=fmt)
     if isinstance(audio, ServerError):
         return refusal_response(audio)
     headers = {"X-Request-Id": header_value(str(audio.request.request_id))}

@@ -20,7 +20,7 @@ from tts_container.listener import Heard
 if TYPE_CHECKING:
     from tts_container.admission import Admission
     from tts_container.inference import InferencePool
-    from tts_container.session import SessionCounters
+    from tts_container.server_counters import SessionCounters
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 FIRST_AUDIO_BUCKETS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0)

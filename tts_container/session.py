@@ -22,7 +22,8 @@ right after) and the disconnect, which stops the queued work at once. A disconne
 requests it leaves unfinished count as cancelled on ``/stats``.
 
 Bounded memory, whatever the client does: queued requests (``MAX_QUEUED_REQUESTS``), queued audio
-(``MAX_BUFFERED_AUDIO_BYTES``) and error frames not yet sent (``MAX_UNREAD_ERRORS``) all have a limit.
+(``MAX_BUFFERED_AUDIO_BYTES``) and error frames not yet sent (``MAX_UNREAD_ERRORS``) all have a limit,
+each counted by the queue that holds them (:mod:`tts_container.session_queue`).
 At that many unsent errors the reader stops reading until the sender makes room, so a flooding client
 is throttled by its own TCP window, not buffered. "Unsent" alone proves nothing (a burst of bad frames
 arrives in one read, faster than the sender gets a turn; refusals wait for earlier audio): the client
@@ -41,11 +42,9 @@ import contextlib
 import logging
 import time
 import uuid
-from dataclasses import dataclass
 
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from strands_kokoro.audio_encoding import FormatUnavailable, encoder_available
 from strands_kokoro.protocol import (
     MAX_QUEUED_REQUESTS,
     WIRE_AUDIO_FORMATS,
@@ -64,9 +63,21 @@ from strands_kokoro.protocol import (
     parse_client_message,
 )
 from tts_container.admission import Admission
+from tts_container.intake import enter
 from tts_container.metrics import log_completed
-from tts_container.session_queue import CLOSE, END, Control, Finished, Job, QueuedAudio, Refusal
-from tts_container.speakable import admit, nothing_to_say
+from tts_container.server_counters import SessionCounters
+from tts_container.session_queue import (
+    CLOSE,
+    END,
+    Control,
+    Finished,
+    Job,
+    Outbox,
+    QueuedAudio,
+    Refusal,
+    RequestQueue,
+)
+from tts_container.speakable import nothing_to_say
 from tts_container.synthesis import Synthesizer
 
 logger = logging.getLogger(__name__)
@@ -80,21 +91,6 @@ STALLED_SEND_S = 5.0
 # The 1008 close frame waits this long for such a client to take what was sent before it.
 POLICY_CLOSE_WAIT_S = 30.0
 POLICY_VIOLATION = 1008  # WebSocket close code
-
-
-@dataclass(slots=True)
-class SessionCounters:
-    """Server-wide session counters, shown on ``/stats``."""
-
-    active: int = 0
-    opened: int = 0
-    requests_completed: int = 0
-    requests_cancelled: int = 0
-    # Audio the engine made, and the part of it that reached a client (both routes): the difference is
-    # speech made for nobody (cancelled, or its client left), what a hang-up must keep near zero.
-    audio_made_ms: float = 0.0
-    audio_sent_ms: float = 0.0
-    error_floods: int = 0
 
 
 class _ClientGone(Exception):
@@ -122,16 +118,11 @@ class Session:
         self._listener = admission.listener()
         self._open = self._listener.requests  # accepted and not yet finished on the wire
         self._epoch = 0
-        self._requests: asyncio.Queue[Job | Refusal | object] = asyncio.Queue()
-        self._outbox: asyncio.Queue[Control | QueuedAudio | Finished | object] = asyncio.Queue()
-        self._unread_errors = 0  # error and cancelled frames (and refusals) queued but not yet sent
+        self._requests = RequestQueue()
+        self._outbox = Outbox()
         self._closing = False  # the client said ``close``: only a cancel and the disconnect count now
         self._sent = asyncio.Event()  # set whenever a frame went out: the reader may have room again
         self._sending_since: float | None = None  # when the send in progress began
-        self._queued = 0  # accepted requests waiting for the synthesizer
-        self._buffered = 0
-        self._room = asyncio.Event()
-        self._room.set()
 
     async def run(self) -> None:
         await self._ws.accept()
@@ -173,7 +164,7 @@ class Session:
 
     async def _read_loop(self) -> None:
         while True:
-            if self._unread_errors >= MAX_UNREAD_ERRORS:
+            if self._unread_errors() >= MAX_UNREAD_ERRORS:
                 await self._wait_for_room()
             message = await self._ws.receive()
             if message["type"] == "websocket.disconnect":
@@ -200,33 +191,38 @@ class Session:
             return  # after close, only a cancel is acted on
         elif isinstance(parsed, Close):
             self._closing = True
-            self._requests.put_nowait(CLOSE)
+            self._requests.put(CLOSE)
         else:
             self._accept(parsed)
 
     def _accept(self, request: SynthesizeRequest) -> None:
-        """Queue a request, or refuse it in its place: what cannot be spoken, a full queue, and (the
-        first request of a new answer) a server serving all the listeners it can."""
-        admitted = admit(self._synth, request)
-        if isinstance(admitted, SynthesizeRequest) and not encoder_available(request.format):
-            unavailable = FormatUnavailable(request.format)
-            admitted = ServerError(request.request_id, ErrorCode.FORMAT_UNAVAILABLE, unavailable.message)
-        if isinstance(admitted, SynthesizeRequest) and self._queued >= MAX_QUEUED_REQUESTS:
-            message = f"{MAX_QUEUED_REQUESTS} requests are already queued in this session; retry later"
-            admitted = ServerError(request.request_id, ErrorCode.OVERLOADED, message)
-        if isinstance(admitted, ServerError):
-            self._refuse(admitted)
-            return
-        job = Job(admitted, request.request_id or uuid.uuid4().hex, self._epoch)
-        if (full := self._admission.admit(self._listener, job, request.request_id)) is not None:
-            self._refuse(full)
-            return
-        self._queued += 1
-        self._requests.put_nowait(job)
+        """Queue a request, or refuse it in its place, in the order every route checks
+        (:mod:`tts_container.intake`): what cannot be spoken, a full queue, and (the first request of a
+        new answer) a server serving all the listeners it can."""
+        job = enter(
+            self._synth,
+            self._admission,
+            self._listener,
+            request,
+            audio_format=request.format,
+            entry=lambda spoken: Job(spoken, request.request_id or uuid.uuid4().hex, self._epoch),
+            room=self._queue_full,
+        )
+        if isinstance(job, ServerError):
+            self._refuse(job)
+        else:
+            self._requests.put(job)
+
+    def _queue_full(self, request: SynthesizeRequest) -> ServerError | None:
+        """The session's own limit: ``MAX_QUEUED_REQUESTS`` requests waiting for the synthesizer."""
+        if self._requests.jobs < MAX_QUEUED_REQUESTS:
+            return None
+        message = f"{MAX_QUEUED_REQUESTS} requests are already queued in this session; retry later"
+        return ServerError(request.request_id, ErrorCode.OVERLOADED, message)
 
     async def _wait_for_room(self) -> None:
         """Read nothing more until the sender has room for errors; ``_ErrorFlood`` if the client stalls it."""
-        while self._unread_errors >= MAX_UNREAD_ERRORS:
+        while self._unread_errors() >= MAX_UNREAD_ERRORS:
             self._sent.clear()
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(STALLED_SEND_S):
@@ -237,61 +233,45 @@ class Session:
                 raise _ErrorFlood
             # Nothing stuck: the errors wait for earlier requests' audio (refusals in order). Keep waiting.
 
-    def _count_error(self) -> None:
-        """One more error frame queued for the client (the reader waits at ``MAX_UNREAD_ERRORS``)."""
-        self._unread_errors += 1
+    def _unread_errors(self) -> int:
+        """Error and ``cancelled`` frames (refusals included) queued and not yet sent."""
+        return self._requests.refusals + self._outbox.replies
 
     def _refuse(self, frame: ServerError) -> None:
         """A request's refusal, answered in its place in the request order (after the audio of the
         requests before it)."""
-        self._count_error()
-        self._requests.put_nowait(Refusal(frame, self._epoch))
+        self._requests.put(Refusal(frame, self._epoch))
 
     def _error(self, frame: ServerError) -> None:
         """An error about a message that is not a request: answered at once."""
-        self._count_error()
-        self._outbox.put_nowait(Control(frame, None))
+        self._outbox.put(Control(frame, None))
 
     def _cancel(self) -> None:
         """Drop queued requests and queued audio; the request in flight stops at its next segment.
 
-        The ``cancelled`` answer is queued as a reply no later cancel discards (epoch ``None``), and is
-        counted with the unsent errors, so a client that floods cancels without reading is throttled.
+        The ``cancelled`` answer is queued as a reply no later cancel discards (epoch ``None``), and
+        counts with the unsent errors, so a client that floods cancels without reading is throttled.
         """
         self._epoch += 1
         dropped = len(self._open)
         self._open.clear()
         self._listener.stop()
         self._counters.requests_cancelled += dropped
-        refusals = []  # answers already given: they still go out, just before ``cancelled``
-        closing = False
-        while not self._requests.empty():
-            if isinstance(item := self._requests.get_nowait(), Refusal):
-                refusals.append(Control(item.frame, None))
-            elif item is CLOSE:
-                closing = True
-        self._queued = 0
-        kept = []
-        ending = False  # the synthesizer already took ``close``: its END is in the outbox
-        while not self._outbox.empty():
-            item = self._outbox.get_nowait()
-            if isinstance(item, Control) and item.epoch is None:
-                kept.append(item)
-            elif item is END:
-                ending = True
+        requests = self._requests.drain()
+        # Answers already given still go out, just before ``cancelled``: unsent replies, then refusals.
+        outbox = self._outbox.drain()
+        kept = [item for item in outbox if isinstance(item, Control) and item.epoch is None]
+        refusals = [Control(item.frame, None) for item in requests if isinstance(item, Refusal)]
         for item in [*kept, *refusals]:
-            self._outbox.put_nowait(item)
-        self._buffered = 0
-        self._room.set()
-        self._count_error()
+            self._outbox.put(item)
         self._control(Cancelled(dropped), epoch=None)
-        if ending:
-            self._outbox.put_nowait(END)  # a cancel after close: answered, then the session ends
-        elif closing:
-            self._requests.put_nowait(CLOSE)  # close still queued behind requests: the session still ends
+        if END in outbox:  # the synthesizer already took ``close``: answered, then the session ends
+            self._outbox.put(END)
+        elif CLOSE in requests:  # close still queued behind requests: the session still ends
+            self._requests.put(CLOSE)
 
     def _control(self, frame: ControlFrame, epoch: int | None = None) -> None:
-        self._outbox.put_nowait(Control(frame, epoch))
+        self._outbox.put(Control(frame, epoch))
 
     # ------------------------------------------------------------------------------------- synthesizer
 
@@ -299,13 +279,12 @@ class Session:
         while True:
             job = await self._requests.get()
             if job is CLOSE:
-                self._outbox.put_nowait(END)
+                self._outbox.put(END)
                 return
             if isinstance(job, Refusal):
-                self._outbox.put_nowait(Control(job.frame, None))  # counted when it was refused
+                self._outbox.put(Control(job.frame, None))
                 continue
             assert isinstance(job, Job)
-            self._queued -= 1
             if job.epoch == self._epoch:
                 await self._synthesize(job)
 
@@ -318,20 +297,17 @@ class Session:
         try:
             async for pcm in frames:
                 self._counters.audio_made_ms += audio_ms(len(pcm), job.request.sample_rate)
-                while self._buffered >= MAX_BUFFERED_AUDIO_BYTES and job.epoch == self._epoch:
-                    self._room.clear()
-                    await self._room.wait()
+                await self._outbox.room_for_audio(MAX_BUFFERED_AUDIO_BYTES)  # a cancel drains it
                 if job.epoch != self._epoch:
                     return  # cancelled: stop at this segment boundary (what it made counts as unsent)
-                self._buffered += len(pcm)
-                self._outbox.put_nowait(QueuedAudio(job, pcm))
+                self._outbox.put(QueuedAudio(job, pcm))
         except Exception:
             logger.exception("engine failed on a request of %d characters", len(job.request.text))
-            self._outbox.put_nowait(Finished(job, failed=True))
+            self._outbox.put(Finished(job, failed=True))
             return
         finally:
             await frames.aclose()
-        self._outbox.put_nowait(Finished(job))
+        self._outbox.put(Finished(job))
 
     # ------------------------------------------------------------------------------------- sender
 
@@ -345,8 +321,6 @@ class Session:
                     raise _ClientGone from exc
                 raise _Ended
             if isinstance(item, Control):
-                if item.epoch is None:
-                    self._unread_errors -= 1
                 if item.epoch is None or item.epoch == self._epoch:
                     await self._send(item.frame.to_wire())
             elif isinstance(item, QueuedAudio):
@@ -361,8 +335,6 @@ class Session:
         if item.job.epoch != self._epoch:
             return
         job = item.job
-        self._buffered -= len(item.pcm)
-        self._room.set()
         if job.first_audio_at is None:
             job.first_audio_at = time.perf_counter()
         job.audio_bytes += len(item.pcm)

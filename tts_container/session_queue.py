@@ -1,10 +1,15 @@
-"""What flows between a WebSocket session's three tasks (:mod:`tts_container.session`): the accepted
-requests (``Job``) and the items of the sender's outbox, each tagged with the epoch it was made in so a
-``cancel`` can discard what is stale.
+"""What flows between a WebSocket session's three tasks (:mod:`tts_container.session`), and the two
+queues that carry it: the accepted requests (``Job``) and the items of the sender's outbox, each tagged
+with the epoch it was made in so a ``cancel`` can discard what is stale.
+
+Each queue keeps the counts the session limits (requests waiting, replies unsent, audio bytes queued)
+itself, updated as items enter and leave: a count kept beside a queue by hand drifts from it the first
+time one path forgets to update it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 from dataclasses import dataclass, field
 from typing import Final
@@ -12,7 +17,7 @@ from typing import Final
 from strands_kokoro.audio_encoding import AudioEncoder, new_encoder
 from strands_kokoro.protocol import ControlFrame, ServerError, SynthesizeRequest, Word, WordTimings
 
-__all__ = ["CLOSE", "END", "Control", "Finished", "Job", "QueuedAudio", "Refusal"]
+__all__ = ["CLOSE", "END", "Control", "Finished", "Job", "Outbox", "QueuedAudio", "Refusal", "RequestQueue"]
 
 
 @dataclass(slots=True, eq=False)  # identity hash: a job is a member of the session's open set
@@ -79,3 +84,73 @@ class Finished:
 
 CLOSE: Final = object()  # in the request queue: the client's ``close``; the synthesizer ends after the rest
 END: Final = object()  # in the outbox: everything before it was sent; the sender closes the socket
+
+
+class _CountingQueue[T]:
+    """An unbounded asyncio queue that tells :meth:`_counted` of every item that enters or leaves it."""
+
+    def __init__(self) -> None:
+        self._items: asyncio.Queue[T] = asyncio.Queue()
+
+    def put(self, item: T) -> None:
+        self._items.put_nowait(item)
+        self._counted(item, 1)
+
+    async def get(self) -> T:
+        item = await self._items.get()
+        self._counted(item, -1)
+        return item
+
+    def drain(self) -> list[T]:
+        """Take every item now, in order (the counts go to zero)."""
+        items = []
+        while not self._items.empty():
+            items.append(item := self._items.get_nowait())
+            self._counted(item, -1)
+        return items
+
+    def _counted(self, item: T, sign: int) -> None:
+        raise NotImplementedError
+
+
+class RequestQueue(_CountingQueue[Job | Refusal | object]):
+    """The synthesizer's queue: jobs, refusals answered in their place, and ``CLOSE``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.jobs = 0  # accepted requests waiting for the synthesizer
+        self.refusals = 0  # refusals waiting for their turn to be sent
+
+    def _counted(self, item: Job | Refusal | object, sign: int) -> None:
+        if isinstance(item, Job):
+            self.jobs += sign
+        elif isinstance(item, Refusal):
+            self.refusals += sign
+
+
+class Outbox(_CountingQueue[Control | QueuedAudio | Finished | object]):
+    """The sender's queue: control frames, audio, ends of jobs, and ``END``.
+
+    ``replies``: control frames no cancel discards (errors, ``cancelled``) not yet sent; ``audio_bytes``:
+    the PCM queued, which :meth:`room_for_audio` waits to fall below a limit.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.replies = 0
+        self.audio_bytes = 0
+        self._audio_left = asyncio.Event()  # set whenever queued audio leaves (sent, or drained)
+
+    def _counted(self, item: Control | QueuedAudio | Finished | object, sign: int) -> None:
+        if isinstance(item, Control) and item.epoch is None:
+            self.replies += sign
+        elif isinstance(item, QueuedAudio):
+            self.audio_bytes += sign * len(item.pcm)
+            if sign < 0:
+                self._audio_left.set()
+
+    async def room_for_audio(self, limit: int) -> None:
+        """Wait until less than ``limit`` bytes of audio are queued."""
+        while self.audio_bytes >= limit:
+            self._audio_left.clear()
+            await self._audio_left.wait()

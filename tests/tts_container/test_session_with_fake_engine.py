@@ -288,7 +288,7 @@ def _admit_failing_on(marker: str) -> Callable[[Synthesizer, SynthesizeRequest],
 async def test_a_server_fault_reading_one_message_is_answered_and_the_session_goes_on_with_fake_engine(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("tts_container.session.admit", _admit_failing_on("BUG"))
+    monkeypatch.setattr("tts_container.intake.admit", _admit_failing_on("BUG"))
     async with running_app(create_app(ToneEngine)) as address, open_ws(f"ws://{address}{WS_PATH}") as ws:
         await ws.send(dumps(text="BUG here.", request_id="bug"))
         await ws.send(dumps(text="One two three.", request_id="after"))
@@ -301,7 +301,7 @@ async def test_a_server_fault_reading_one_message_is_answered_and_the_session_go
 async def test_a_server_fault_on_post_is_a_coded_500_with_fake_engine(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("tts_container.invocations.admit", _admit_failing_on("BUG"))
+    monkeypatch.setattr("tts_container.intake.admit", _admit_failing_on("BUG"))
     async with running_app(create_app(ToneEngine)) as address, httpx.AsyncClient() as client:
         failed = await client.post(f"http://{address}/invocations", json={"text": "BUG here."})
         after = await client.post(f"http://{address}/invocations", json={"text": "One two three."})
