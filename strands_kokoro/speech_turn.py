@@ -7,8 +7,10 @@ the request ledger (:mod:`strands_kokoro.request_ledger`: the requests, their or
 teardown), the pacer and the events (:mod:`strands_kokoro.turn_output`). Two sides report to it and do not
 import each other:
 
-- the text side (:mod:`strands_kokoro.turn_text`: speech filter and chunker) returns the sentences of
-  each text delta; the turn writes them to the pacer (nothing else writes to the pacer);
+- the text side (:class:`~strands_kokoro.speech_text.SpeechTextFilter`, then
+  :class:`~strands_kokoro.chunker.IncrementalSentenceChunker`; ``batch``'s whole answer,
+  :mod:`strands_kokoro.turn_text`) returns the sentences of each text delta; the turn writes them to the
+  pacer (nothing else writes to the pacer);
 - the audio side (:mod:`strands_kokoro.turn_session`: the session and its receiver) sends the requests the
   turn makes, hands the frames to the ledger and reports the rest (``TurnReports``): a request
   completed or failed, a session opened.
@@ -33,16 +35,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from strands_kokoro.audio_encoding import new_encoder
+from strands_kokoro.chunker import IncrementalSentenceChunker
 from strands_kokoro.endpoint_rotation import EndpointCursor
 from strands_kokoro.events import Event, agent_end, agent_start, error, speech_error, speech_interrupted
-from strands_kokoro.pacer import MAX_IN_FLIGHT_URGENT, Piece, SpeechPacer
+from strands_kokoro.pacer import MAX_IN_FLIGHT_URGENT, SpeechPacer
 from strands_kokoro.protocol import Word, audio_ms
 from strands_kokoro.request_ledger import AudioReply, CompletedReply, Reply, RequestLedger, TurnRequest
 from strands_kokoro.speech_options import SpeechOptions
+from strands_kokoro.speech_text import SpeechTextFilter
 from strands_kokoro.turn_errors import INTERRUPTED, SpeechState, TurnErrorCode
 from strands_kokoro.turn_output import TurnOutput
 from strands_kokoro.turn_session import TurnSession
-from strands_kokoro.turn_text import TurnText, split_for_request, whole_answer_text
+from strands_kokoro.turn_text import split_for_request, whole_answer_text
 
 logger = logging.getLogger(__name__)
 
@@ -82,7 +86,8 @@ class SpeechTurn:
         encoder = new_encoder(options.audio_format, options.sample_rate)
         self._output = TurnOutput(self.outbox, self.now_ms, encoder=encoder)
         self.ledger = RequestLedger(request_id, options, self._release)
-        self._text = TurnText(options.max_chars)
+        self._filter = SpeechTextFilter()
+        self._chunker = IncrementalSentenceChunker(max_chars=options.max_chars)
         self._session = TurnSession(self, endpoints)
         self._woken = asyncio.Event()
         self._writing = True  # the agent may write more
@@ -127,8 +132,8 @@ class SpeechTurn:
         if self.options.mode == "batch":
             self._whole.append(text)
         elif self.speaking:
-            sentences, pending = self._text.feed(text)
-            self._pacer.write(sentences, pending, self.now_ms())
+            sentences = self._chunker.feed(self._filter.feed(text))
+            self._pacer.write(sentences, self._chunker.pending(), self.now_ms())
         self._wake()
 
     def end_segment(self) -> None:
@@ -143,8 +148,8 @@ class SpeechTurn:
 
     def _flush_text(self) -> None:
         if self.options.mode == "bidi" and self.speaking:
-            sentences, pending = self._text.flush()
-            self._pacer.write(sentences, pending, self.now_ms())
+            sentences = [*self._chunker.feed(self._filter.flush()), *self._chunker.flush()]
+            self._pacer.write(sentences, self._chunker.pending(), self.now_ms())
 
     async def wait_flushed(self) -> None:
         """Hand the text of the last model call to the session now and wait until it is (before tools)."""
@@ -310,7 +315,15 @@ class SpeechTurn:
             while (
                 piece := pacer.next_piece(self.now_ms(), self.ledger.in_flight(), urgent=urgent)
             ) is not None:
-                await self._say(piece)
+                if self.speaking:  # one piece as a request, with the words around it as context
+                    request = self.ledger.new(
+                        piece.text,
+                        previous=piece.previous_text,
+                        following=piece.next_text,
+                        predicted_audio_ms=piece.predicted_audio_ms,
+                        predicted_buffer_ms=piece.predicted_buffer_ms,
+                    )
+                    await self._session.send(request)
             await self._fillers_due()
             if not pacer.unsent and self._session.all_on_the_wire():
                 for call in self._calls:
@@ -337,18 +350,6 @@ class SpeechTurn:
             if filler.due_at is not None and filler.due_at <= now and o.tool_filler is not None:
                 del self._fillers[tool]
                 await self._request(o.tool_filler, answer=False)
-
-    async def _say(self, piece: Piece) -> None:
-        """One pacer piece as a request, with the words around it as context."""
-        if self.speaking:
-            request = self.ledger.new(
-                piece.text,
-                previous=piece.previous_text,
-                following=piece.next_text,
-                predicted_audio_ms=piece.predicted_audio_ms,
-                predicted_buffer_ms=piece.predicted_buffer_ms,
-            )
-            await self._session.send(request)
 
     async def _request(self, text: str, *, answer: bool = True) -> None:
         if (text := text.strip()) and self.speaking:

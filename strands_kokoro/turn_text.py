@@ -1,21 +1,18 @@
-"""The text side of a spoken turn: the model's text, filtered for speech and cut into sentences.
+"""The text of a ``batch`` turn (the baseline, no pacer): the whole answer, spoken at the end.
 
-:class:`TurnText` holds the speech filter (:class:`~strands_kokoro.speech_text.SpeechTextFilter`) and the
-sentence chunker (:class:`~strands_kokoro.chunker.IncrementalSentenceChunker`) of one ``bidi`` turn; the
-turn hands what it returns to the pacer (the turn alone writes to the pacer). ``batch`` (the baseline,
-no pacer) speaks the whole answer at the end: :func:`whole_answer_text` cleans it and
-:func:`split_for_request` cuts it to the server's request size. It knows nothing of requests, the
-session or the events: it reports to the turn by its return values.
+:func:`whole_answer_text` cleans it and cuts it into sentences as ``bidi`` cuts it (the same speech
+filter and chunker the turn feeds each delta through); :func:`split_for_request` cuts it to the server's
+request size. It knows nothing of requests, the session or the events.
 """
 
 from __future__ import annotations
 
-from strands_kokoro.chunker import IncrementalSentenceChunker, Sentence
+from strands_kokoro.chunker import IncrementalSentenceChunker
 from strands_kokoro.protocol import MAX_TEXT_CHARS
 from strands_kokoro.sentence_rules import CJK_TERMINALS, CLOSERS, TERMINALS
 from strands_kokoro.speech_text import SpeechTextFilter
 
-__all__ = ["TurnText", "split_for_request", "whole_answer_text"]
+__all__ = ["split_for_request", "whole_answer_text"]
 
 
 # What already ends a sentence (the chunker's marks, and a clause mark a reader pauses at as much).
@@ -50,20 +47,3 @@ def split_for_request(text: str, limit: int = MAX_TEXT_CHARS) -> list[str]:
     if text.strip():
         pieces.append(text.strip())
     return pieces
-
-
-class TurnText:
-    """One ``bidi`` turn's text: each delta in, the sentences it completed and the one still being
-    written out (what the pacer reads)."""
-
-    def __init__(self, max_chars: int | None) -> None:
-        self._filter = SpeechTextFilter()
-        self._chunker = IncrementalSentenceChunker(max_chars=max_chars)
-
-    def feed(self, text: str) -> tuple[list[Sentence], Sentence]:
-        """A text delta of the model's: the sentences it completed, and the one still being written."""
-        return self._chunker.feed(self._filter.feed(text)), self._chunker.pending()
-
-    def flush(self) -> tuple[list[Sentence], Sentence]:
-        """A model call ended: everything held back is complete (its last sentence too)."""
-        return [*self._chunker.feed(self._filter.flush()), *self._chunker.flush()], self._chunker.pending()
