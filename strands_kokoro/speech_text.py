@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import re
 
+from strands_kokoro.blank_lines import PARAGRAPH_BREAK
 from strands_kokoro.emoji_chars import SAID_EVERYWHERE, emoji_class, pictograph_class
 from strands_kokoro.emoji_chars import is_emoji_char as _is_emoji_char
 
@@ -256,7 +257,7 @@ class SpeechTextFilter:
             return None
         if c == "\n":
             blank = self._structural
-            self._put(out, "\n\n" if blank else "\n")
+            self._put(out, PARAGRAPH_BREAK if blank else "\n")
             self._gap = self._line_text and not blank
             self._line_text = False
             self._line_start = True

@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING
 
 import regex
 
+from strands_kokoro.blank_lines import BLANK_LINE
 from strands_kokoro.emoji_chars import SAID_EVERYWHERE, emoji_class
 from strands_kokoro.protocol import ErrorCode, ServerError, SynthesizeRequest
 from tts_container.g2p import dialect_for
@@ -78,7 +79,7 @@ _INVISIBLE = regex.compile(r"\p{Cf}+")
 _OTHER_SPACE = regex.compile(r"[^\S \t\n\r]")  # no-break, thin, ideographic... spaces, line separators
 _BEFORE_PUNCTUATION = regex.compile(r"\s+(?=[.,;:!?…)\]}])")  # "a lot 🎉." is "a lot."
 # A blank line after a line without a closing mark of its own; then every other line break.
-_PARAGRAPH_END = regex.compile(r"(?<=[^\s.,;:!?…。！？।])[ \t]*(?:\r?\n[ \t]*){2,}(?=\S)")
+_PARAGRAPH_END = regex.compile(rf"(?<=[^\s.,;:!?…。！？।]){BLANK_LINE}(?=\S)")
 _LINE_BREAK = regex.compile(r"[ \t]*[\r\n]+[ \t]*")
 
 
