@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import re
 
+from strands_kokoro.blank_lines import blank_line_follows
 from strands_kokoro.sentence_rules import (
     CJK_TERMINALS,
     LEFT,
@@ -323,10 +324,7 @@ class IncrementalSentenceChunker:
         self._scan = j + width
 
     def _examine_newline(self, out: list[Sentence], j: int, w: Window) -> None:
-        k = 1
-        while w.at(k) in (" ", "\t", "\r"):
-            k += 1
-        if w.at(k) == "\n":
+        if blank_line_follows(w.at, 1):
             self._emit(out, j)  # a blank line ends a paragraph
             self._scan = j + 1
             return

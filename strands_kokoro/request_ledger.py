@@ -2,11 +2,12 @@
 and on which connection, what the server refused, what came back, and when that may go out.
 
 Nothing else keeps a list of requests. The pacer reads its view of the requests in flight from here
-(``pending``: predicted audio, audio received, when sent); the session half records every send here
+(``pending``: predicted audio, audio received, when sent); the audio side records every send here
 (:meth:`RequestLedger.sent`) and hands every reply to :meth:`RequestLedger.put`; the ledger releases
 the replies in the order the requests were made (a request refused as ``overloaded`` and re-sent
 completes after later ones, whose replies wait behind it) to the one ``release`` callback the turn gives
-it (:class:`~strands_kokoro.turn_output.TurnOutput` builds the events).
+it (the turn tells the pacer's listener clock; :class:`~strands_kokoro.turn_output.TurnOutput` builds the
+events).
 
 Reconnect rule (nothing said twice, nothing skipped): a request whose ``synthesis_complete`` arrived is
 never re-sent. A request that was cut mid-audio is re-sent whole, and the first ``emitted_bytes`` of its
@@ -150,7 +151,7 @@ class RequestLedger:
         predicted_audio_ms: float = 0.0,
         predicted_buffer_ms: float | None = None,
     ) -> TurnRequest:
-        """A new request of the turn, pending and last in the release order (sent by the session half)."""
+        """A new request of the turn, pending and last in the release order (sent by the audio side)."""
         o, index = self._options, self.count
         request_id = f"{self._turn_id}-{index}"
         wire = SynthesizeRequest(

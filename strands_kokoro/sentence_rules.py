@@ -31,6 +31,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from strands_kokoro.blank_lines import has_blank_line
+
 #: The most characters any decision reads past the mark it is deciding. Bounds the chunker's holdback.
 WINDOW = 128
 
@@ -243,11 +245,9 @@ def decide_terminal(w: Window, ctx: SentenceContext) -> Verdict:
         return no  # "3.14", "example.com", "Jr.'s", "p.m.,"
     # Skip the gap; a blank line ends the sentence whatever follows.
     k = end
-    newlines = 0
     while (c := w.at(k)).isspace() and c != "":
-        newlines += c == "\n"
         k += 1
-    if newlines >= 2 or c == "":
+    if c == "" or has_blank_line(w.text[end:k]):
         return Verdict(end, end)
     while _is(w.at(k), OPENERS):
         k += 1

@@ -36,36 +36,23 @@ from __future__ import annotations
 
 import re
 
+from strands_kokoro.blank_lines import PARAGRAPH_BREAK
+from strands_kokoro.emoji_chars import SAID_EVERYWHERE, emoji_class, pictograph_class
+from strands_kokoro.emoji_chars import is_emoji_char as _is_emoji_char
+
 __all__ = ["SpeechTextFilter", "clean_for_speech", "is_emoji_char"]
 
-# Python's unicodedata has no emoji properties, and the emoji packages carry megabytes of names we do
-# not need. This table is Unicode's Extended_Pictographic property (emoji-data.txt, Unicode 15.1)
-# folded into ranges, keeping out the few text-style symbols that are also letters-like (©, ®, ™,
-# arrows, ‼): they are spoken or harmless. Whole supplementary blocks are taken as ranges because
-# Unicode reserves their unassigned code points for future pictographs.
-_PICTOGRAPHIC = (
-    (0x231A, 0x231B), (0x2328, 0x2328), (0x23CF, 0x23CF), (0x23E9, 0x23F3), (0x23F8, 0x23FA),
-    (0x24C2, 0x24C2), (0x25AA, 0x25AB), (0x25B6, 0x25B6), (0x25C0, 0x25C0), (0x25FB, 0x25FE),
-    (0x2600, 0x27BF), (0x2934, 0x2935), (0x2B05, 0x2B07), (0x2B1B, 0x2B1C), (0x2B50, 0x2B50),
-    (0x2B55, 0x2B55), (0x3030, 0x3030), (0x303D, 0x303D), (0x3297, 0x3297), (0x3299, 0x3299),
-    (0x1F000, 0x1FAFF), (0x1FC00, 0x1FFFD),
-)  # fmt: skip
-# Emoji components: they only ever glue or modify emoji, so they go wherever they appear.
-_COMPONENTS = (
-    (0x200D, 0x200D),  # zero width joiner (👩‍💻)
-    (0x20E3, 0x20E3),  # combining enclosing keycap (1️⃣)
-    (0xFE0E, 0xFE0F),  # variation selectors: text / emoji presentation
-    (0xE0020, 0xE007F),  # tag characters (subdivision flags 🏴󠁧󠁢󠁳󠁣󠁴󠁿)
-)
-_PICTOGRAPHIC_CLASS = "".join(f"{chr(lo)}-{chr(hi)}" if lo != hi else chr(lo) for lo, hi in _PICTOGRAPHIC)
-_EMOJI_CLASS = _PICTOGRAPHIC_CLASS + "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in _COMPONENTS)
+# Pictographs the server reads, kept for it: ©, ® and ™; ‼ and ⁉ (the marks they double); ℹ; arrows.
+_KEPT = SAID_EVERYWHERE + "‼⁉ℹ↔↕↖↗↘↙↩↪"
+_PICTOGRAPHIC_CLASS = pictograph_class(_KEPT)
+_EMOJI_CLASS = emoji_class(_KEPT)
 _KEYCAP_BASE = "0123456789#*"
 
 
 def is_emoji_char(ch: str) -> bool:
-    """True for a pictographic emoji or an emoji component (ZWJ, VS16, keycap, tag, skin tone)."""
-    cp = ord(ch)
-    return any(lo <= cp <= hi for lo, hi in (*_PICTOGRAPHIC, *_COMPONENTS))
+    """True for an emoji character this filter drops (:mod:`strands_kokoro.emoji_chars`; ©, ®, ™, ‼, ⁉,
+    ℹ and arrows are kept for the server to read)."""
+    return _is_emoji_char(ch, _KEPT)
 
 
 _PLAIN = re.compile(r"[^\\`*~_\[!<\n" + re.escape(_KEYCAP_BASE) + _EMOJI_CLASS + "]+")
@@ -270,7 +257,7 @@ class SpeechTextFilter:
             return None
         if c == "\n":
             blank = self._structural
-            self._put(out, "\n\n" if blank else "\n")
+            self._put(out, PARAGRAPH_BREAK if blank else "\n")
             self._gap = self._line_text and not blank
             self._line_text = False
             self._line_start = True

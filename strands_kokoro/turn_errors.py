@@ -1,4 +1,4 @@
-"""The codes a turn itself says things went wrong with, each written here once.
+"""The codes a turn itself says things went wrong with, each written here once, and where its speech is.
 
 A ``speech_error`` carries either a code of the model server's (:class:`~strands_kokoro.protocol.ErrorCode`,
 passed on as the server wrote it, or the turn's own ``overloaded``/``internal_error``) or one of
@@ -7,12 +7,12 @@ passed on as the server wrote it, or the turn's own ``overloaded``/``internal_er
 
 from __future__ import annotations
 
-from enum import StrEnum
+from enum import Enum, StrEnum
 from typing import Final
 
 from strands_kokoro.session_errors import SessionErrorCode
 
-__all__ = ["INTERRUPTED", "SETUP_FAILURES", "TurnErrorCode"]
+__all__ = ["INTERRUPTED", "SETUP_FAILURES", "SpeechState", "TurnErrorCode"]
 
 
 class TurnErrorCode(StrEnum):
@@ -26,6 +26,14 @@ class TurnErrorCode(StrEnum):
     SPEECH_SETUP_FAILED = "speech_setup_failed"
     # ``error``: the agent's own turn failed (the model, a tool); an ``agent_end`` still follows.
     AGENT_FAILED = "agent_failed"
+
+
+class SpeechState(Enum):
+    """Where the turn's speech is: speaking, or stopped for the rest of the turn (the text goes on)."""
+
+    SPEAKING = "speaking"
+    INTERRUPTED = "interrupted"  # the listener spoke over it: nothing more is said
+    FAILED = "failed"  # a failure its speech_error named: nothing more is said
 
 
 # Why speech stops for the rest of a turn, besides a coded failure: the listener interrupted.

@@ -1,9 +1,9 @@
 """The events of one turn: the one place that builds, numbers and times them.
 
 Text deltas and turn-level events go out at once. A request's replies come from the request ledger
-(:mod:`strands_kokoro.request_ledger`), which releases them in request order; each event is built
-exactly once, when it is released: numbered then, timed then, and told to the pacer's listener clock
-then (a listener hears audio when it is released, not when it arrived).
+(:mod:`strands_kokoro.request_ledger`), which releases them in request order through the turn (which
+tells the pacer's listener clock first: a listener hears audio when it is released, not when it
+arrived); each event is built exactly once, when it is released: numbered then, timed then.
 
 Audio is encoded here too, as it is released, into the turn's ONE stream in the listener's format
 (:mod:`strands_kokoro.audio_encoding`: PCM, Ogg Opus or MP3): one stream per turn, not per request, so
@@ -26,9 +26,8 @@ from strands_kokoro.events import (
     text_delta,
     word_timings,
 )
-from strands_kokoro.pacer import SpeechPacer
 from strands_kokoro.protocol import audio_ms
-from strands_kokoro.request_ledger import AudioReply, FailedReply, Reply, TurnRequest, WordsReply
+from strands_kokoro.request_ledger import CompletedReply, FailedReply, Reply, TurnRequest, WordsReply
 
 __all__ = ["TurnOutput"]
 
@@ -40,15 +39,14 @@ class TurnOutput:
         self,
         outbox: asyncio.Queue[Event | None],
         clock: Callable[[], float],
-        pacer: SpeechPacer,
         *,
         encoder: AudioEncoder | None = None,
     ) -> None:
         self._outbox = outbox
         self._encoder: AudioEncoder = encoder or PcmEncoder()
+        self._wire = self._encoder.wire_format
         self._last_sentence = 0
         self._clock = clock
-        self._pacer = pacer
         self.text_seq = 0
         self.audio_seq = 0
         self.first_text_ms: float | None = None
@@ -69,25 +67,30 @@ class TurnOutput:
         """A ``speech_error`` about no request of ours: out now."""
         self.emit(speech_error(code, message))
 
-    def release(self, request: TurnRequest, reply: Reply) -> None:
-        """A request's reply, in request order (the ledger's): build its event now, number it, time it,
-        and tell the listener clock."""
-        now = self._clock()
+    def audio(
+        self, request: TurnRequest, pcm: bytes, ms: float, buffered_ms: float | None, now: float
+    ) -> None:
+        """Audio of a request, released in request order: ``ms`` of it, ``buffered_ms`` left to the
+        listener before it (the pacer's listener clock), encoded into the turn's one stream."""
+        self.audio_ms += ms
+        if request.first_audio_ms is None:
+            request.first_audio_ms, request.buffer_ms = now, buffered_ms
+        self._last_sentence = request.index
+        if payload := self._encoder.encode(pcm):  # empty: a codec holding less than a frame till the next
+            self.first_audio_ms = now if self.first_audio_ms is None else self.first_audio_ms
+            self.emit(audio_chunk(self.audio_seq, request.index, payload, request.sample_rate, self._wire))
+            self.audio_seq += 1
+
+    def reply(self, request: TurnRequest, reply: Reply) -> None:
+        """A request's other reply (words, its end, its failure), released in request order."""
         if isinstance(reply, FailedReply):
             self.emit(speech_error(reply.code, reply.message))
-            return
-        if isinstance(reply, AudioReply):
-            ms = audio_ms(len(reply.pcm), request.sample_rate)
-            buffered = self._pacer.audio(ms, now)
-            self.audio_ms += ms
-            if request.first_audio_ms is None:
-                request.first_audio_ms, request.buffer_ms = now, buffered
-            self._last_sentence = request.index
-            self._emit_audio(self._encoder.encode(reply.pcm), request.index, request.sample_rate, now)
             return
         if isinstance(reply, WordsReply):
             self.emit(word_timings(request.index, reply.words))
             return
+        if not isinstance(reply, CompletedReply):
+            raise TypeError(f"audio goes out through TurnOutput.audio, not {type(reply).__name__}")
         self.emit(
             sentence_complete(
                 request.index,
@@ -101,14 +104,9 @@ class TurnOutput:
             )
         )
 
-    def _emit_audio(self, payload: bytes, sentence: int, sample_rate: int, now: float) -> None:
-        if not payload:  # a codec holding less than a frame: it goes out with the next chunk
-            return
-        if self.first_audio_ms is None:
-            self.first_audio_ms = now
-        self.emit(audio_chunk(self.audio_seq, sentence, payload, sample_rate, self._encoder.wire_format))
-        self.audio_seq += 1
-
     def end_audio(self, sample_rate: int) -> None:
         """The turn is over: the end of its compressed stream (what the codec held, Ogg's EOS page)."""
-        self._emit_audio(self._encoder.finish(), self._last_sentence, sample_rate, self._clock())
+        if payload := self._encoder.finish():
+            self.first_audio_ms = self._clock() if self.first_audio_ms is None else self.first_audio_ms
+            self.emit(audio_chunk(self.audio_seq, self._last_sentence, payload, sample_rate, self._wire))
+            self.audio_seq += 1

@@ -1,7 +1,8 @@
-"""The session half of a spoken turn: the connection to the model server, and what comes back on it.
+"""The audio side of a spoken turn: the connection to the model server, and what comes back on it.
 
 It opens the session, sends every request in order (one that is made before the session is open waits
-in the ledger and goes out when it opens), turns the server's frames into the turn's events, and when
+in the ledger and goes out when it opens), hands the server's frames to the ledger and reports the rest
+to the turn (:class:`TurnReports`: it never touches the pacer or the events itself), and when
 the connection drops, reopens it and sends again what was not yet fully spoken (the reconnect rule is
 :mod:`strands_kokoro.request_ledger`'s). Whether to reconnect is the error's ``retryable``
 (:mod:`strands_kokoro.errors`).
@@ -24,6 +25,7 @@ import asyncio
 import contextlib
 import logging
 import random
+from typing import Protocol
 
 from strands_kokoro.endpoint_rotation import EndpointCursor
 from strands_kokoro.errors import CodedError
@@ -36,20 +38,55 @@ from strands_kokoro.protocol import (
     SessionStarted,
     SynthesisCompleted,
     SynthesisStarted,
+    Word,
     WordTimings,
 )
-from strands_kokoro.request_ledger import CompletedReply, FailedReply, Reply, TurnRequest
+from strands_kokoro.request_ledger import FailedReply, Reply, RequestLedger, TurnRequest
 from strands_kokoro.sessions.base import SessionClosedError, SessionEvent, SpeechSession
-from strands_kokoro.turn_errors import SETUP_FAILURES, TurnErrorCode
-from strands_kokoro.turn_state import SpeechState, TurnState
+from strands_kokoro.speech_options import SpeechOptions
+from strands_kokoro.turn_errors import SETUP_FAILURES, SpeechState, TurnErrorCode
 
 logger = logging.getLogger(__name__)
+
+
+class TurnReports(Protocol):
+    """What the audio side reads of the turn that owns it, and what it reports to it."""
+
+    request_id: str
+    options: SpeechOptions
+    ledger: RequestLedger
+    speech: SpeechState
+
+    def now_ms(self) -> float: ...
+
+    def finished(self) -> bool:
+        """Is the turn owed nothing more (all its text handed over, every request settled)?"""
+
+    def stop(self, reason: str, message: str = "") -> None:
+        """Speech ends for the rest of the turn; one event says why."""
+
+    def session_started(self, first_audio_ms: float | None, rtf: float | None) -> None:
+        """A session opened and said how fast its server speaks."""
+
+    def on_the_wire(self) -> None:
+        """A session opened and every request owed went out on it."""
+
+    def request_completed(
+        self, request: TurnRequest, words: tuple[Word, ...], first_audio_ms: float | None
+    ) -> None:
+        """The request was spoken whole (already settled in the ledger)."""
+
+    def request_failed(self, request: TurnRequest, reply: Reply | None) -> None:
+        """The request owes nothing more (already settled): ``reply`` says why, ``None`` nothing."""
+
+    def notice(self, code: str, message: str) -> None:
+        """A server error about no request of the turn's."""
 
 
 class TurnSession:
     """The turn's one connection at a time (``generation`` counts them) and its receiving loop."""
 
-    def __init__(self, state: TurnState, endpoints: EndpointCursor) -> None:
+    def __init__(self, state: TurnReports, endpoints: EndpointCursor) -> None:
         self._state = state
         self._endpoints = endpoints
         self._session: SpeechSession | None = None
@@ -140,7 +177,10 @@ class TurnSession:
         received = session.events()
         try:
             async for event in received:
-                await self._handle(event)
+                if isinstance(event, AudioData):  # the hot path: straight to the ledger, in order
+                    self._state.ledger.audio(event.request_id, event.pcm)
+                else:
+                    self._handle(event)
                 if self._state.finished() or self._move_after_s is not None:
                     return
         finally:
@@ -156,7 +196,7 @@ class TurnSession:
             for request in self._state.ledger.unsent(self._generation):
                 await self._send(session, request)
             self._session = session
-        self._state.wake()  # a tool may be waiting for text that is only now on the wire
+        self._state.on_the_wire()  # a tool may be waiting for text that is only now on the wire
 
     def _give_up(self, exc: Exception, ever_connected: bool) -> None:
         """Speech is over for this turn: say why in words a listener's app can show."""
@@ -189,12 +229,11 @@ class TurnSession:
                 TurnErrorCode.SPEECH_SETUP_FAILED, "the speech session could not be set up; the text goes on"
             )
 
-    async def _handle(self, event: SessionEvent) -> None:
-        state = self._state
-        ledger, output = state.ledger, state.output
+    def _handle(self, event: SessionEvent) -> None:
+        state, ledger = self._state, self._state.ledger
         match event:
             case SessionStarted(first_audio_ms=first_audio_ms, rtf=rtf):
-                state.pacer.speed.advertised(first_audio_ms, rtf)
+                state.session_started(first_audio_ms, rtf)
             case SynthesisStarted(request_id=request_id, sample_rate=rate):
                 if (request := ledger.get(request_id)) is not None:
                     request.restart()
@@ -206,38 +245,27 @@ class TurnSession:
                 ledger.audio(request_id, pcm)
             case SynthesisCompleted(request_id=request_id, words=words, first_audio_ms=first_audio_ms):
                 if (request := ledger.settle(request_id)) is not None:
-                    spoken_ms = request.received_ms
-                    chars = len(request.text) if request.answer else 0
-                    state.pacer.completed(
-                        chars=chars,
-                        audio_ms=spoken_ms,
-                        first_audio_ms=first_audio_ms,
-                        sent_at=request.sent_at,
-                        now=state.now_ms(),
-                    )
-                    self._finish(request, CompletedReply(words))
+                    state.request_completed(request, words, first_audio_ms)
             case ServerError(request_id=request_id, code=ErrorCode.OVERLOADED, retry_after_ms=after) if (
                 refused := ledger.get(request_id)
             ) is not None:
                 self._refused(refused, after)
             case ServerError(request_id=request_id, code=code, message=message):
-                request = ledger.settle(request_id)
-                if state.speech is SpeechState.FAILED:
-                    pass  # speech already ended for this turn, and its speech_error said why
-                elif code in SETTING_REFUSALS and request is not None:
-                    # Every request of the turn would be refused alike (an unknown voice): say it once.
-                    state.stop(code, f"{message}; the text goes on")
-                elif request is None:
-                    if state.speech is not SpeechState.INTERRUPTED:
-                        output.notice(code, message)
-                else:
-                    interrupted = state.speech is SpeechState.INTERRUPTED
-                    self._finish(request, None if interrupted else FailedReply(code, message))
+                self._server_error(ledger.settle(request_id), code, message)
 
-    def _finish(self, request: TurnRequest, last: Reply | None) -> None:
-        """The request owes nothing more: later requests' events go out, and the text side looks again."""
-        self._state.ledger.finish(request, last)
-        self._state.wake()
+    def _server_error(self, request: TurnRequest | None, code: str, message: str) -> None:
+        state = self._state
+        if state.speech is SpeechState.FAILED:
+            pass  # speech already ended for this turn, and its speech_error said why
+        elif code in SETTING_REFUSALS and request is not None:
+            # Every request of the turn would be refused alike (an unknown voice): say it once.
+            state.stop(code, f"{message}; the text goes on")
+        elif request is None:
+            if state.speech is not SpeechState.INTERRUPTED:
+                state.notice(code, message)
+        else:
+            interrupted = state.speech is SpeechState.INTERRUPTED
+            state.request_failed(request, None if interrupted else FailedReply(code, message))
 
     def _refused(self, request: TurnRequest, retry_after_ms: int | None) -> None:
         """The server is full: send the request again, in its place in the order (whatever the server

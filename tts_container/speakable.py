@@ -44,6 +44,8 @@ from typing import TYPE_CHECKING
 
 import regex
 
+from strands_kokoro.blank_lines import BLANK_LINE
+from strands_kokoro.emoji_chars import SAID_EVERYWHERE, emoji_class
 from strands_kokoro.protocol import ErrorCode, ServerError, SynthesizeRequest
 from tts_container.g2p import dialect_for
 from tts_container.normalization.tables import SYMBOLS
@@ -77,22 +79,20 @@ _INVISIBLE = regex.compile(r"\p{Cf}+")
 _OTHER_SPACE = regex.compile(r"[^\S \t\n\r]")  # no-break, thin, ideographic... spaces, line separators
 _BEFORE_PUNCTUATION = regex.compile(r"\s+(?=[.,;:!?…)\]}])")  # "a lot 🎉." is "a lot."
 # A blank line after a line without a closing mark of its own; then every other line break.
-_PARAGRAPH_END = regex.compile(r"(?<=[^\s.,;:!?…。！？।])[ \t]*(?:\r?\n[ \t]*){2,}(?=\S)")
+_PARAGRAPH_END = regex.compile(rf"(?<=[^\s.,;:!?…。！？।]){BLANK_LINE}(?=\S)")
 _LINE_BREAK = regex.compile(r"[ \t]*[\r\n]+[ \t]*")
 
 
 def _emoji_pattern(kept: str) -> regex.Pattern[str]:
-    """Pictographs and what glues or modifies them, except the characters in ``kept``."""
-    return regex.compile(
-        rf"\s*(?:(?![{regex.escape(kept)}])[\p{{Extended_Pictographic}}\u200d\ufe0e\ufe0f\u20e3"
-        r"\U0001F3FB-\U0001F3FF\U0001F1E6-\U0001F1FF\U000E0020-\U000E007F])+\s*"
-    )
+    """Emoji (:mod:`strands_kokoro.emoji_chars`: pictographs and what glues or modifies them), except the
+    characters in ``kept``, with the spaces around them."""
+    return regex.compile(rf"\s*[{emoji_class(kept)}]+\s*")
 
 
 # ©, ® and ™ are said in every language; in English also the pictographic symbols the normalizer reads
 # ("↔" is "to and from"), which the client's speech filter keeps for it.
-_EMOJI = _emoji_pattern("©®™")
-_ENGLISH_EMOJI = _emoji_pattern("©®™" + "".join(symbol for symbol in SYMBOLS if len(symbol) == 1))
+_EMOJI = _emoji_pattern(SAID_EVERYWHERE)
+_ENGLISH_EMOJI = _emoji_pattern(SAID_EVERYWHERE + "".join(symbol for symbol in SYMBOLS if len(symbol) == 1))
 # Doubled marks that are pictographs too: their punctuation is kept (a question is read as one).
 _MARKS = str.maketrans({"‼": "!", "⁉": "?"})
 _NEUTRAL = r"\p{Script=Common}\p{Script=Inherited}"

@@ -2,7 +2,9 @@
 
 ``strands_kokoro.protocol`` (the wire's frames), ``strands_kokoro.audio_encoding`` (the codecs of the
 wire's audio: a request's ``format`` must mean the same bytes whoever encodes them), ``strands_kokoro.
-serving`` (what both servers do about silent and cross-site callers), ``strands_kokoro.errors`` and
+serving`` (what both servers do about silent and cross-site callers), ``strands_kokoro.emoji_chars``
+and ``strands_kokoro.blank_lines`` (which characters are emoji, what a blank line is: the one rule each,
+both ends' text handling uses), ``strands_kokoro.errors`` and
 ``strands_kokoro.uninterruptible`` (awaiting a thread's call through cancellations).
 Nothing else of the library, nor the app or the launchers. And the two wire modules pull nothing else
 of the library in with them.
@@ -13,7 +15,13 @@ from __future__ import annotations
 from tests.import_graph import imports_of, python_files
 
 WIRE = ("strands_kokoro.protocol", "strands_kokoro.audio_encoding", "strands_kokoro.errors")
-SHARED = (*WIRE, "strands_kokoro.serving", "strands_kokoro.uninterruptible")
+SHARED = (
+    *WIRE,
+    "strands_kokoro.blank_lines",
+    "strands_kokoro.emoji_chars",
+    "strands_kokoro.serving",
+    "strands_kokoro.uninterruptible",
+)
 
 
 def _outside(module: str, allowed: tuple[str, ...]) -> bool:
