@@ -40,9 +40,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
-import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -77,19 +75,15 @@ from strands_kokoro.sessions.aws_credentials import (
     resolve_region,
 )
 from strands_kokoro.sessions.base import DrainTracker, FrameDecoder, SessionEvent
+from strands_kokoro.sessions.sagemaker_endpoint import bidi_endpoint_uri
 
 if TYPE_CHECKING:
-    import botocore.loaders
     import botocore.session
     from smithy_core.aio.eventstream import DuplexEventStream
     from smithy_core.aio.interfaces.eventstream import EventReceiver
     from smithy_http.aio.interfaces import HTTPClient
 
 logger = logging.getLogger(__name__)
-
-BIDI_PORT = 8443
-"""SageMaker serves bidirectional streams on the runtime host's port 8443, not 443."""
-
 
 MAX_FRAME_BYTES = 16 * 1024 * 1024
 """Largest response frame joined from PARTIAL parts: ~5.8 min of 24 kHz PCM, far above any chunk the
@@ -98,40 +92,6 @@ server sends, far below what a runaway PARTIAL sequence would take from the proc
 UTF8 = "UTF8"
 BINARY = "BINARY"
 PARTIAL = "PARTIAL"
-
-
-@functools.cache
-def _default_loader() -> botocore.loaders.Loader:
-    """botocore's data loader, made once: it caches what it has read (``partitions.json``)."""
-    import botocore.loaders
-
-    return botocore.loaders.create_loader()
-
-
-def partition_dns_suffix(region: str, loader: botocore.loaders.Loader | None = None) -> str:
-    """The DNS suffix of the partition that ``region`` belongs to, from botocore's ``partitions.json``.
-
-    SageMaker's endpoint rules build the bidi host as ``runtime.sagemaker.{Region}.{dnsSuffix}:8443``
-    with the suffix of ``aws.partition(Region)``: ``amazonaws.com`` in aws and aws-us-gov,
-    ``amazonaws.com.cn`` in aws-cn, ``c2s.ic.gov`` in aws-iso, ``sc2s.sgov.gov`` in aws-iso-b, ... The
-    match is botocore's own (listed region, else the partition's ``regionRegex``), so a new region in a
-    known partition works before botocore lists it. The rules engine would fall back to ``aws`` for a
-    region no partition matches; that builds a wrong host for a new partition, so it is a coded
-    ``unknown_region`` instead (``endpoint_uri=`` remains the way to reach any host).
-    """
-    for partition in (loader or _default_loader()).load_data("partitions")["partitions"]:
-        if region in partition["regions"] or re.fullmatch(partition["regionRegex"], region):
-            return str(partition["outputs"]["dnsSuffix"])
-    raise SageMakerError(
-        SessionErrorCode.UNKNOWN_REGION,
-        f"region {region!r} is in no AWS partition botocore knows; check the region, upgrade botocore, "
-        "or pass endpoint_uri=...",
-    )
-
-
-def bidi_endpoint_uri(region: str, loader: botocore.loaders.Loader | None = None) -> str:
-    """The bidi endpoint of ``region``: the regional runtime host in its partition, on port 8443."""
-    return f"https://runtime.sagemaker.{region}.{partition_dns_suffix(region, loader)}:{BIDI_PORT}"
 
 
 def crt_http2_transport() -> HTTPClient:

@@ -14,11 +14,8 @@ import pytest
 
 from strands_kokoro.protocol import SynthesisCompleted, SynthesizeRequest
 from strands_kokoro.sessions.aws_credentials import SageMakerError
-from strands_kokoro.sessions.sagemaker import (
-    SageMakerBidiSession,
-    bidi_endpoint_uri,
-    partition_dns_suffix,
-)
+from strands_kokoro.sessions.sagemaker import SageMakerBidiSession
+from strands_kokoro.sessions.sagemaker_endpoint import bidi_endpoint_uri, partition_dns_suffix
 from tests.model_server_process import RunningServer
 from tests.strands_kokoro.standins.sagemaker_bidi_router import SageMakerBidiRouter
 
