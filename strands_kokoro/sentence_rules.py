@@ -28,7 +28,9 @@ Doctors``). ``Plan B. Bob agreed.`` therefore stays one sentence, like ``Jonas E
 
 from __future__ import annotations
 
+import functools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from strands_kokoro.blank_lines import has_blank_line
@@ -204,9 +206,39 @@ def decide_terminal(w: Window, ctx: SentenceContext) -> Verdict:
         return no  # omission marker "[...]"
     if run == "." and ctx.left_is_whole and _LIST_MARKER.fullmatch(sentence_so_far):
         return no  # "1. The first item", "a. The first item"
+    end, closed = _closing_marks(w, run_end, ctx)
+    if ctx.quote_open and closed == 0:
+        return no  # '"How many? I don't know."' stays one sentence
+    yes = Verdict(end, end)
+    nxt = w.at(end)
+    if nxt == "":
+        return yes
+    if _CJK_START.match(nxt) and (dots == "." or dots.strip(".…")) and not ctx.left[-1:].isdigit():
+        return yes  # Chinese and Japanese put no space after a sentence: "好!我"
+    if not nxt.isspace():
+        return no  # "3.14", "example.com", "Jr.'s", "p.m.,"
+    k = _next_sentence_start(w, end)
+    if k is None:
+        return yes  # the text ends, or a blank line: the sentence ends whatever follows
+    first = w.at(k)
+    next_word = functools.partial(_next_word, w, _WORD.match(w.text, k))
+    if first == "" or first in ",;:" or _is(first, TERMINALS):
+        return no
+    is_ellipsis = dots != "." and not dots.strip(".…")  # "?!", "!!", "?..." read as "?" / "!"
+    if is_ellipsis:
+        if first.islower() or first.isdigit() or (first == "I" and next_word() == "I"):
+            return no
+        if run == ". . . ." and not left.endswith(" "):
+            return Verdict(1, 1)  # "compounds. . . . The practice": the period ends, ". . ." starts
+        return yes
+    if dots != ".":  # ! ? and their runs
+        return no if first.islower() or first.isdigit() else yes
+    return _period_verdict(w, ctx, k, next_word, yes, no)
 
-    # The closing part: quotes, brackets, citations ("gas. [1]"), tokenised "! '' ." and more marks.
-    k = run_end
+
+def _closing_marks(w: Window, k: int, ctx: SentenceContext) -> tuple[int, int]:
+    """Where the marks closing a sentence end, from ``k`` (quotes, brackets, citations ("gas. [1]"),
+    tokenised "! '' ." and more marks), and how many of them are quotes."""
     closed = 0
     while True:
         c = w.at(k)
@@ -232,50 +264,37 @@ def decide_terminal(w: Window, ctx: SentenceContext) -> Verdict:
             if _is(q, TERMINALS) and w.at(k + 2) in ("", " ", "\n"):
                 k += 2
                 continue
-        break
-    end = k
-    if ctx.quote_open and closed == 0:
-        return no  # '"How many? I don't know."' stays one sentence
-    nxt = w.at(end)
-    if nxt == "":
-        return Verdict(end, end)
-    if _CJK_START.match(nxt) and (dots == "." or dots.strip(".…")) and not ctx.left[-1:].isdigit():
-        return Verdict(end, end)  # Chinese and Japanese put no space after a sentence: "好!我"
-    if not nxt.isspace():
-        return no  # "3.14", "example.com", "Jr.'s", "p.m.,"
-    # Skip the gap; a blank line ends the sentence whatever follows.
+        return k, closed
+
+
+def _next_sentence_start(w: Window, end: int) -> int | None:
+    """Where the next sentence would begin after the gap at ``end`` (past its opening marks); None when
+    the text ends there or the gap holds a blank line."""
     k = end
     while (c := w.at(k)).isspace() and c != "":
         k += 1
     if c == "" or has_blank_line(w.text[end:k]):
-        return Verdict(end, end)
+        return None
     while _is(w.at(k), OPENERS):
         k += 1
+    return k
+
+
+def _next_word(w: Window, word_match: re.Match[str] | None) -> str:
+    """The next word, read only by the rules that need it (most need just its first letter)."""
+    if word_match is None:
+        return ""
+    w.at(word_match.end() + 1)  # an apostrophe and a letter could still extend it
+    return word_match.group(0)
+
+
+def _period_verdict(
+    w: Window, ctx: SentenceContext, k: int, next_word: Callable[[], str], yes: Verdict, no: Verdict
+) -> Verdict:
+    """A single period before a capital, a digit or a word at ``k``: a sentence end or an
+    abbreviation's, by the token before it."""
     first = w.at(k)
-    word_match = _WORD.match(w.text, k)
-
-    def next_word() -> str:
-        """The next word, read only by the rules that need it (most need just its first letter)."""
-        if word_match is None:
-            return ""
-        w.at(word_match.end() + 1)  # an apostrophe and a letter could still extend it
-        return word_match.group(0)
-
-    yes = Verdict(end, end)
-
-    if first == "" or first in ",;:" or _is(first, TERMINALS):
-        return no
-    is_ellipsis = dots != "." and not dots.strip(".…")  # "?!", "!!", "?..." read as "?" / "!"
-    if is_ellipsis:
-        if first.islower() or first.isdigit() or (first == "I" and next_word() == "I"):
-            return no
-        if run == ". . . ." and not left.endswith(" "):
-            return Verdict(1, 1)  # "compounds. . . . The practice": the period ends, ". . ." starts
-        return yes
-    if dots != ".":  # ! ? and their runs
-        return no if first.islower() or first.isdigit() else yes
-
-    tokens = _prev_tokens(left)
+    tokens = _prev_tokens(ctx.left)
     token = _strip_openers(tokens[-1]).rpartition("/")[2] if tokens else ""
     key = token.lower()
     before = tokens[-2] if len(tokens) >= 2 else ""
