@@ -232,18 +232,14 @@ def render(
     bounds = ladder(steps, growth if stats_model is not None else None)
     stats = None
     if stats_model is not None and (len(bounds) > 1 or segment.has_context):
-        silence, sibilance = shares(prosody.durations, segment.phonemes.text, vocoder.vocab)
-        stats = stats_model.at(silence, prosody.steps, sibilance)
+        stats = stats_model.at(*_shares_and_steps(prosody, segment, vocoder.vocab))
     held = np.zeros(0, dtype=np.float32)  # the previous window's audio past its end, to cross-fade
     half = CROSSFADE_SAMPLES // 2
     lead: Literal["trim", "exact"] = "exact" if segment.continues_before else "trim"
     for index, (a, b) in enumerate(bounds):
         start, stop = first_step + a, first_step + b
         first, last = index == 0, index == len(bounds) - 1
-        pre = min(EDGE_STEPS if first else CONTEXT_STEPS, start)
-        post = 0 if last else min(CONTEXT_STEPS, prosody.steps - stop)
-        if stats is None:  # one call with its own statistics: those of the whole utterance
-            pre, post = start, prosody.steps - stop
+        pre, post = _context(start, stop, prosody.steps, first=first, last=last, whole=stats is None)
         audio, _ = vocoder.vocode(
             prosody, start - pre, stop + post, phase=phase_offset(prosody.pitch, start - pre), stats=stats
         )
@@ -254,24 +250,9 @@ def render(
         # and the vocoder's last steps past the segment's own region ring far above speech).
         used = audio[lo - origin : hi - origin + (0 if last else CROSSFADE_SAMPLES)]
         if stats is not None and not is_speech(used):
-            # The predicted statistics failed this segment: never send the noise. The rest of it comes
-            # from one call with its own statistics (a wait of that call, where a window was due).
-            logger.warning(
-                "voice %s: window %d of a %d-step segment overflowed with predicted statistics; the rest "
-                "is rendered whole",
-                voice,
-                index,
-                prosody.steps,
-            )
-            audio, _ = vocoder.vocode(
-                prosody, 0, prosody.steps, phase=phase_offset(prosody.pitch, 0), stats=None
-            )
+            audio = _rendered_whole(vocoder, prosody, voice=voice, failed_window=index)
             origin, stats, last, hi = 0, None, True, region.end
-        piece = np.asarray(audio[lo - origin : hi - origin], dtype=np.float32)
-        if held.size:
-            ramp = _ramp(held.size)
-            piece = piece.copy()
-            piece[: held.size] = held * (1.0 - ramp) + piece[: held.size] * ramp
+        piece = _fade_in(np.asarray(audio[lo - origin : hi - origin], dtype=np.float32), held)
         if not last:
             held = np.asarray(audio[hi - origin : hi - origin + CROSSFADE_SAMPLES], dtype=np.float32)
         yield Segment(
@@ -284,6 +265,52 @@ def render(
         )
         if last:
             return
+
+
+def _shares_and_steps(
+    prosody: Prosody, segment: SpokenSegment, vocab: Container[str]
+) -> tuple[float, int, float]:
+    """What the statistics model predicts from: the utterance's share of silence, its length in
+    steps and its share of sibilants."""
+    silence, sibilance = shares(prosody.durations, segment.phonemes.text, vocab)
+    return silence, prosody.steps, sibilance
+
+
+def _rendered_whole(vocoder: Vocoder, prosody: Prosody, *, voice: str, failed_window: int) -> Audio:
+    """The whole utterance in one call with its own statistics, for a segment whose predicted statistics
+    made noise: the noise is never sent, and the rest of the segment comes from this call (a wait of
+    that call, where a window was due)."""
+    logger.warning(
+        "voice %s: window %d of a %d-step segment overflowed with predicted statistics; the rest is "
+        "rendered whole",
+        voice,
+        failed_window,
+        prosody.steps,
+    )
+    audio, _ = vocoder.vocode(prosody, 0, prosody.steps, phase=phase_offset(prosody.pitch, 0), stats=None)
+    return audio
+
+
+def _context(start: int, stop: int, steps: int, *, first: bool, last: bool, whole: bool) -> tuple[int, int]:
+    """How many steps of context a window renders before and after its own ``start:stop``: the model
+    needs context to sound the same on both sides of a cut, and a render with the utterance's own
+    statistics (``whole``) takes all of it, so its audio is the whole-utterance rendition's."""
+    if whole:
+        return start, steps - stop
+    pre = min(EDGE_STEPS if first else CONTEXT_STEPS, start)
+    post = 0 if last else min(CONTEXT_STEPS, steps - stop)
+    return pre, post
+
+
+def _fade_in(piece: np.ndarray, held: np.ndarray) -> np.ndarray:
+    """``piece`` with the previous window's ``held`` tail cross-faded over its start, so a cut between
+    windows has no click."""
+    if not held.size:
+        return piece
+    ramp = _ramp(held.size)
+    piece = piece.copy()
+    piece[: held.size] = held * (1.0 - ramp) + piece[: held.size] * ramp
+    return piece
 
 
 def is_speech(audio: Audio) -> bool:
