@@ -110,7 +110,8 @@ def create_app(
 ) -> Starlette:
     """Build the app; ``load_engine`` (blocking) runs on the inference pool after the server is up.
 
-    One engine call runs at a time (:class:`~tts_container.inference.InferencePool`).
+    Engine calls run one at a time, or two side by side on an engine with two lanes
+    (:class:`~tts_container.inference.InferencePool`).
     ``allowed_origins``: browser origins that may open a session (``--allow-origin``); every other
     ``Origin`` is refused (:mod:`tts_container.local_guard`). ``idle_calibration``: fit every voice
     requested for streaming in idle time (:mod:`tts_container.voice_calibration`); off, only the voice
@@ -270,6 +271,7 @@ async def _load_and_warm(
 ) -> None:
     try:
         engine = await state.pool.run(load_engine)
+        state.pool.lanes = engine.lanes
         synthesizer = Synthesizer(engine, state.pool)
         n_bytes = 0
         started = time.perf_counter()

@@ -13,6 +13,17 @@ moment comes first: a listener about to run dry goes before one far ahead, and a
 window (due at its first-audio target) goes before a listener with seconds to spare. Nothing waits while
 the engine is free (work-conserving): a listener far ahead is served whenever nobody is due sooner.
 
+Why lanes: an engine whose runtime scales poorly across cores renders more audio per second as two
+calls at once, each on half the cores, than as one call on all of them (the int8 ONNX vocoder on 2
+cores: ~25% more; :attr:`~tts_container.engines.base.Engine.lanes`). So while more than one request
+is rendering (:meth:`InferencePool.rendering`), the pool runs their calls side by side, each told its
+share (:data:`~tts_container.engines.base.call_lanes`); a request rendering alone has every core, so
+a single listener's first audio costs what it always did. The requests count, not the calls waiting
+at the moment: a request asks for its next call only after it has passed the previous piece on, so
+two listeners' calls are seldom waiting at the same instant though both are always rendering.
+Work nobody listens to (:data:`IDLE`) runs alone and on every core. What a call renders never depends
+on its lane: the runtime gives the same samples on any number of threads.
+
 Cancellation rule: a call that has not started is withdrawn; a call already running is waited for
 before the cancellation goes on, so no engine work outlives the request that asked for it and the
 engine's iterator is never touched by two threads at once.
@@ -21,17 +32,19 @@ engine's iterator is never touched by two threads at once.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import heapq
 import itertools
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 from strands_kokoro.uninterruptible import run_to_end
+from tts_container.engines.base import call_lanes
 
 # Deadlines of work nobody listens to: fitting a voice in idle time runs only when no listener waits.
 IDLE = math.inf
@@ -57,28 +70,44 @@ class _Call:
     result: asyncio.Future[Any] = field(compare=False)
     started: bool = field(default=False, compare=False)
     withdrawn: bool = field(default=False, compare=False)
+    lanes: int = field(default=1, compare=False)  # how many calls share the engine while it runs
 
 
 class InferencePool:
-    """Run blocking engine calls on one thread, one at a time, earliest deadline first.
+    """Run blocking engine calls on worker threads, earliest deadline first, one at a time or two side
+    by side on an engine with two :attr:`~tts_container.engines.base.Engine.lanes`.
 
-    One thread: the model is shared and its runtime already uses every core (onnxruntime's intra-op
-    threads, one GPU stream); and a voice's norm statistics, its calibration steps and a request's
-    window generator are never touched by two threads at once. The waiting calls are ordered here, on
-    the event loop, so the thread only ever sees the one call chosen next.
+    The waiting calls are ordered here, on the event loop, so a worker only ever sees the call chosen
+    next; a request's window generator, a voice's norm statistics and its calibration steps are never
+    touched by two threads at once (a request has at most one call waiting, and calibration runs alone).
     """
 
     def __init__(self) -> None:
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kokoro-inference")
+        self.lanes = 1  # the engine's, once it is loaded (the pool loads it, alone)
+        self._executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="kokoro-inference")
         self._waiting: list[_Call] = []
         self._order = itertools.count()
-        self._running = False
+        self._running: list[_Call] = []
         self._completed = 0
         self._busy_s = 0.0
+        self._busy_since: float | None = None
+        self._rendering = 0
 
     def stats(self) -> PoolStats:
         queued = sum(not call.withdrawn for call in self._waiting)
-        return PoolStats(queued, int(self._running), self._completed, self._busy_s)
+        busy_s = self._busy_s
+        if self._busy_since is not None:
+            busy_s += time.perf_counter() - self._busy_since
+        return PoolStats(queued, len(self._running), self._completed, busy_s)
+
+    @contextlib.contextmanager
+    def rendering(self) -> Iterator[None]:
+        """Count a request as rendering while inside: from its first engine call to its last."""
+        self._rendering += 1
+        try:
+            yield
+        finally:
+            self._rendering -= 1
 
     async def run[T](self, fn: Callable[[], T], *, deadline: float | None = None) -> T:
         """Run ``fn`` on the engine thread once every call due before ``deadline`` (``time.perf_counter()``
@@ -104,24 +133,40 @@ class InferencePool:
         return result
 
     def _dispatch(self) -> None:
-        """Start the earliest-due waiting call if the engine thread is free."""
-        while self._waiting and not self._running:
-            call = heapq.heappop(self._waiting)
+        """Start the earliest-due waiting calls the engine has room for: on a free engine, one call on
+        every core, or on one lane when other work is rendering too; beside a call on one lane, the next
+        on the other."""
+        while self._waiting:
+            call = self._waiting[0]
             if call.withdrawn:
+                heapq.heappop(self._waiting)
                 continue
-            self._running = call.started = True
-            work = asyncio.get_running_loop().run_in_executor(self._executor, self._timed, call.fn)
-            work.add_done_callback(functools.partial(self._done, call))
+            if not self._running:
+                shared = self._rendering > 1 or self._live_waiting() > 1
+                together = self.lanes > 1 and call.deadline != IDLE and shared
+                self._start(heapq.heappop(self._waiting), lanes=self.lanes if together else 1)
+            elif len(self._running) < self._running[0].lanes and call.deadline != IDLE:
+                self._start(heapq.heappop(self._waiting), lanes=self._running[0].lanes)
+            else:
+                return
 
-    def _timed(self, fn: Callable[[], Any]) -> Any:
-        started = time.perf_counter()
-        try:
-            return fn()
-        finally:
-            self._busy_s += time.perf_counter() - started
+    def _live_waiting(self) -> int:
+        """Calls waiting that a listener waits for (idle work never shares the engine)."""
+        return sum(not call.withdrawn and call.deadline != IDLE for call in self._waiting)
+
+    def _start(self, call: _Call, *, lanes: int) -> None:
+        call.started, call.lanes = True, lanes
+        if not self._running:
+            self._busy_since = time.perf_counter()
+        self._running.append(call)
+        work = asyncio.get_running_loop().run_in_executor(self._executor, _in_lane, call.fn, lanes)
+        work.add_done_callback(functools.partial(self._done, call))
 
     def _done(self, call: _Call, work: asyncio.Future[Any]) -> None:
-        self._running = False
+        self._running.remove(call)
+        if not self._running and self._busy_since is not None:
+            self._busy_s += time.perf_counter() - self._busy_since
+            self._busy_since = None
         self._completed += 1
         if work.cancelled():
             call.result.cancel()
@@ -135,3 +180,12 @@ class InferencePool:
         for call in self._waiting:
             call.withdrawn = True
         self._executor.shutdown(wait=True, cancel_futures=True)
+
+
+def _in_lane(fn: Callable[[], Any], lanes: int) -> Any:
+    """``fn()`` on a worker thread, telling the engine how many calls share it meanwhile."""
+    token = call_lanes.set(lanes)
+    try:
+        return fn()
+    finally:
+        call_lanes.reset(token)

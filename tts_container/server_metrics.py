@@ -74,7 +74,11 @@ class _StateCollector(Collector):
         yield _gauge("kokoro_engine_queue", "Engine calls waiting for the engine thread", pool.queued)
         yield _gauge("kokoro_engine_running", "Engine calls running (0 or 1)", pool.running)
         yield _counter("kokoro_engine_calls", "Engine calls completed", pool.completed)
-        yield _counter("kokoro_engine_busy_seconds", "Time the engine thread spent in calls", pool.busy_s)
+        yield _counter(
+            "kokoro_engine_busy_seconds",
+            "Wall time the engine spent running calls (one, or two side by side)",
+            pool.busy_s,
+        )
         yield _gauge("kokoro_sessions_active", "Open WebSocket sessions", counters.active)
         made_s, sent_s = counters.audio_made_ms / 1000, counters.audio_sent_ms / 1000
         yield _counter("kokoro_audio_made_seconds", "Audio the engine made", made_s)

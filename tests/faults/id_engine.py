@@ -56,6 +56,7 @@ class IdEngine:
     seconds_per_char: float = SECONDS_PER_CHAR
     fail_on_segment: int | None = None
     name: str = "ids"
+    lanes: int = 1
     segments_made: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
 

@@ -13,6 +13,7 @@ import pytest
 
 from strands_kokoro.protocol import ErrorCode
 from tts_container.admission import UTILIZATION, Admission, Capacity
+from tts_container.engines.base import call_lanes
 from tts_container.inference import IDLE, InferencePool
 from tts_container.listener import ANSWER_GAP_S, FIRST_AUDIO_TARGET_S, ListenerClock
 
@@ -119,6 +120,93 @@ async def test_an_engine_failure_reaches_its_caller_and_the_pool_goes_on() -> No
     with pytest.raises(RuntimeError, match="engine fault"):
         await pool.run(fail)
     assert await pool.run(lambda: 7) == 7
+    pool.shutdown()
+
+
+async def _blocked_calls(
+    pool: InferencePool, deadlines: dict[str, float]
+) -> tuple[dict[str, threading.Event], dict[str, threading.Event], dict[str, int], list[asyncio.Task[None]]]:
+    """One call per name, each held on the engine until its release is set; what ``call_lanes`` each
+    saw is recorded when it starts."""
+    entered = {name: threading.Event() for name in deadlines}
+    release = {name: threading.Event() for name in deadlines}
+    lanes: dict[str, int] = {}
+
+    def call(name: str) -> None:
+        lanes[name] = call_lanes.get()
+        entered[name].set()
+        release[name].wait(10)
+
+    tasks = [
+        asyncio.create_task(pool.run(lambda name=name: call(name), deadline=deadline))
+        for name, deadline in deadlines.items()
+    ]
+    return entered, release, lanes, tasks
+
+
+async def test_two_waiting_calls_run_side_by_side_on_an_engine_with_two_lanes() -> None:
+    pool = InferencePool()
+    pool.lanes = 2
+    release_holder, holder = await _hold_engine(pool)  # alone: every core
+    entered, release, lanes, tasks = await _blocked_calls(pool, {"a": 1.0, "b": 2.0, "c": 3.0})
+    await asyncio.sleep(0.01)
+    assert pool.stats().running == 1  # nobody starts beside a call that has every core
+    release_holder.set()
+    await holder
+    await asyncio.to_thread(entered["b"].wait, 10)
+    assert entered["a"].is_set() and not entered["c"].is_set()
+    assert lanes == {"a": 2, "b": 2} and pool.stats().running == 2
+    release["a"].set()  # a lane frees: the next call takes it, still on half the cores
+    await asyncio.to_thread(entered["c"].wait, 10)
+    assert lanes["c"] == 2
+    release["b"].set()
+    release["c"].set()
+    await asyncio.gather(*tasks)
+    assert pool.stats().running == 0
+    pool.shutdown()
+
+
+async def test_a_call_alone_has_every_core_and_idle_work_never_shares_the_engine() -> None:
+    pool = InferencePool()
+    pool.lanes = 2
+    entered, release, lanes, tasks = await _blocked_calls(pool, {"alone": 1.0})
+    await asyncio.to_thread(entered["alone"].wait, 10)
+    assert lanes == {"alone": 1}
+    calibration, release_calibration, idle_lanes, idle_tasks = await _blocked_calls(pool, {"fit": IDLE})
+    listener, release_listener, listener_lanes, listener_tasks = await _blocked_calls(pool, {"next": 5.0})
+    await asyncio.sleep(0.01)
+    assert pool.stats().running == 1
+    release["alone"].set()  # one listener's call and idle work wait: the call runs alone, then the work
+    await asyncio.to_thread(listener["next"].wait, 10)
+    await asyncio.sleep(0.01)
+    assert listener_lanes == {"next": 1} and not calibration["fit"].is_set()
+    release_listener["next"].set()
+    await asyncio.to_thread(calibration["fit"].wait, 10)
+    assert idle_lanes == {"fit": 1}
+    release_calibration["fit"].set()
+    await asyncio.gather(*tasks, *idle_tasks, *listener_tasks)
+    pool.shutdown()
+
+
+async def test_the_busy_time_counts_the_engine_once_while_two_calls_share_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    clock = ManualClock()
+    monkeypatch.setattr("tts_container.inference.time.perf_counter", clock)
+    pool = InferencePool()
+    pool.lanes = 2
+    release_holder, holder = await _hold_engine(pool)  # busy from 100
+    entered, release, _, tasks = await _blocked_calls(pool, {"a": 1.0, "b": 1.0})
+    clock.now = 101.0
+    release_holder.set()
+    await holder
+    await asyncio.to_thread(entered["b"].wait, 10)  # both started at 101
+    clock.now = 103.0
+    release["a"].set()
+    release["b"].set()
+    await asyncio.gather(*tasks)
+    # The engine was busy 100-103: the two calls side by side count once, not twice.
+    assert pool.stats().busy_s == pytest.approx(3.0)
     pool.shutdown()
 
 

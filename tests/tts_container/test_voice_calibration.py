@@ -38,6 +38,7 @@ class CalibrationDoubleEngine:
     """A test double: each voice in ``needs`` has three calibration steps, recorded as they run."""
 
     name = "double"
+    lanes = 1
 
     def __init__(self, needs: set[str], failing: frozenset[str] = frozenset()) -> None:
         self.needs = needs

@@ -9,6 +9,7 @@ streams and a ``cancel`` lands at the next piece.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -20,6 +21,11 @@ from strands_kokoro.protocol import Word
 NATIVE_SAMPLE_RATE = 24_000
 
 Audio = npt.NDArray[np.float32]
+
+# How many engine calls share the engine while this one runs, as the server's inference pool sets it on
+# the worker thread (1: the call has every core). An engine with more than one lane gives each call its
+# share of the cores.
+call_lanes: ContextVar[int] = ContextVar("call_lanes", default=1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +78,9 @@ class Engine(Protocol):
     """A loaded Kokoro model shared by every session of the server."""
 
     name: str
+    # How many calls the engine renders at once at its best throughput: 2 where its runtime gains more
+    # from two calls on half the cores each than from one on all of them (onnxruntime on a CPU), else 1.
+    lanes: int
 
     @property
     def voices(self) -> frozenset[str]:

@@ -17,13 +17,14 @@ import json
 import logging
 import os
 from collections.abc import Container, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
 
 from strands_kokoro.protocol import DEFAULT_LANG, DEFAULT_VOICE
-from tts_container.engines.base import Audio
+from tts_container.engines.base import Audio, call_lanes
 from tts_container.engines.norm_stats import NormStats, VoiceNormStats
 from tts_container.engines.onnx_graphs import (
     AUDIO,
@@ -102,11 +103,22 @@ class OnnxEngine(WindowedEngine):
             )
             inputs = self._whole.get_inputs()
             self._norms = 0
+            self.lanes = 1
         else:
             self._whole = None
-            self._prosody = ort.InferenceSession(graphs.prosody, sess_options=options, providers=providers)
-            self._vocoder = ort.InferenceSession(graphs.vocoder, sess_options=options, providers=providers)
-            inputs = self._prosody.get_inputs()
+            # Sessions per share of the cores: all of them for a call alone, half for each of two calls
+            # side by side (intra-op threads are a session's, fixed when it is made).
+            cores = options.intra_op_num_threads
+            self._halves = {
+                lanes: _Halves(
+                    ort.InferenceSession(graphs.prosody, sess_options=opts, providers=providers),
+                    ort.InferenceSession(graphs.vocoder, sess_options=opts, providers=providers),
+                )
+                for lanes in ((1, 2) if cores >= 2 else (1,))
+                for opts in (session_options(cores // lanes),)
+            }
+            self.lanes = len(self._halves)
+            inputs = self._halves[1].prosody.get_inputs()
             self._norms = graphs.norms
         dtypes = {i.name: _numpy_dtype(i.type) for i in inputs}
         self._tokens_input = "input_ids" if "input_ids" in dtypes else "tokens"
@@ -151,7 +163,9 @@ class OnnxEngine(WindowedEngine):
             audio = np.asarray(audio, dtype=np.float32).reshape(-1)
             pitch = np.zeros(audio.size // STEP_SAMPLES, dtype=np.float32)
             return Prosody(_frames(durations), pitch, audio)
-        durations, features, pitch = self._prosody.run([DURATIONS_OUTPUT, FEATURES, PITCH], inputs)
+        durations, features, pitch = self._halves_now().prosody.run(
+            [DURATIONS_OUTPUT, FEATURES, PITCH], inputs
+        )
         pitch = np.asarray(pitch, dtype=np.float32)
         return Prosody(_frames(durations), pitch.reshape(-1), (features, pitch, style))
 
@@ -172,9 +186,14 @@ class OnnxEngine(WindowedEngine):
         for index in range(self._norms):
             inputs[norm_mean(index)] = stats.means[index] if stats else _NO_STATS
             inputs[norm_var(index)] = stats.variances[index] if stats else _NO_STATS
-        audio, *measured = self._vocoder.run([AUDIO, *(f"{n}_out" for n in self._stat_names)], inputs)
+        outputs = [AUDIO, *(f"{n}_out" for n in self._stat_names)]
+        audio, *measured = self._halves_now().vocoder.run(outputs, inputs)
         own = NormStats(tuple(measured[0::2]), tuple(measured[1::2]), stop - start)
         return np.asarray(audio, dtype=np.float32).reshape(-1), stats or own
+
+    def _halves_now(self) -> _Halves:
+        """The sessions for this call's share of the cores (the pool says how many calls share them)."""
+        return self._halves.get(call_lanes.get(), self._halves[1])
 
     def warm_up(self, voice: str = DEFAULT_VOICE) -> None:
         """Pay the one-off costs now (G2P models, graph optimisation), measure the vocoder's speed, and,
@@ -183,6 +202,14 @@ class OnnxEngine(WindowedEngine):
             pass
         if self._whole is None:
             self.growth = choose_growth(self, self._phonemizer, self._stats, voice)
+
+
+@dataclass(frozen=True, slots=True)
+class _Halves:
+    """The export's two halves as sessions with one thread count."""
+
+    prosody: ort.InferenceSession
+    vocoder: ort.InferenceSession
 
 
 def _frames(durations: object) -> tuple[int, ...]:

@@ -107,6 +107,7 @@ class TorchEngine(WindowedEngine):
     """
 
     name = "torch"
+    lanes = 1  # one GPU stream, or torch's own threads on a CPU
 
     def __init__(
         self,
