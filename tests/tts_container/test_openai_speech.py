@@ -186,6 +186,7 @@ async def test_a_caller_who_hangs_up_stops_the_request(model_server: RunningServ
     ):
         async for _ in response.iter_bytes():
             break  # the first bytes, then hang up
+
     # Idle alone can be seen between two engine calls, before the server has noticed the hang-up.
     def cancelled_and_idle(current: dict[str, Any]) -> bool:
         return idle(current) and current["requests_cancelled"] > before["requests_cancelled"]
