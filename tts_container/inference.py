@@ -8,7 +8,7 @@ one, so each request has at most one call waiting.
 Why earliest deadline first: the waiting calls belong to listeners in very different states. One has
 80 ms of audio left before it hears silence, another has six seconds buffered, a newcomer is waiting for
 its first word. Every call carries the moment its listener needs its audio
-(:class:`~tts_container.listener.ListenerClock`), and the one engine thread always takes the call whose
+(:class:`~tts_container.listener.ListenerClock`), and the pool always starts the call whose
 moment comes first: a listener about to run dry goes before one far ahead, and a newcomer's first
 window (due at its first-audio target) goes before a listener with seconds to spare. Nothing waits while
 the engine is free (work-conserving): a listener far ahead is served whenever nobody is due sooner.
@@ -57,7 +57,7 @@ class PoolStats:
     queued: int
     running: int
     completed: int
-    busy_s: float  # wall time the engine thread spent in calls
+    busy_s: float  # wall time with at least one call running (two side by side count once)
 
 
 @dataclass(order=True, slots=True)
@@ -110,7 +110,7 @@ class InferencePool:
             self._rendering -= 1
 
     async def run[T](self, fn: Callable[[], T], *, deadline: float | None = None) -> T:
-        """Run ``fn`` on the engine thread once every call due before ``deadline`` (``time.perf_counter()``
+        """Run ``fn`` on a worker thread once every call due before ``deadline`` (``time.perf_counter()``
         seconds; default now: in arrival order among calls that name none) has run.
 
         On cancellation a call not yet started is withdrawn; one already running is waited for.
