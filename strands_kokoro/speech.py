@@ -136,10 +136,7 @@ class KokoroSpeech(HookProvider):
             words = parse_lexicon(dict(lexicon) if lexicon is not None else None)
         except ProtocolError as exc:
             raise ValueError(exc.message) from None
-        endpoints = (endpoint,) if isinstance(endpoint, str) else tuple(endpoint)
-        if not endpoints or not all(isinstance(e, str) and e.strip() for e in endpoints):
-            raise ValueError(f"endpoint must be an endpoint string or a list of them, got {endpoint!r}")
-        self.endpoints = endpoints
+        self.endpoints = endpoints = _endpoints(endpoint)
         self.endpoint = endpoints[0]  # the preferred one (the single-endpoint attribute, kept)
         self.options = SpeechOptions(
             mode=mode,
@@ -287,3 +284,12 @@ class SpokenTurn:
 
 def _tool_use_id(event: BeforeToolCallEvent | AfterToolCallEvent) -> str:
     return str(event.tool_use.get("toolUseId", ""))
+
+
+def _endpoints(endpoint: str | Sequence[str]) -> tuple[str, ...]:
+    """The endpoints a ``KokoroSpeech`` was given: one, or several to turn to when one refuses; each a
+    non-empty string."""
+    endpoints = (endpoint,) if isinstance(endpoint, str) else tuple(endpoint)
+    if not endpoints or not all(isinstance(e, str) and e.strip() for e in endpoints):
+        raise ValueError(f"endpoint must be an endpoint string or a list of them, got {endpoint!r}")
+    return endpoints
