@@ -297,7 +297,7 @@ async def _load_and_warm(
     rtf = elapsed_ms / warm_ms if warm_ms > 0 else None
     warmed = DEFAULT_VOICE if engine.renders_in_windows else None  # warm-up fitted its statistics
     calibrator = VoiceCalibrator(engine, state.pool, warmed=warmed) if idle_calibration else None
-    # The capacity estimate starts from the warm-up's own engine calls (timed on the engine thread).
+    # The capacity estimate starts from the warm-up's own engine calls (timed on the pool's workers).
     state.synthesizer = replace(synthesizer, first_audio_ms=first_audio_ms, rtf=rtf, calibrator=calibrator)
     state.admission = Admission(synthesizer.capacity, report=state.metrics.heard, limit=max_listeners)
     state.metrics.watch(state.admission)

@@ -71,7 +71,7 @@ class _StateCollector(Collector):
 
     def collect(self) -> Iterator[Metric]:
         pool, counters = self.pool.stats(), self.counters
-        yield _gauge("kokoro_engine_queue", "Engine calls waiting for the engine thread", pool.queued)
+        yield _gauge("kokoro_engine_queue", "Engine calls waiting for the engine", pool.queued)
         yield _gauge("kokoro_engine_running", "Engine calls running (0 or 1)", pool.running)
         yield _counter("kokoro_engine_calls", "Engine calls completed", pool.completed)
         yield _counter(
