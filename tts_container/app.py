@@ -228,6 +228,7 @@ def _stats(state: ServerState) -> dict[str, object]:
         "error_floods": counters.error_floods,
         "inference_queued": pool.queued,
         "inference_running": pool.running,
+        "inference_lanes": state.pool.lanes,
         "inference_completed": pool.completed,
         "engine_busy_s": round(pool.busy_s, 3),
         "asyncio_tasks": len(asyncio.all_tasks()),

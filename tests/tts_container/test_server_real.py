@@ -224,8 +224,23 @@ async def _session(url: str, index: int) -> list[Response]:
 @pytest.mark.timeout(900)
 async def test_four_concurrent_sessions_two_sentences_each(model_server: object) -> None:
     url = ws_url(model_server)
+    address = model_server.http_url.removeprefix("http://")  # type: ignore[attr-defined]
+    running: list[int] = []
+
+    async def watch_the_engine() -> None:
+        while True:
+            current = await stats(address)
+            running.append(current["inference_running"])
+            await asyncio.sleep(0.02)
+
     async with asyncio.TaskGroup() as tasks:
+        watcher = tasks.create_task(watch_the_engine())
         sessions = [tasks.create_task(_session(url, i)) for i in range(4)]
+        await asyncio.gather(*sessions)
+        watcher.cancel()
+    # While several requests render, an engine with two lanes runs two calls side by side.
+    lanes = (await stats(address))["inference_lanes"]
+    assert max(running) == lanes, (lanes, sorted(set(running)))
     for index, session in enumerate(sessions):
         responses = session.result()
         expected_ids = [f"s{index}-{k}" for k in range(SENTENCES_PER_SESSION)]
