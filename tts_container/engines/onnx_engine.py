@@ -33,6 +33,7 @@ from tts_container.engines.onnx_graphs import (
     PHASE_OFFSET,
     PITCH,
     USE_STATS,
+    OnnxGraphs,
     UnexpectedGraph,
     edited_model,
     norm_mean,
@@ -48,6 +49,7 @@ from tts_container.weights import CachedWeights
 
 logger = logging.getLogger(__name__)
 
+_PROVIDERS = ["CPUExecutionProvider"]
 _NO_STATS = np.zeros((1, 1, 1), dtype=np.float32)  # unused when use_stats is false; broadcasts
 
 
@@ -91,7 +93,6 @@ class OnnxEngine(WindowedEngine):
         stats_dir: Path | None = None,
     ) -> None:
         options = session_options(threads)
-        providers = ["CPUExecutionProvider"]
         try:
             graphs = split_export(model_path)
         except UnexpectedGraph:
@@ -99,7 +100,7 @@ class OnnxEngine(WindowedEngine):
             # without Kokoro's duration predictor raises UnexpectedGraph here and the engine does not load.
             logger.warning("%s is not the export the graph split knows: whole segments only", model_path.name)
             self._whole: ort.InferenceSession | None = ort.InferenceSession(
-                edited_model(model_path), sess_options=options, providers=providers
+                edited_model(model_path), sess_options=options, providers=_PROVIDERS
             )
             inputs = self._whole.get_inputs()
             self._norms = 0
@@ -109,15 +110,8 @@ class OnnxEngine(WindowedEngine):
             # Sessions per share of the cores: all of them for a call alone, half for each of two calls
             # side by side (intra-op threads are a session's, fixed when it is made).
             cores = options.intra_op_num_threads
-            self._halves = {
-                lanes: _Halves(
-                    ort.InferenceSession(graphs.prosody, sess_options=opts, providers=providers),
-                    ort.InferenceSession(graphs.vocoder, sess_options=opts, providers=providers),
-                )
-                for lanes in ((1, 2) if cores >= 2 else (1,))
-                for opts in (session_options(cores // lanes),)
-            }
-            self.lanes = len(self._halves)
+            self.lanes = 2 if cores >= 2 else 1
+            self._halves = {lanes: _Halves.load(graphs, cores // lanes) for lanes in range(1, self.lanes + 1)}
             inputs = self._halves[1].prosody.get_inputs()
             self._norms = graphs.norms
         dtypes = {i.name: _numpy_dtype(i.type) for i in inputs}
@@ -210,6 +204,14 @@ class _Halves:
 
     prosody: ort.InferenceSession
     vocoder: ort.InferenceSession
+
+    @classmethod
+    def load(cls, graphs: OnnxGraphs, threads: int) -> _Halves:
+        options = session_options(threads)
+        return cls(
+            ort.InferenceSession(graphs.prosody, sess_options=options, providers=_PROVIDERS),
+            ort.InferenceSession(graphs.vocoder, sess_options=options, providers=_PROVIDERS),
+        )
 
 
 def _frames(durations: object) -> tuple[int, ...]:
