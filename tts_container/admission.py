@@ -2,12 +2,14 @@
 
 Capacity is measured, not configured: :class:`Capacity` keeps a running ratio of the audio the engine
 made to the engine time it took (seconds of audio per second, per engine and machine, from every call it
-runs, the warm-up's first). Each listener inside an answer plays one second of audio per second, so
-the server serves at most ``capacity x UTILIZATION`` listeners at once. A request that starts a new answer
-(:meth:`~tts_container.listener.ListenerClock.in_answer` is false) beyond that is refused at once with
-the retryable ``overloaded`` and a ``retry_after_ms``; a request inside an answer already admitted is
-never refused for capacity (its listener would hear the answer stop mid-way). One listener is always
-admitted, however slow the engine: speech late is better than none.
+runs, the warm-up's first). On an engine with two lanes the ratio that counts is the one measured with
+calls side by side (the engine's throughput when it serves several listeners; the warm-up measures it
+once). Each listener inside an answer needs :attr:`Capacity.share` seconds of audio per second of it
+(:func:`listener_share`), so the server serves at most ``capacity / share`` listeners at once. A request
+that starts a new answer (:meth:`~tts_container.listener.ListenerClock.in_answer` is false) beyond that
+is refused at once with the retryable ``overloaded`` and a ``retry_after_ms``; a request inside an answer
+already admitted is never refused for capacity (its listener would hear the answer stop mid-way). One
+listener is always admitted, however slow the engine: speech late is better than none.
 """
 
 from __future__ import annotations
@@ -18,12 +20,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from strands_kokoro.protocol import ErrorCode, ServerError
+from tts_container.engines.windowed_engine import WINDOW_GROWTH
 from tts_container.listener import ANSWER_GAP_S, Clock, Heard, ListenerClock
 
-# The share of the measured capacity the server promises: the rest absorbs first windows (their
-# prosody costs more per second of audio than the windows after), measurement noise and the
-# network's jitter.
-UTILIZATION = 0.9
+# A listener's share of the engine when segments are rendered whole: the next is rendered while one
+# plays (1.0), and a tenth more absorbs measurement noise and the network's jitter.
+WHOLE_SEGMENT_SHARE = 1.1
 # Engine time over which the capacity estimate forgets: long enough to average several answers,
 # short enough to follow a machine that slows down (a noisy neighbour, thermal limits).
 HORIZON_S = 30.0
@@ -31,27 +33,76 @@ RETRY_AFTER_MIN_S = 0.25
 RETRY_AFTER_MAX_S = 10.0
 
 
+def listener_share(renders_in_windows: bool) -> float:
+    """Seconds of audio per second one listener needs from the engine for none to stall.
+
+    Rendered in windows, each window is :data:`WINDOW_GROWTH` times the one before and must be ready
+    before that one has played, so a listener needs that much: measured on 2 cores (two listeners, the
+    server held to fewer cores), 1.48-1.53 each never stalled over 91 ms, 1.32 each stalled 437 ms in
+    one round of three, 1.0 each stalled in every round (docs/benchmarks.md).
+    """
+    return WINDOW_GROWTH if renders_in_windows else WHOLE_SEGMENT_SHARE
+
+
 @dataclass(slots=True)
-class Capacity:
-    """Seconds of audio the engine renders per second of its own time, decayed over :data:`HORIZON_S`."""
+class _Ratio:
+    """Audio seconds over engine seconds, both decayed over :data:`HORIZON_S` of engine time."""
 
     audio_s: float = 0.0
     engine_s: float = 0.0
 
     def record(self, audio_s: float, engine_s: float) -> None:
-        """One engine call made ``audio_s`` of audio in ``engine_s``."""
         keep = math.exp(-engine_s / HORIZON_S)
         self.audio_s = self.audio_s * keep + audio_s
         self.engine_s = self.engine_s * keep + engine_s
 
     @property
+    def value(self) -> float | None:
+        return self.audio_s / self.engine_s if self.engine_s > 0 and self.audio_s > 0 else None
+
+
+@dataclass(slots=True)
+class Capacity:
+    """Seconds of audio the engine renders per second of its own time, and what one listener needs of
+    it (``share``).
+
+    Calls alone and calls side by side are measured apart: on a CPU a call alone on every core makes
+    less audio per core than two calls on half the cores each, and several listeners are served side by
+    side. The side-by-side ratio is followed between its measurements by the calls alone (a machine
+    that slows down, or speeds up again, while one listener at a time is served shows there first):
+    without that, an estimate too low to admit a second listener could never be measured again.
+    """
+
+    share: float = WHOLE_SEGMENT_SHARE
+    alone: _Ratio = field(default_factory=_Ratio)
+    side_by_side: _Ratio = field(default_factory=_Ratio)
+    _alone_then: float | None = None  # the ratio alone when the side-by-side one was last measured
+
+    def record(self, audio_s: float, engine_s: float, lanes: int = 1) -> None:
+        """One engine call made ``audio_s`` of audio in ``engine_s`` (its share of the engine) beside
+        ``lanes - 1`` others."""
+        if lanes > 1:
+            self.side_by_side.record(audio_s, engine_s)
+            self._alone_then = self.alone.value
+        else:
+            self.alone.record(audio_s, engine_s)
+
+    @property
     def audio_per_s(self) -> float | None:
-        return self.audio_s / self.engine_s if self.engine_s > 0 else None
+        """What the engine makes when it serves several listeners: the side-by-side ratio, moved as the
+        ratio alone moved since (the ratio alone on an engine that never runs calls side by side)."""
+        alone, shared = self.alone.value, self.side_by_side.value
+        if shared is None:
+            return alone
+        if alone is None or self._alone_then is None:
+            return shared
+        return shared * alone / self._alone_then
 
     def listeners(self) -> int:
         """How many listeners the engine keeps playing at once (at least one)."""
         rate = self.audio_per_s
-        return 1 if rate is None else max(1, math.floor(rate * UTILIZATION))
+        # (a hair added: 3.3 / 1.1 is 2.9999999999999996 in floating point)
+        return 1 if rate is None else max(1, math.floor(rate / self.share + 1e-9))
 
 
 @dataclass(slots=True)

@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field, replace
 
@@ -44,7 +44,7 @@ from strands_kokoro.serving.deadlines import (
 )
 from strands_kokoro.serving.routes import ROUTE_STATUSES, route_refusal
 from tts_container import openai_speech
-from tts_container.admission import Admission
+from tts_container.admission import Admission, Capacity, listener_share
 from tts_container.engines.base import Engine
 from tts_container.g2p import dialect_for
 from tts_container.inference import InferencePool
@@ -68,11 +68,18 @@ PROBE_LONG = (
     "This sentence is long enough to tell whether the engine starts speaking before it has synthesized "
     "all of it, which it must do to start a long sentence about as soon as a short one."
 )
+# Rendered once per lane side by side at warm-up: a sentence as long as an agent's (~4 s of audio, four
+# windows), so the capacity estimate starts from what such sentences cost (a short one costs more per
+# second of audio: the first window and the prosody weigh more).
+PROBE_SHARED = (
+    "The server is ready, and this sentence tells it how much audio it makes while every lane is busy."
+)
 # A long sentence starting within this of a short one counts as "about as soon".
 STREAMING_RATIO = 2.0
 STREAMING_SLACK_MS = 300.0
 PROBE_ROUNDS = 3
-# Every text a server synthesizes before /ping answers 200, in order (the probes run PROBE_ROUNDS times).
+# Every text a server synthesizes before /ping answers 200, in order (the probes run PROBE_ROUNDS times),
+# then, on an engine with more than one lane, PROBE_SHARED once per lane side by side.
 WARMUP_TEXTS = (WARMUP_TEXT, *((PROBE_SHORT, PROBE_LONG) * PROBE_ROUNDS))
 METRICS_PATH = "/metrics"
 # WebSocket code 1013: "try again later".
@@ -273,7 +280,8 @@ async def _load_and_warm(
     try:
         engine = await state.pool.run(load_engine)
         state.pool.lanes = engine.lanes
-        synthesizer = Synthesizer(engine, state.pool)
+        capacity = Capacity(share=listener_share(engine.renders_in_windows))
+        synthesizer = Synthesizer(engine, state.pool, capacity=capacity)
         n_bytes = 0
         started = time.perf_counter()
         async for frame in synthesizer.pcm_frames(SynthesizeRequest(WARMUP_TEXT)):
@@ -281,6 +289,8 @@ async def _load_and_warm(
         elapsed_ms = (time.perf_counter() - started) * 1000
         warm_ms = audio_ms(n_bytes, DEFAULT_SAMPLE_RATE)
         first_audio_ms = await _sentence_first_audio_ms(synthesizer, engine.renders_in_windows)
+        if engine.lanes > 1:
+            await _side_by_side(synthesizer, engine.lanes)
     except WeightsUnavailable as unavailable:  # an operator's problem, said whole: no traceback helps
         logger.error("loading the engine failed; /ping stays 503: %s", unavailable)
         state.load_failed = True
@@ -313,6 +323,20 @@ async def _log_load(state: ServerState) -> None:
         if (admission := state.admission) is not None:
             log_load(admission.speaking(), admission.limit_now())
         await asyncio.sleep(LOAD_INTERVAL_S)
+
+
+async def _side_by_side(synthesizer: Synthesizer, lanes: int) -> None:
+    """Render :data:`PROBE_SHARED` ``lanes`` times at once, so the capacity estimate starts from the
+    engine's throughput with every lane busy (what admits a second listener), not from calls alone."""
+    async with asyncio.TaskGroup() as group:
+        for _ in range(lanes):
+            group.create_task(_drain(synthesizer.pcm_frames(SynthesizeRequest(PROBE_SHARED))))
+
+
+async def _drain(frames: AsyncGenerator[bytes]) -> None:
+    async with contextlib.aclosing(frames):
+        async for _ in frames:
+            pass
 
 
 async def _sentence_first_audio_ms(synthesizer: Synthesizer, windowed: bool) -> float | None:

@@ -139,19 +139,19 @@ class Synthesizer:
     ) -> AsyncGenerator[bytes]:
         """The engine's pieces, one pool call each, as frames."""
         # Even starting the iterator goes through the pool: an engine may phonemize eagerly.
-        segments, engine_s = await self.pool.run(
+        segments, call = await self.pool.run(
             functools.partial(_timed, lambda: iter(start())), deadline=heard.due()
         )
-        self.capacity.record(0.0, engine_s)
+        self.capacity.record(0.0, *call)
         try:
             while True:
-                segment, engine_s = await self.pool.run(
+                segment, call = await self.pool.run(
                     functools.partial(_timed, functools.partial(next, segments, None)), deadline=heard.due()
                 )
                 if segment is None:
                     break
                 pcm = joiner.segment(segment)
-                self.capacity.record(audio_ms(len(pcm), request.sample_rate) / 1000, engine_s)
+                self.capacity.record(audio_ms(len(pcm), request.sample_rate) / 1000, *call)
                 if words is not None:
                     words.extend(joiner.words)
                 for frame in split_frames(heard.made(pcm)):
@@ -184,12 +184,14 @@ class _Delivery:
         return pcm
 
 
-def _timed[T](fn: Callable[[], T]) -> tuple[T, float]:
-    """``fn()`` and the engine's seconds it took: the call's wall time on its share of the engine (a
-    call beside another on half the cores used half the engine meanwhile)."""
+def _timed[T](fn: Callable[[], T]) -> tuple[T, tuple[float, int]]:
+    """``fn()``, the engine's seconds it took and how many calls shared the engine meanwhile: the
+    call's wall time on its share of the engine (a call beside another on half the cores used half the
+    engine meanwhile)."""
     began = time.perf_counter()
     result = fn()
-    return result, (time.perf_counter() - began) / call_lanes.get()
+    lanes = call_lanes.get()
+    return result, ((time.perf_counter() - began) / lanes, lanes)
 
 
 def _context_text(text: str | None, request: SynthesizeRequest) -> str | None:

@@ -12,7 +12,7 @@ import threading
 import pytest
 
 from strands_kokoro.protocol import ErrorCode
-from tts_container.admission import UTILIZATION, Admission, Capacity
+from tts_container.admission import WHOLE_SEGMENT_SHARE, Admission, Capacity, listener_share
 from tts_container.engines.base import call_lanes
 from tts_container.inference import IDLE, InferencePool
 from tts_container.listener import ANSWER_GAP_S, FIRST_AUDIO_TARGET_S, ListenerClock
@@ -256,7 +256,7 @@ def test_capacity_follows_the_engine_and_forgets_the_warm_up() -> None:
     capacity = Capacity()
     capacity.record(audio_s=4.0, engine_s=2.0)  # the warm-up: two audio seconds per engine second
     assert capacity.audio_per_s == pytest.approx(2.0)
-    assert capacity.listeners() == int(2.0 * UTILIZATION)
+    assert capacity.listeners() == int(2.0 / WHOLE_SEGMENT_SHARE)
     for _ in range(200):  # the engine turns out faster: four audio seconds per engine second
         capacity.record(audio_s=1.0, engine_s=0.25)
     assert capacity.audio_per_s == pytest.approx(4.0, rel=0.05)
@@ -265,6 +265,35 @@ def test_capacity_follows_the_engine_and_forgets_the_warm_up() -> None:
     slow = Capacity()
     slow.record(audio_s=1.0, engine_s=5.0)
     assert slow.listeners() == 1  # slower than real time: still one
+
+
+def test_a_listener_of_a_windowed_engine_needs_the_windows_growth() -> None:
+    """Each window is WINDOW_GROWTH times the one before and must be ready before that one has played."""
+    windowed, whole = Capacity(share=listener_share(True)), Capacity(share=listener_share(False))
+    for capacity in (windowed, whole):
+        capacity.record(audio_s=3.3, engine_s=1.0)
+    assert listener_share(True) == 1.5 and listener_share(False) == WHOLE_SEGMENT_SHARE
+    assert windowed.listeners() == 2  # 3.3 audio s per s: two listeners at 1.65 each
+    assert whole.listeners() == 3
+
+
+def test_capacity_counts_calls_side_by_side_and_follows_the_machine_through_calls_alone() -> None:
+    """The warm-up measures both; one listener at a time then refreshes only the calls alone."""
+    capacity = Capacity(share=1.5)
+    capacity.record(audio_s=2.7, engine_s=1.0)  # alone on every core
+    assert capacity.listeners() == 1  # 2.7 / 1.5
+    capacity.record(audio_s=1.65, engine_s=0.5, lanes=2)  # two calls side by side: 3.3 per second
+    capacity.record(audio_s=1.65, engine_s=0.5, lanes=2)
+    assert capacity.audio_per_s == pytest.approx(3.3)
+    assert capacity.listeners() == 2
+    for _ in range(400):  # a noisy neighbour: calls alone now make 2.0 per second
+        capacity.record(audio_s=0.5, engine_s=0.25)
+    assert capacity.audio_per_s == pytest.approx(3.3 * 2.0 / 2.7, rel=0.02)
+    assert capacity.listeners() == 1
+    for _ in range(400):  # it left: the second listener is admitted again, never measured side by side
+        capacity.record(audio_s=0.675, engine_s=0.25)
+    assert capacity.audio_per_s == pytest.approx(3.3, rel=0.02)
+    assert capacity.listeners() == 2
 
 
 def _admission(clock: ManualClock, audio_per_s: float) -> Admission:
