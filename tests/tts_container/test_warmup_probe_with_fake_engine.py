@@ -20,8 +20,8 @@ from strands_kokoro.protocol import DEFAULT_VOICE, WS_PATH
 from tests.model_server_process import running_app
 from tests.tts_container.server_fakes import ToneEngine
 from tests.tts_container.server_harness import read_session_start, stats
-from tts_container.app import PROBE_LONG, STREAMING_SLACK_MS, create_app
-from tts_container.engines.base import Audio
+from tts_container.app import PROBE_LONG, PROBE_SHARED, STREAMING_SLACK_MS, create_app
+from tts_container.engines.base import Audio, call_lanes
 
 pytestmark = pytest.mark.anyio
 
@@ -49,6 +49,33 @@ class SlowLongProbeEngineDouble(ToneEngine):
         if text == PROBE_LONG:
             time.sleep(LONG_PROBE_DELAY_S)
         yield from super().segments(text, voice=voice, speed=speed, lang=lang, context=context)
+
+
+@dataclass
+class TwoLaneEngineDouble(ToneEngine):
+    """A test double: ToneEngine with two lanes (as onnxruntime on a CPU), noting each sentence's lanes."""
+
+    lanes: int = 2
+    delay_s: float = 0.05
+    shared: list[tuple[str, int]] | None = None
+
+    def segments(
+        self, text: str, *, voice: str, speed: float, lang: str, context: object = None
+    ) -> Iterator[Audio]:
+        if self.shared is not None:
+            self.shared.append((text, call_lanes.get()))
+        yield from super().segments(text, voice=voice, speed=speed, lang=lang, context=context)
+
+
+async def test_warm_up_measures_an_engine_with_two_lanes_side_by_side() -> None:
+    """The capacity estimate starts from calls side by side: calls alone would admit fewer listeners."""
+    engine = TwoLaneEngineDouble(shared=[])
+    async with running_app(create_app(lambda: engine)) as address:
+        served = await stats(address)
+    assert engine.shared is not None
+    assert [lanes for text, lanes in engine.shared if text == PROBE_SHARED] == [2, 2]
+    assert all(lanes == 1 for text, lanes in engine.shared if text != PROBE_SHARED)  # the probes alone
+    assert served["inference_lanes"] == 2 and served["capacity_audio_per_s"] > 0
 
 
 async def test_a_windowed_engine_slow_on_the_long_probe_streams_and_its_voice_is_fitted() -> None:
