@@ -238,13 +238,13 @@ def start_model_server(
 @contextlib.asynccontextmanager
 async def model_server(
     log_path: Path | None = None,
-    *,
+    *extra_args: str,
     engine: str = "onnx",
     threads: int | None = None,
     ready_timeout_s: float = MODEL_SERVER_READY_TIMEOUT_S,
 ) -> AsyncIterator[ModelServerProcess]:
     """:func:`start_model_server` for async code: the event loop keeps running while the model loads."""
-    server = launch_model_server(engine=engine, threads=threads, log_path=log_path)
+    server = launch_model_server(*extra_args, engine=engine, threads=threads, log_path=log_path)
     abandoned = threading.Event()
     try:
         try:

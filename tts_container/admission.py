@@ -36,10 +36,12 @@ RETRY_AFTER_MAX_S = 10.0
 def listener_share(renders_in_windows: bool) -> float:
     """Seconds of audio per second one listener needs from the engine for none to stall.
 
-    Rendered in windows, each window is :data:`WINDOW_GROWTH` times the one before and must be ready
-    before that one has played, so a listener needs that much: measured on 2 cores (two listeners, the
-    server held to fewer cores), 1.48-1.53 each never stalled over 91 ms, 1.32 each stalled 437 ms in
-    one round of three, 1.0 each stalled in every round (docs/benchmarks.md).
+    Rendered in windows, a listener needs more than real time: each window is :data:`WINDOW_GROWTH`
+    times the one before and must be ready before that one has played. Measured on 2 cores
+    (``benchmarks.listener_share``: two listeners, the server held to fewer cores), a listener stutters
+    (a stall over 250 ms) at 1.14-1.19 audio seconds per second and not at 1.23 or more; at 1.5 its
+    worst stall stays under 61 ms, and a noisier run stuttered once at 1.32. The admission takes
+    :data:`WINDOW_GROWTH`: the margin is for a machine noisier than the one measured.
     """
     return WINDOW_GROWTH if renders_in_windows else WHOLE_SEGMENT_SHARE
 

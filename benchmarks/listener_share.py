@@ -1,0 +1,112 @@
+"""What one listener needs of the engine: listeners served while the server is held to fewer cores.
+
+The admission serves ``floor(capacity / share)`` listeners (``tts_container/admission.py``); ``share``
+is the audio seconds per second one listener needs for none to stall. A faster or slower machine cannot
+be summoned, so this holds the model server to a fraction of the cores with a CPU quota (a cgroup of its
+own; root and a writable cgroup file system, v1 or v2) and serves the same listeners at each quota, as
+:mod:`benchmarks.capacity` does (4-sentence answers, real-time playback simulated). Per quota: the
+audio made per wall second, each listener's share of it, and the worst stall per round. The share the
+admission uses should lie above every share that stalled and at or below one that did not.
+
+    sudo uv run --all-extras python -m benchmarks.listener_share                     # 1.4, 1.6, 1.8 cores
+    sudo uv run --all-extras python -m benchmarks.listener_share --cores 1.5 1.7 --rounds 5
+
+The server is started with ``--max-listeners`` set to the listeners of a round, so that its own
+admission (which learns the throttled speed) never refuses one: the question is what they hear.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from agentcore_app.local_stack import model_server
+from benchmarks.capacity import STUTTER_S, round_of
+from benchmarks.machine import load_average, results_path
+
+RESULTS = Path(__file__).parent / "results" / "listener_share.json"
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+GROUP = "kokoro-listener-share"
+PERIOD_US = 10_000  # a short period: the quota throttles in slices of 10 ms, not 100 ms bursts
+
+
+@contextmanager
+def cpu_quota(pid: int, cores: float) -> Iterator[None]:
+    """Hold process ``pid`` (all its threads) to ``cores`` CPUs while inside; the group is removed after."""
+    unified = (CGROUP_ROOT / "cgroup.controllers").exists()
+    group = CGROUP_ROOT / GROUP if unified else CGROUP_ROOT / "cpu" / GROUP
+    group.mkdir(exist_ok=True)
+    quota_us = round(cores * PERIOD_US)
+    if unified:
+        (group / "cpu.max").write_text(f"{quota_us} {PERIOD_US}\n")
+    else:
+        (group / "cpu.cfs_period_us").write_text(f"{PERIOD_US}\n")
+        (group / "cpu.cfs_quota_us").write_text(f"{quota_us}\n")
+    (group / "cgroup.procs").write_text(f"{pid}\n")
+    try:
+        yield
+    finally:
+        if unified:
+            (group / "cpu.max").write_text(f"max {PERIOD_US}\n")
+        else:
+            (group / "cpu.cfs_quota_us").write_text("-1\n")
+
+
+async def at_quota(cores: float, listeners: int, rounds: int) -> dict[str, Any]:
+    """A fresh server held to ``cores``, ``rounds`` rounds of ``listeners`` at once."""
+    async with model_server(None, "--max-listeners", str(listeners)) as server:
+        with cpu_quota(server.process.pid, cores):
+            measured = []
+            for _ in range(rounds):
+                measured.append(await round_of(server.ws_url, server.http_url, listeners))
+                await asyncio.sleep(3.0)  # every answer's gap over
+    made = [r["audio_per_wall_s"] for r in measured if r["audio_per_wall_s"]]
+    return {
+        "cores": cores,
+        "listeners": listeners,
+        "audio_per_wall_s": made,
+        "share_per_listener": [round(rate / listeners, 3) for rate in made],
+        "worst_stall_s": [round(r["worst_stall_s"], 3) for r in measured],
+        "stuttering_rounds": sum(r["worst_stall_s"] > STUTTER_S for r in measured),
+        "served": [r["served"] for r in measured],
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cores", type=float, nargs="+", default=[1.4, 1.6, 1.8])
+    parser.add_argument("--listeners", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args(argv)
+    if os.geteuid() != 0:
+        sys.exit("holding the server to fewer cores needs root (a cgroup of its own)")
+    out = results_path(RESULTS)
+    load_before = load_average()
+    quotas = [asyncio.run(at_quota(cores, args.listeners, args.rounds)) for cores in args.cores]
+    print("| server's cores | audio s per wall s | each listener's share | worst stall per round |")
+    print("|---|---|---|---|")
+    for q in quotas:
+        stalls = ", ".join(f"{s * 1000:.0f} ms" for s in q["worst_stall_s"])
+        print(f"| {q['cores']} | {q['audio_per_wall_s']} | {q['share_per_listener']} | {stalls} |")
+    result = {
+        "quotas": quotas,
+        "load_before": load_before,
+        "load_after": load_average(),
+        "date": time.strftime("%Y-%m-%d"),
+        "cpus": os.cpu_count(),
+    }
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()
