@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from agentcore_app.local_stack import model_server
-from benchmarks.capacity import STUTTER_S, round_of
+from benchmarks.capacity import STUTTER_S, measure
 from benchmarks.machine import load_average, results_path
 
 RESULTS = Path(__file__).parent / "results" / "listener_share.json"
@@ -64,10 +64,7 @@ async def at_quota(cores: float, listeners: int, rounds: int) -> dict[str, Any]:
     """A fresh server held to ``cores``, ``rounds`` rounds of ``listeners`` at once."""
     async with model_server(None, "--max-listeners", str(listeners)) as server:
         with cpu_quota(server.process.pid, cores):
-            measured = []
-            for _ in range(rounds):
-                measured.append(await round_of(server.ws_url, server.http_url, listeners))
-                await asyncio.sleep(3.0)  # every answer's gap over
+            measured = await measure(server.ws_url, server.http_url, [listeners] * rounds)
     made = [r["audio_per_wall_s"] for r in measured if r["audio_per_wall_s"]]
     return {
         "cores": cores,
