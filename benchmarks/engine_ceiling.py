@@ -1,0 +1,100 @@
+"""The most audio the engine makes on this machine, whatever the arrangement of its calls.
+
+The admission serves ``floor(capacity / share)`` listeners (``tts_container/admission.py``); capacity
+cannot exceed what the engine makes when nothing waits on anything. This renders the capacity
+benchmark's 16 sentences in-process, back to back, four ways: in windows or whole (a segment's audio in
+one call, the way an engine too fast for windows renders), and as one call at a time on every core or
+as two calls side by side on one core each (the inference pool's lanes). The rounds alternate, so a
+noisy neighbour weighs on every arrangement alike. Per arrangement: audio seconds per wall second,
+each round.
+
+    uv run --all-extras python -m benchmarks.engine_ceiling
+    uv run --all-extras python -m benchmarks.engine_ceiling --rounds 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from benchmarks.capacity import ANSWERS
+from benchmarks.machine import load_average, results_path
+from strands_kokoro.protocol import DEFAULT_LANG, DEFAULT_VOICE
+from tts_container.engines.base import NATIVE_SAMPLE_RATE, Segment, call_lanes
+from tts_container.engines.onnx_engine import OnnxEngine
+
+RESULTS = Path(__file__).parent / "results" / "engine_ceiling.json"
+SENTENCES = tuple(sentence for answer in ANSWERS for sentence in answer)
+
+
+def samples_of(engine: OnnxEngine, sentences: Sequence[str], lanes: int) -> int:
+    """Render ``sentences`` one after another on a worker told it shares the engine with ``lanes``
+    calls; the samples made."""
+    token = call_lanes.set(lanes)
+    try:
+        return sum(
+            len(piece.audio if isinstance(piece, Segment) else piece)
+            for sentence in sentences
+            for piece in engine.segments(sentence, voice=DEFAULT_VOICE, speed=1.0, lang=DEFAULT_LANG)
+        )
+    finally:
+        call_lanes.reset(token)
+
+
+def audio_per_wall_s(engine: OnnxEngine, lanes: int) -> float:
+    """Audio seconds per wall second for all the sentences, split between ``lanes`` workers."""
+    started = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=lanes) as workers:
+        made = sum(workers.map(lambda lane: samples_of(engine, SENTENCES[lane::lanes], lanes), range(lanes)))
+    return made / NATIVE_SAMPLE_RATE / (time.perf_counter() - started)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=None, help="engine threads (default: every core)")
+    args = parser.parse_args(argv)
+    out = results_path(RESULTS)
+    load_before = load_average()
+    engine = OnnxEngine.from_cache(threads=args.threads)
+    engine.warm_up()
+    windowed = engine.growth
+    if windowed is None:
+        raise SystemExit(
+            "this engine renders whole segments on this machine: there are no windows to compare"
+        )
+    arrangements = [
+        (f"{how}, {lanes} call(s) at once", growth, lanes)
+        for how, growth in (("windows", windowed), ("whole", None))
+        for lanes in sorted({1, engine.lanes})
+    ]
+    rates: dict[str, list[float]] = {name: [] for name, _, _ in arrangements}
+    for _ in range(args.rounds):
+        for name, growth, lanes in arrangements:
+            engine.growth = growth
+            rates[name].append(round(audio_per_wall_s(engine, lanes), 3))
+            print(f"{name}: {rates[name][-1]} audio s per wall s", flush=True)
+    print("| arrangement | audio s per wall s, each round |")
+    print("|---|---|")
+    for name, made in rates.items():
+        print(f"| {name} | {', '.join(f'{rate:.2f}' for rate in made)} |")
+    result = {
+        "audio_per_wall_s": rates,
+        "sentences": len(SENTENCES),
+        "load_before": load_before,
+        "load_after": load_average(),
+        "date": time.strftime("%Y-%m-%d %H:%M"),
+        "cpus": os.cpu_count(),
+    }
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()
