@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
-import os
 import statistics
 import sys
 import time
@@ -34,7 +32,7 @@ import httpx
 from websockets.asyncio.client import connect
 
 from agentcore_app.local_stack import model_server
-from benchmarks.machine import load_average, results_path
+from benchmarks.machine import load_average, results_path, save_results
 from strands_kokoro.protocol import (
     DEFAULT_VOICE,
     WS_PATH,
@@ -312,17 +310,11 @@ def main(argv: list[str] | None = None) -> None:
     if not args.no_peer:
         result["peer"] = peer_compute()
     result.update(
-        load_before=load_before,
-        load_after=load_average(),
         stall_free_capacity=stall_free_capacity(result["rounds"]),
         shared_engine_s_per_audio_s=shared_engine_s_per_audio_s(result["rounds"]),
-        date=time.strftime("%Y-%m-%d"),
-        cpus=os.cpu_count(),
     )
+    save_results(out, result, load_before)
     print_table(result)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {out}")
 
 
 if __name__ == "__main__":

@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import statistics
-import time
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +24,7 @@ import soxr
 
 from agentcore_app.local_stack import model_server
 from benchmarks.capacity import ANSWERS
-from benchmarks.machine import load_average, results_path
+from benchmarks.machine import load_average, results_path, save_results
 from strands_kokoro import open_session
 from strands_kokoro.protocol import DEFAULT_VOICE, AudioData, SynthesisCompleted, SynthesizeRequest
 
@@ -101,13 +99,10 @@ def main(argv: list[str] | None = None) -> None:
     out = results_path(RESULTS)
     load_before = load_average()
     result = asyncio.run(run())
-    result.update(load_before=load_before, load_after=load_average(), date=time.strftime("%Y-%m-%d"))
     for side in ("ours", "peer"):
         print(f"{side:5s} " + "  ".join(f"{n} {v:.3f}" for n, v in result["mean"][side].items()))
     print("ours - peer " + "  ".join(f"{n} {v:+.3f}" for n, v in result["ours_minus_peer"].items()))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {out}")
+    save_results(out, result, load_before)
 
 
 if __name__ == "__main__":

@@ -15,15 +15,13 @@ each round.
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from benchmarks.capacity import ANSWERS
-from benchmarks.machine import load_average, results_path
+from benchmarks.machine import load_average, results_path, save_results
 from strands_kokoro.protocol import DEFAULT_LANG, DEFAULT_VOICE
 from tts_container.engines.base import NATIVE_SAMPLE_RATE, Segment, call_lanes
 from tts_container.engines.onnx_engine import OnnxEngine
@@ -83,17 +81,7 @@ def main(argv: list[str] | None = None) -> None:
     print("|---|---|")
     for name, made in rates.items():
         print(f"| {name} | {', '.join(f'{rate:.2f}' for rate in made)} |")
-    result = {
-        "audio_per_wall_s": rates,
-        "sentences": len(SENTENCES),
-        "load_before": load_before,
-        "load_after": load_average(),
-        "date": time.strftime("%Y-%m-%d %H:%M"),
-        "cpus": os.cpu_count(),
-    }
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {out}")
+    save_results(out, {"audio_per_wall_s": rates, "sentences": len(SENTENCES)}, load_before)
 
 
 if __name__ == "__main__":

@@ -19,10 +19,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -30,7 +28,7 @@ from typing import Any
 
 from agentcore_app.local_stack import model_server
 from benchmarks.capacity import STUTTER_S, measure
-from benchmarks.machine import load_average, results_path
+from benchmarks.machine import load_average, results_path, save_results
 
 RESULTS = Path(__file__).parent / "results" / "listener_share.json"
 CGROUP_ROOT = Path("/sys/fs/cgroup")
@@ -93,16 +91,7 @@ def main(argv: list[str] | None = None) -> None:
     for q in quotas:
         stalls = ", ".join(f"{s * 1000:.0f} ms" for s in q["worst_stall_s"])
         print(f"| {q['cores']} | {q['audio_per_wall_s']} | {q['share_per_listener']} | {stalls} |")
-    result = {
-        "quotas": quotas,
-        "load_before": load_before,
-        "load_after": load_average(),
-        "date": time.strftime("%Y-%m-%d"),
-        "cpus": os.cpu_count(),
-    }
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {out}")
+    save_results(out, {"quotas": quotas}, load_before)
 
 
 if __name__ == "__main__":

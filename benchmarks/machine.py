@@ -13,10 +13,12 @@ so a series of benchmarks can be run one after another, each on a quiet machine:
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 QUIET_LOAD = 1.0
 
@@ -46,6 +48,20 @@ def results_path(path: Path) -> Path:
     noisy = path.parent / "noisy" / path.name
     print(f"load average {load}: not a measurement; results go to {noisy}, not {path}", file=sys.stderr)
     return noisy
+
+
+def save_results(out: Path, result: dict[str, Any], load_before: list[float]) -> None:
+    """Write ``result`` to ``out`` as JSON with what says whether it counts: the load before and after
+    the run, when it ran and on how many cores."""
+    result |= {
+        "load_before": load_before,
+        "load_after": load_average(),
+        "date": time.strftime("%Y-%m-%d %H:%M"),
+        "cpus": os.cpu_count(),
+    }
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"wrote {out}")
 
 
 def main(argv: list[str] | None = None) -> int:
