@@ -6,10 +6,11 @@ benchmark's 16 sentences in-process, back to back, four ways: in windows or whol
 one call, the way an engine too fast for windows renders), and as one call at a time on every core or
 as two calls side by side on one core each (the inference pool's lanes). The rounds alternate, so a
 noisy neighbour weighs on every arrangement alike. Per arrangement: audio seconds per wall second,
-each round.
+each round. An engine that renders whole segments on this machine (the torch engine on a GPU) and has
+one lane is measured the one way it runs.
 
     uv run --all-extras python -m benchmarks.engine_ceiling
-    uv run --all-extras python -m benchmarks.engine_ceiling --rounds 5
+    uv run --all-extras python -m benchmarks.engine_ceiling --rounds 5 --engine torch
 """
 
 from __future__ import annotations
@@ -24,13 +25,14 @@ from benchmarks.capacity import ANSWERS
 from benchmarks.machine import load_average, results_path, save_results
 from strands_kokoro.protocol import DEFAULT_LANG, DEFAULT_VOICE
 from tts_container.engines.base import NATIVE_SAMPLE_RATE, Segment, call_lanes
-from tts_container.engines.onnx_engine import OnnxEngine
+from tts_container.engines.loader import ENGINE_NAMES, load_engine
+from tts_container.engines.windowed_engine import WindowedEngine
 
 RESULTS = Path(__file__).parent / "results" / "engine_ceiling.json"
 SENTENCES = tuple(sentence for answer in ANSWERS for sentence in answer)
 
 
-def samples_of(engine: OnnxEngine, sentences: Sequence[str], lanes: int) -> int:
+def samples_of(engine: WindowedEngine, sentences: Sequence[str], lanes: int) -> int:
     """Render ``sentences`` one after another on a worker told it shares the engine with ``lanes``
     calls; the samples made."""
     token = call_lanes.set(lanes)
@@ -44,7 +46,7 @@ def samples_of(engine: OnnxEngine, sentences: Sequence[str], lanes: int) -> int:
         call_lanes.reset(token)
 
 
-def audio_per_wall_s(engine: OnnxEngine, lanes: int) -> float:
+def audio_per_wall_s(engine: WindowedEngine, lanes: int) -> float:
     """Audio seconds per wall second for all the sentences, split between ``lanes`` workers."""
     started = time.perf_counter()
     with ThreadPoolExecutor(max_workers=lanes) as workers:
@@ -55,20 +57,18 @@ def audio_per_wall_s(engine: OnnxEngine, lanes: int) -> float:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--engine", choices=ENGINE_NAMES, default="auto", help="as the server's --engine")
     parser.add_argument("--threads", type=int, default=None, help="engine threads (default: every core)")
     args = parser.parse_args(argv)
     out = results_path(RESULTS)
     load_before = load_average()
-    engine = OnnxEngine.from_cache(threads=args.threads)
-    engine.warm_up()
-    windowed = engine.growth
-    if windowed is None:
-        raise SystemExit(
-            "this engine renders whole segments on this machine: there are no windows to compare"
-        )
+    engine = load_engine(args.engine, threads=args.threads)
+    if not isinstance(engine, WindowedEngine):
+        raise SystemExit(f"{type(engine).__name__} is not an engine this benchmark knows")
+    ways = [("windows", engine.growth)] if engine.growth is not None else []
     arrangements = [
         (f"{how}, {lanes} call(s) at once", growth, lanes)
-        for how, growth in (("windows", windowed), ("whole", None))
+        for how, growth in (*ways, ("whole", None))
         for lanes in sorted({1, engine.lanes})
     ]
     rates: dict[str, list[float]] = {name: [] for name, _, _ in arrangements}
@@ -81,7 +81,8 @@ def main(argv: list[str] | None = None) -> None:
     print("|---|---|")
     for name, made in rates.items():
         print(f"| {name} | {', '.join(f'{rate:.2f}' for rate in made)} |")
-    save_results(out, {"audio_per_wall_s": rates, "sentences": len(SENTENCES)}, load_before)
+    measured = {"engine": engine.name, "audio_per_wall_s": rates, "sentences": len(SENTENCES)}
+    save_results(out, measured, load_before)
 
 
 if __name__ == "__main__":
