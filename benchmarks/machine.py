@@ -51,8 +51,8 @@ def results_path(path: Path) -> Path:
 
 
 def save_results(out: Path, result: dict[str, Any], load_before: list[float]) -> None:
-    """Write ``result`` to ``out`` as JSON with what says whether it counts: the load before and after
-    the run, when it ran and on how many cores."""
+    """Add to ``result`` what says whether it counts (the load before and after the run, when it ran,
+    on how many cores) and write it to ``out`` as JSON; a caller prints its table from it after."""
     result |= {
         "load_before": load_before,
         "load_after": load_average(),
