@@ -1,11 +1,11 @@
 """The torch engine on a checkpoint this test creates, loaded through the production path.
 
-No fp32 Kokoro checkpoint exists on the registries this machine reaches, so the test builds one: hexgrad's
-``KModel`` from Kokoro-82M's real ``config.json`` (written below), randomly initialised, saved as
-``kokoro-v1_0.pth`` in the hub file's format. It enters the cache through ``ensure_weights`` (the same
-provisioning code as production, with a test source in place of the hub) and is loaded by
-``load_engine("torch", cache_dir=...)``, i.e. ``TorchEngine.from_cache``. The test then checks the loaded
-weights are the saved ones, not a fresh random init.
+No fp32 Kokoro checkpoint exists on the registries this machine reaches, so the test builds one
+(:mod:`tests.tts_container.random_kokoro_checkpoint`: Kokoro-82M's real config, random weights, the hub
+file's format). It enters the cache through ``ensure_weights`` (the same provisioning code as production,
+with a test source in place of the hub) and is loaded by ``load_engine("torch", cache_dir=...)``, i.e.
+``TorchEngine.from_cache``. The test then checks the loaded weights are the saved ones, not a fresh
+random init.
 
 Why exact lengths can be asserted: the duration head of the random model is fixed so every token
 (phonemes plus the two padding tokens) lasts exactly one frame (600 samples at 24 kHz) at speed 1 and two
@@ -42,17 +42,19 @@ from websockets.asyncio.client import connect
 from strands_kokoro.protocol import WS_PATH, audio_ms
 from tests.model_server_process import free_port
 from tests.tts_container.pieces import whole_segments
+from tests.tts_container.random_kokoro_checkpoint import (
+    KOKORO_82M_CONFIG,
+    VOICE_NAMES,
+    RandomCheckpointSource,
+)
 from tests.tts_container.server_harness import dumps, read_response
 from tts_container.engines.loader import load_engine
 from tts_container.engines.voices import UnknownVoice
 from tts_container.engines.windows import EDGE_STEPS, STEP_SAMPLES
 from tts_container.g2p import Phonemizer, UnsupportedLanguage, split_phonemes
-from tts_container.weight_sources import write_voices_npz
-from tts_container.weights import CONFIG_FILE, TORCH_FILE, VOICES_FILE, ensure_weights
+from tts_container.weights import CONFIG_FILE, TORCH_FILE, ensure_weights
 
 if TYPE_CHECKING:
-    from kokoro import KModel
-
     from tts_container.engines.base import Segment
     from tts_container.engines.torch_engine import TorchEngine
     from tts_container.engines.windows import Prosody
@@ -67,110 +69,9 @@ pytestmark = [
     ),
 ]
 
-# hexgrad/Kokoro-82M config.json (the same content kokoro-onnx ships; checked below when it is installed).
-# fmt: off
-KOKORO_82M_VOCAB = {
-    ";": 1, ":": 2, ",": 3, ".": 4, "!": 5, "?": 6, "—": 9, "…": 10, '"': 11, "(": 12, ")": 13,
-    "“": 14, "”": 15, " ": 16, "\u0303": 17, "ʣ": 18, "ʥ": 19, "ʦ": 20, "ʨ": 21, "ᵝ": 22, "ꭧ": 23,
-    "A": 24, "I": 25, "O": 31, "Q": 33, "S": 35, "T": 36, "W": 39, "Y": 41, "ᵊ": 42, "a": 43,
-    "b": 44, "c": 45, "d": 46, "e": 47, "f": 48, "h": 50, "i": 51, "j": 52, "k": 53, "l": 54,
-    "m": 55, "n": 56, "o": 57, "p": 58, "q": 59, "r": 60, "s": 61, "t": 62, "u": 63, "v": 64,
-    "w": 65, "x": 66, "y": 67, "z": 68, "ɑ": 69, "ɐ": 70, "ɒ": 71, "æ": 72, "β": 75, "ɔ": 76,
-    "ɕ": 77, "ç": 78, "ɖ": 80, "ð": 81, "ʤ": 82, "ə": 83, "ɚ": 85, "ɛ": 86, "ɜ": 87, "ɟ": 90,
-    "ɡ": 92, "ɥ": 99, "ɨ": 101, "ɪ": 102, "ʝ": 103, "ɯ": 110, "ɰ": 111, "ŋ": 112, "ɳ": 113,
-    "ɲ": 114, "ɴ": 115, "ø": 116, "ɸ": 118, "θ": 119, "œ": 120, "ɹ": 123, "ɾ": 125, "ɻ": 126,
-    "ʁ": 128, "ɽ": 129, "ʂ": 130, "ʃ": 131, "ʈ": 132, "ʧ": 133, "ʊ": 135, "ʋ": 136, "ʌ": 138,
-    "ɣ": 139, "ɤ": 140, "χ": 142, "ʎ": 143, "ʒ": 147, "ʔ": 148, "ˈ": 156, "ˌ": 157, "ː": 158,
-    "ʰ": 162, "ʲ": 164, "↓": 169, "→": 171, "↗": 172, "↘": 173, "ᵻ": 177,
-}
-# fmt: on
-KOKORO_82M_CONFIG = {
-    "istftnet": {
-        "upsample_kernel_sizes": [20, 12],
-        "upsample_rates": [10, 6],
-        "gen_istft_hop_size": 5,
-        "gen_istft_n_fft": 20,
-        "resblock_dilation_sizes": [[1, 3, 5], [1, 3, 5], [1, 3, 5]],
-        "resblock_kernel_sizes": [3, 7, 11],
-        "upsample_initial_channel": 512,
-    },
-    "dim_in": 64,
-    "dropout": 0.2,
-    "hidden_dim": 512,
-    "max_conv_dim": 512,
-    "max_dur": 50,
-    "multispeaker": True,
-    "n_layer": 3,
-    "n_mels": 80,
-    "n_token": 178,
-    "style_dim": 128,
-    "text_encoder_kernel_size": 5,
-    "plbert": {
-        "hidden_size": 768,
-        "num_attention_heads": 12,
-        "intermediate_size": 2048,
-        "max_position_embeddings": 512,
-        "num_hidden_layers": 12,
-        "dropout": 0.1,
-    },
-    "vocab": KOKORO_82M_VOCAB,
-}
-
 # One predicted duration frame = 2 F0 frames x istft hop 5 x upsampling 10 x 6 = 600 samples (25 ms).
 FRAME_SAMPLES = 600
 PADDING_TOKENS = 2  # KModel wraps every segment in a start and an end token (id 0)
-VOICE_NAMES = ("af_heart", "bf_emma")
-
-
-def random_kmodel(config_path: Path, empty_checkpoint: Path) -> KModel:
-    """A randomly initialised Kokoro-82M (KModel loads nothing from an empty checkpoint)."""
-    import torch
-    from kokoro import KModel
-
-    from tts_container.engines.torch_engine import REPO_ID
-
-    torch.save({}, empty_checkpoint)
-    torch.manual_seed(0)
-    model = KModel(repo_id=REPO_ID, config=str(config_path), model=str(empty_checkpoint))
-    # Every token lasts exactly one frame at speed 1: duration = sum(sigmoid(bias)) over max_dur outputs.
-    head = model.predictor.duration_proj.linear_layer
-    with torch.no_grad():
-        head.weight.zero_()
-        head.bias.fill_(math.log(1 / (head.out_features - 1)))  # sigmoid = 1/max_dur, summed: 1 frame
-    return model
-
-
-def save_like_the_hub(model: KModel, path: Path) -> None:
-    """The hub file's format: one state dict per component, keys with DataParallel's ``module.`` prefix."""
-    import torch
-
-    from tts_container.engines.torch_engine import COMPONENTS
-
-    checkpoint = {
-        name: {f"module.{key}": value for key, value in getattr(model, name).state_dict().items()}
-        for name in COMPONENTS
-    }
-    torch.save(checkpoint, path)
-
-
-class RandomCheckpointSource:
-    """A :class:`tts_container.weights.WeightsSource` providing the test's config, checkpoint and voices."""
-
-    label = "test: randomly initialised Kokoro-82M"
-
-    def __init__(self, workdir: Path) -> None:
-        self.workdir = workdir
-
-    def fetch(self, names: frozenset[str], staging: Path) -> None:
-        assert names == {CONFIG_FILE, TORCH_FILE, VOICES_FILE}
-        config = staging / CONFIG_FILE
-        config.write_text(json.dumps(KOKORO_82M_CONFIG, ensure_ascii=False), encoding="utf-8")
-        save_like_the_hub(random_kmodel(config, self.workdir / "empty.pth"), staging / TORCH_FILE)
-        rng = np.random.default_rng(0)
-        tables = {
-            name: (rng.standard_normal((510, 1, 256)) * 0.15).astype("<f4").tobytes() for name in VOICE_NAMES
-        }
-        write_voices_npz(tables, staging / VOICES_FILE)
 
 
 @pytest.fixture(scope="module")
