@@ -32,7 +32,7 @@ import httpx
 from websockets.asyncio.client import connect
 
 from agentcore_app.local_stack import model_server
-from benchmarks.machine import load_average, results_path, save_results
+from benchmarks.machine import MachineAt, results_path, save_results
 from strands_kokoro.protocol import (
     DEFAULT_VOICE,
     WS_PATH,
@@ -259,7 +259,8 @@ def shared_engine_s_per_audio_s(rounds: list[dict[str, Any]]) -> float | None:
 
 
 def print_table(result: dict[str, Any]) -> None:
-    print(f"load average before {result['load_before']}, after {result['load_after']}")
+    neighbours = result["neighbours_load"]
+    print(f"load average before {result['load_before']}; the neighbours' load during the run {neighbours}")
     print(
         "| listeners | served | refused (within) | first audio p50 / p95 | worst stall | most-stalled total "
         "| stuttering | audio s per wall s | engine s per audio s |"
@@ -305,7 +306,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--no-peer", action="store_true", help="skip the kokoro-onnx comparison")
     args = parser.parse_args(argv)
     out = results_path(RESULTS)
-    load_before = load_average()
+    started = MachineAt.now()
     result = asyncio.run(run(args))
     if not args.no_peer:
         result["peer"] = peer_compute()
@@ -313,7 +314,7 @@ def main(argv: list[str] | None = None) -> None:
         stall_free_capacity=stall_free_capacity(result["rounds"]),
         shared_engine_s_per_audio_s=shared_engine_s_per_audio_s(result["rounds"]),
     )
-    save_results(out, result, load_before)
+    save_results(out, result, started)
     print_table(result)
 
 

@@ -24,7 +24,7 @@ import soxr
 
 from agentcore_app.local_stack import model_server
 from benchmarks.capacity import ANSWERS
-from benchmarks.machine import load_average, results_path, save_results
+from benchmarks.machine import MachineAt, results_path, save_results
 from strands_kokoro import open_session
 from strands_kokoro.protocol import DEFAULT_VOICE, AudioData, SynthesisCompleted, SynthesizeRequest
 
@@ -97,12 +97,12 @@ async def run() -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> None:
     argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args(argv)
     out = results_path(RESULTS)
-    load_before = load_average()
+    started = MachineAt.now()
     result = asyncio.run(run())
     for side in ("ours", "peer"):
         print(f"{side:5s} " + "  ".join(f"{n} {v:.3f}" for n, v in result["mean"][side].items()))
     print("ours - peer " + "  ".join(f"{n} {v:+.3f}" for n, v in result["ours_minus_peer"].items()))
-    save_results(out, result, load_before)
+    save_results(out, result, started)
 
 
 if __name__ == "__main__":

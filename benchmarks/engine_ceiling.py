@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from benchmarks.capacity import ANSWERS
-from benchmarks.machine import load_average, results_path, save_results
+from benchmarks.machine import MachineAt, results_path, save_results
 from strands_kokoro.protocol import DEFAULT_LANG, DEFAULT_VOICE
 from tts_container.engines.base import NATIVE_SAMPLE_RATE, Segment, call_lanes
 from tts_container.engines.loader import ENGINE_NAMES, load_engine
@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--threads", type=int, default=None, help="engine threads (default: every core)")
     args = parser.parse_args(argv)
     out = results_path(RESULTS)
-    load_before = load_average()
+    started = MachineAt.now()
     engine = load_engine(args.engine, threads=args.threads)
     if not isinstance(engine, WindowedEngine):
         raise SystemExit(f"{type(engine).__name__} is not an engine this benchmark knows")
@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> None:
     for name, made in rates.items():
         print(f"| {name} | {', '.join(f'{rate:.2f}' for rate in made)} |")
     measured = {"engine": engine.name, "audio_per_wall_s": rates, "sentences": len(SENTENCES)}
-    save_results(out, measured, load_before)
+    save_results(out, measured, started)
 
 
 if __name__ == "__main__":

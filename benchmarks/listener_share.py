@@ -28,7 +28,7 @@ from typing import Any
 
 from agentcore_app.local_stack import model_server
 from benchmarks.capacity import STUTTER_S, measure
-from benchmarks.machine import load_average, results_path, save_results
+from benchmarks.machine import MachineAt, results_path, save_results
 
 RESULTS = Path(__file__).parent / "results" / "listener_share.json"
 CGROUP_ROOT = Path("/sys/fs/cgroup")
@@ -84,14 +84,14 @@ def main(argv: list[str] | None = None) -> None:
     if os.geteuid() != 0:
         sys.exit("holding the server to fewer cores needs root (a cgroup of its own)")
     out = results_path(RESULTS)
-    load_before = load_average()
+    started = MachineAt.now()
     quotas = [asyncio.run(at_quota(cores, args.listeners, args.rounds)) for cores in args.cores]
     print("| server's cores | audio s per wall s | each listener's share | worst stall per round |")
     print("|---|---|---|---|")
     for q in quotas:
         stalls = ", ".join(f"{s * 1000:.0f} ms" for s in q["worst_stall_s"])
         print(f"| {q['cores']} | {q['audio_per_wall_s']} | {q['share_per_listener']} | {stalls} |")
-    save_results(out, {"quotas": quotas}, load_before)
+    save_results(out, {"quotas": quotas}, started)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,12 @@
-"""The machine a benchmark ran on: its load average, and a wait for it to be quiet.
+"""The machine a benchmark ran on: what else used it, and a wait for it to be quiet.
 
 A figure taken while the machine is busy (the test suite, another benchmark, a build) measures the
-neighbours, not the code (architecture §7). Every benchmark records :func:`load_average` before and
-after it runs; ``python -m benchmarks.machine`` blocks until the 1-minute load is below a threshold,
+neighbours, not the code (architecture §7). Every benchmark records the load average before it runs
+and, through :func:`save_results`, what its neighbours used while it ran: every core's busy time (the
+hypervisor's steal included: other machines on the same host) less the benchmark's own CPU time and
+its finished children's (a model server it started). The load average after a run is not recorded:
+a benchmark that keeps every core busy leaves a 1-minute load of ~1.6-2 on 2 cores whatever its
+neighbours did. ``python -m benchmarks.machine`` blocks until the 1-minute load is below a threshold,
 so a series of benchmarks can be run one after another, each on a quiet machine::
 
     for b in joins e2e_latency tts_latency; do
@@ -15,8 +19,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -50,12 +56,56 @@ def results_path(path: Path) -> Path:
     return noisy
 
 
-def save_results(out: Path, result: dict[str, Any], load_before: list[float]) -> None:
-    """Add to ``result`` what says whether it counts (the load before and after the run, when it ran,
-    on how many cores) and write it to ``out`` as JSON; a caller prints its table from it after."""
+@dataclass(frozen=True, slots=True)
+class MachineAt:
+    """The machine at one moment: its load average, every core's busy CPU seconds since boot (None
+    without ``/proc/stat``), and this process's CPU seconds with its finished children's."""
+
+    load: list[float]
+    wall_s: float
+    busy_s: float | None
+    own_s: float
+
+    @classmethod
+    def now(cls) -> MachineAt:
+        usage = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+        return cls(
+            load=load_average(),
+            wall_s=time.monotonic(),
+            busy_s=_busy_cpu_s(),
+            own_s=sum(u.ru_utime + u.ru_stime for u in usage),
+        )
+
+    def neighbours_load(self, later: MachineAt) -> float | None:
+        """Cores' worth of CPU that everything but this process and its children used until ``later``."""
+        wall = later.wall_s - self.wall_s
+        if self.busy_s is None or later.busy_s is None or wall <= 0:
+            return None
+        others = (later.busy_s - self.busy_s) - (later.own_s - self.own_s)
+        return round(max(0.0, others) / wall, 2)
+
+
+def _busy_cpu_s() -> float | None:
+    """Every core's busy seconds since boot: ``/proc/stat``'s first line less idle and iowait."""
+    try:
+        with open("/proc/stat", encoding="ascii") as stat:
+            ticks = [int(field) for field in stat.readline().split()[1:9]]
+    except OSError:
+        return None
+    user, nice, system, _idle, _iowait, irq, softirq, steal = ticks
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
+def save_results(out: Path, result: dict[str, Any], started: MachineAt) -> None:
+    """Add to ``result`` what says whether it counts (the load before the run, what the neighbours used
+    during it, the cores' worth the benchmark used itself, when it ran, on how many cores) and write it
+    to ``out`` as JSON; a caller prints its table from it after. Start the benchmark's model server
+    inside the run and stop it before this, so its CPU time counts as the benchmark's."""
+    ended = MachineAt.now()
     result |= {
-        "load_before": load_before,
-        "load_after": load_average(),
+        "load_before": started.load,
+        "neighbours_load": started.neighbours_load(ended),
+        "own_cpus": round((ended.own_s - started.own_s) / max(ended.wall_s - started.wall_s, 1e-9), 2),
         "date": time.strftime("%Y-%m-%d %H:%M"),
         "cpus": os.cpu_count(),
     }
