@@ -15,11 +15,11 @@ import dataclasses
 import os
 import sys
 
-from agentcore_app.conversation_settings import CONVERSATIONS_ENV
-from agentcore_app.models import DEFAULT_MODEL, MODEL_ENV
-from agentcore_app.setting_errors import SETTING_ERRORS
-from agentcore_app.tools import TOOLS_ENV
-from strands_kokoro.serving.ports import unusable_port
+from agentcore_app.agent.models import DEFAULT_MODEL, MODEL_ENV
+from agentcore_app.agent.tools import TOOLS_ENV
+from agentcore_app.conversation.settings import CONVERSATIONS_ENV
+from agentcore_app.errors import SETTING_ERRORS
+from kokoro_serving.ports import unusable_port
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -50,9 +50,9 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     try:
         # The module-level app reads the environment when imported, so its errors are caught here too.
+        from agentcore_app.agent.models import model_setting
         from agentcore_app.app import create_app, server_settings, speech_endpoint_setting
-        from agentcore_app.conversation_settings import ConversationSettings, parse_location
-        from agentcore_app.models import model_setting
+        from agentcore_app.conversation.settings import ConversationSettings, parse_location
 
         settings = ConversationSettings.from_env()
         if args.conversations is not None:

@@ -4,9 +4,9 @@
 ``{prompt, mode: "bidi"|"batch", voice?, speed?, format?: "pcm"|"opus"|"mp3"}`` answers ``text/event-stream``
 of the turn's events (architecture §4), and the WebSocket ``/ws`` takes the same requests and answers the
 same events as JSON frames with the audio in binary frames (:mod:`agentcore_app.ws_turns`,
-:mod:`strands_kokoro.event_frames`). The
-agent has tools (:mod:`agentcore_app.tools`); a request with AgentCore's runtime session id header
-continues that conversation (:mod:`agentcore_app.conversations`, :mod:`agentcore_app.conversation_turn`),
+:mod:`agentcore_app.event_frames`). The
+agent has tools (:mod:`agentcore_app.agent.tools`); a request with AgentCore's runtime session id header
+continues that conversation (:mod:`agentcore_app.conversation.store`, :mod:`agentcore_app.conversation.turn`),
 one without it is a turn of its own.
 
 Why it is built the way it is:
@@ -20,7 +20,7 @@ Why it is built the way it is:
   of ``KokoroSpeech.stream`` stops the agent (the LLM stops sampling) and the speech session, which says
   ``cancel`` to the model server; ``finally`` below ends the turn. While a turn runs, ``/ping`` reports
   ``HealthyBusy`` (the SDK's task tracking), so an operator and the tests can see a turn end.
-- Callers that stall are timed out (:mod:`strands_kokoro.serving`): headers within 10 s, the body within
+- Callers that stall are timed out (:mod:`kokoro_serving`): headers within 10 s, the body within
   20 s, answered with the ``error`` event ``request_timeout`` (HTTP 408); :func:`server_settings` are the
   uvicorn settings ``python -m agentcore_app`` and the local launchers run the app with.
 - The SDK answers a non-JSON body with its own ``{"error": ...}`` JSON. Clients of this app read SSE
@@ -46,29 +46,29 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from agentcore_app.conversation_settings import ConversationError, ConversationSettings, check_session_id
-from agentcore_app.conversation_turn import remembered_turn
-from agentcore_app.conversations import AGENT_ID, ConversationStore, TurnBuffer
-from agentcore_app.error_codes import AppErrorCode, answer_for
+from agentcore_app.agent.models import ModelSpec, create_model, model_setting, parse_model_spec
+from agentcore_app.agent.time_context import time_context
+from agentcore_app.agent.tools import load_tools, speech_setting
+from agentcore_app.conversation.settings import ConversationError, ConversationSettings, check_session_id
+from agentcore_app.conversation.store import AGENT_ID, ConversationStore, TurnBuffer
+from agentcore_app.conversation.turn import remembered_turn
+from agentcore_app.errors import AppErrorCode, answer_for
 from agentcore_app.hangup import HangUpWatcher, hangup_of, until_hung_up
 from agentcore_app.local_guard import LocalCallerGuard
-from agentcore_app.models import ModelSpec, create_model, model_setting, parse_model_spec
 from agentcore_app.payload import PayloadError, Turn, parse_turn
-from agentcore_app.time_context import time_context
-from agentcore_app.tools import load_tools, speech_setting
 from agentcore_app.ws_turns import turn_socket_handler
-from strands_kokoro import events
-from strands_kokoro.errors import CodedError
-from strands_kokoro.protocol import DEFAULT_VOICE, sse_event
-from strands_kokoro.serving.deadlines import (
+from kokoro_serving.deadlines import (
     BODY_TIMED_OUT,
     BodyDeadline,
     LayerAnswer,
     ReaderDeadline,
     Refusal,
 )
-from strands_kokoro.serving.local_callers import header
-from strands_kokoro.serving.routes import ROUTE_STATUSES, route_refusal
+from kokoro_serving.local_callers import header
+from kokoro_serving.routes import ROUTE_STATUSES, route_refusal
+from strands_kokoro import events
+from strands_kokoro.errors import CodedError
+from strands_kokoro.protocol import DEFAULT_VOICE, sse_event
 from strands_kokoro.sessions import check_endpoint
 
 if TYPE_CHECKING:
@@ -102,7 +102,7 @@ def refusal(answer: LayerAnswer) -> Refusal:
 
 def server_settings() -> dict[str, Any]:
     """The uvicorn settings the app is served with: the deadlines for silent callers."""
-    from strands_kokoro.serving.uvicorn_protocol import uvicorn_settings
+    from kokoro_serving.uvicorn_protocol import uvicorn_settings
 
     return uvicorn_settings(refusal)
 
@@ -186,12 +186,12 @@ def create_app(
 ) -> BedrockAgentCoreApp:
     """Build the AgentCore app. Settings are read now (not per request) so a process serves one config.
 
-    ``model`` is a setting string (see :mod:`agentcore_app.models`) or a factory called once per turn
+    ``model`` is a setting string (see :mod:`agentcore_app.agent.models`) or a factory called once per turn
     (each turn gets a fresh agent; providers are cheap to build, the local weights are loaded once).
     ``speech_options`` are extra ``KokoroSpeech`` arguments for every turn (e.g. ``lexicon``), for
     deployments and benchmarks; they win over the tool filler settings
-    (:func:`agentcore_app.tools.speech_setting`). Callers cannot set them per request.
-    ``tools``: the agent's tools (default: :func:`agentcore_app.tools.load_tools`, the default set plus
+    (:func:`agentcore_app.agent.tools.speech_setting`). Callers cannot set them per request.
+    ``tools``: the agent's tools (default: :func:`agentcore_app.agent.tools.load_tools`, the default set plus
     ``STRANDS_KOKORO_TOOLS``, checked now). ``conversations``: where conversations are kept and how they
     are bounded (default: the ``STRANDS_KOKORO_CONVERSATION*`` settings; ``location=None`` turns them
     off), or a ready store. A request without a runtime session id is always a single turn.
@@ -356,7 +356,7 @@ class AgentTurns:
 
 async def _warm_up(spec: ModelSpec, agentcore: BedrockAgentCoreApp) -> None:
     """A warm-up that fails says so in one line; the first turn then meets the failure and codes it."""
-    from agentcore_app.local_llm import LocalSmolLM2Model
+    from agentcore_app.agent.local_llm import LocalSmolLM2Model
 
     task_id = agentcore.add_async_task("warm_up", {"model": spec.provider})
     try:

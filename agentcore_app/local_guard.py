@@ -7,7 +7,7 @@ reached), ``POST /invocations`` must
 
 - carry ``Content-Type: application/json`` (415, ``bad_content_type``): a cross-site
   ``fetch(..., {mode: "no-cors"})`` can only send ``text/plain`` or a form without a CORS preflight, and
-  the preflight is granted to local origins only (:func:`agentcore_app.player.with_page`);
+  the preflight is granted to local origins only (:func:`agentcore_app.local.player.with_page`);
 - be addressed to a loopback ``Host`` (421, ``host_not_allowed``): DNS rebinding points an attacker's
   name at 127.0.0.1, after which its page counts as same-origin;
 - come from no ``Origin`` (a program, not a browser), the same origin (the player page served beside the
@@ -21,9 +21,9 @@ the HTTP status and the ``error`` event as its JSON body (the ASGI denial respon
 AgentCore's own callers reach the app on the container's network address, so nothing changes for them.
 A refusal is one SSE ``error`` event, like every other refusal of this app (:class:`JsonBodyGuard`).
 
-:func:`agentcore_app.player.with_page` puts a second guard (with the ``--cors-origin`` origins) outside
+:func:`agentcore_app.local.player.with_page` puts a second guard (with the ``--cors-origin`` origins) outside
 the app; the first guard to check a request marks the scope so the inner one does not judge it again.
-The judgment of a loopback POST is shared with the model server (:mod:`strands_kokoro.serving.local_callers`).
+The judgment of a loopback POST is shared with the model server (:mod:`kokoro_serving.local_callers`).
 """
 
 from __future__ import annotations
@@ -34,9 +34,9 @@ from collections.abc import Iterable
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from kokoro_serving.local_callers import STATUS, header, local_post_refusal, local_socket_refusal
 from strands_kokoro import events
 from strands_kokoro.protocol import sse_event
-from strands_kokoro.serving.local_callers import STATUS, header, local_post_refusal, local_socket_refusal
 
 __all__ = ["CHECKED", "INVOCATIONS_PATH", "LOCAL_ORIGIN_REGEX", "LocalCallerGuard"]
 

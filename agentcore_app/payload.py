@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from agentcore_app.error_codes import AppErrorCode
+from agentcore_app.errors import AppErrorCode
 from strands_kokoro.audio_encoding import encoder_available
 from strands_kokoro.errors import CodedError
 from strands_kokoro.events import ErrorEvent, error

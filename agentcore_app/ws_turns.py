@@ -1,6 +1,6 @@
 """The agent app's WebSocket (``/ws``, AgentCore's bidirectional contract): turns in, events and audio out.
 
-Frames are :mod:`strands_kokoro.event_frames`' (turn requests and ``cancel`` in; JSON events, binary audio
+Frames are :mod:`agentcore_app.event_frames`' (turn requests and ``cancel`` in; JSON events, binary audio
 and one ``turn_end`` per request out). One connection is one conversation: AgentCore passes its runtime
 session id as the ``X-Amzn-Bedrock-AgentCore-Runtime-Session-Id`` header of the upgrade (a presigned URL
 carries it as a query parameter of the same name, which is also how a browser, which cannot set headers
@@ -15,7 +15,7 @@ Why it is built the way it is:
   reading holds the turn at its next event (back-pressure), it does not pile up audio here.
 - **A cancel or a hang-up cancels the turn's task** on that loop; the turn's task group stops the agent
   and the speech session (which says ``cancel`` to the model server) and the conversation is stored as
-  for any barge-in (:mod:`agentcore_app.conversation_turn`). The task is awaited: none outlives its
+  for any barge-in (:mod:`agentcore_app.conversation.turn`). The task is awaited: none outlives its
   connection.
 - Every bad message is answered with a coded ``error`` frame and the connection goes on; an internal
   failure is ``agent_failed`` (never ``str(exc)``).
@@ -36,12 +36,12 @@ from typing import Any
 
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from agentcore_app.conversation_settings import ConversationError, check_session_id
-from agentcore_app.error_codes import AppErrorCode
+from agentcore_app import event_frames
+from agentcore_app.conversation.settings import ConversationError, check_session_id
+from agentcore_app.errors import AppErrorCode
+from agentcore_app.event_frames import TurnStatus, WsFrame
 from agentcore_app.payload import PayloadError, Turn, parse_turn
 from agentcore_app.runtime_session import SESSION_HEADER
-from strands_kokoro import event_frames
-from strands_kokoro.event_frames import TurnStatus, WsFrame
 from strands_kokoro.protocol import (
     MAX_REQUEST_ID_CHARS,
     ProtocolError,

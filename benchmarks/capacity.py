@@ -31,7 +31,7 @@ from typing import Any
 import httpx
 from websockets.asyncio.client import connect
 
-from agentcore_app.local_stack import model_server
+from agentcore_app.local.stack import model_server
 from benchmarks.machine import MachineAt, results_path, save_results
 from strands_kokoro.protocol import (
     DEFAULT_VOICE,

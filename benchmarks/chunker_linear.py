@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from benchmarks.machine import load_average, results_path
-from strands_kokoro.chunker import IncrementalSentenceChunker
+from strands_kokoro.text.chunker import IncrementalSentenceChunker
 
 RESULTS = Path(__file__).resolve().parent / "results" / "chunker_linear.json"
 _NAIVE_END = re.compile(r"[.!?](?:\s|$)")

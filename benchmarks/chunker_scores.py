@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from benchmarks.machine import load_average, results_path
-from strands_kokoro.chunker import IncrementalSentenceChunker
+from strands_kokoro.text.chunker import IncrementalSentenceChunker
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "strands_kokoro" / "chunker_data"

@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 import soxr
 
-from agentcore_app.local_stack import model_server
+from agentcore_app.local.stack import model_server
 from benchmarks.capacity import ANSWERS
 from benchmarks.machine import MachineAt, results_path, save_results
 from strands_kokoro import open_session

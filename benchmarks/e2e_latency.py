@@ -41,14 +41,14 @@ from typing import Any
 
 import httpx
 
-from agentcore_app.client import run_turn
-from agentcore_app.local_llm import LLM_NICE_ENV
-from agentcore_app.local_stack import agent_app, model_server, provision_weights, warm_up_model, warm_up_turns
-from agentcore_app.playback import stall_ms
-from agentcore_app.turn_record import TimedEvent, TurnRecord
+from agentcore_app.agent.local_llm import LLM_NICE_ENV
+from agentcore_app.local.client import run_turn
+from agentcore_app.local.playback import stall_ms
+from agentcore_app.local.stack import agent_app, model_server, provision_weights, warm_up_model, warm_up_turns
+from agentcore_app.local.turn_record import TimedEvent, TurnRecord
 from benchmarks.engine_floor import engine_first_audio_ms
 from benchmarks.machine import results_path
-from strands_kokoro.speech_text import clean_for_speech
+from strands_kokoro.text.speech_text import clean_for_speech
 
 PROMPTS: tuple[str, ...] = (
     "In four sentences, explain why the sky is blue.",

@@ -29,7 +29,7 @@ from typing import Any
 
 import httpx
 
-from agentcore_app.local_stack import ModelServerProcess, start_model_server, stop_model_server
+from agentcore_app.local.stack import ModelServerProcess, start_model_server, stop_model_server
 from benchmarks.machine import results_path
 from benchmarks.server_work import ServerWork, idle, server_stats, until_idle
 from tests.faults.agent_app_process import agent_app_process

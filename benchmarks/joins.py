@@ -8,7 +8,7 @@ audio is what a client receives, at 24 kHz), on the int8 ONNX engine:
   its first audio comes after one small window): its joins are the windows' seams;
 - ``cut``: the sentence cut into 4-5 word pieces, each a request of its own (the old client's pieces);
 - ``cut+context``: the same pieces with ``previous_text`` and, as ``next_text``, the least lookahead the
-  pacer sends (:data:`~strands_kokoro.cut_points.MIN_LOOKAHEAD_WORDS` words; cut by durations);
+  pacer sends (:data:`~strands_kokoro.pacing.cut_points.MIN_LOOKAHEAD_WORDS` words; cut by durations);
 - ``cut+1 word``: the same with one word of lookahead (what the pacer once sent while a sentence was
   being written: the reason for the minimum);
 - ``cut+5 words``: the same with five (what waiting for two more written words would buy).
@@ -54,7 +54,7 @@ from benchmarks.join_measures import (
 )
 from benchmarks.machine import results_path
 from benchmarks.spectrum import BRIGHT_HZ, timbre_vs_whole
-from strands_kokoro.cut_points import MIN_LOOKAHEAD_WORDS
+from strands_kokoro.pacing.cut_points import MIN_LOOKAHEAD_WORDS
 from strands_kokoro.protocol import Word
 from tts_container.audio import SegmentJoiner
 from tts_container.engines.base import NATIVE_SAMPLE_RATE, NO_CONTEXT, Context, Segment

@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from agentcore_app.local_stack import model_server
+from agentcore_app.local.stack import model_server
 from benchmarks.capacity import STUTTER_S, measure
 from benchmarks.machine import MachineAt, results_path, save_results
 

@@ -26,7 +26,7 @@ from typing import Any
 
 import httpx
 
-from agentcore_app.local_stack import start_model_server, stop_model_server
+from agentcore_app.local.stack import start_model_server, stop_model_server
 from benchmarks.machine import load_average, results_path
 from benchmarks.tts_latency import TEXT, synthesize_once
 from strands_kokoro.protocol import DEFAULT_VOICE

@@ -43,7 +43,7 @@ from typing import Any
 
 from websockets.asyncio.client import connect
 
-from agentcore_app.local_stack import (
+from agentcore_app.local.stack import (
     ModelServerProcess,
     free_port,
     start_model_server,

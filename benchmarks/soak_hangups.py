@@ -36,7 +36,7 @@ from pathlib import Path
 import httpx
 from websockets.asyncio.client import connect
 
-from agentcore_app.local_stack import ModelServerProcess, start_model_server, stop_model_server
+from agentcore_app.local.stack import ModelServerProcess, start_model_server, stop_model_server
 from benchmarks.machine import results_path
 from benchmarks.server_work import ServerWork, until_idle
 from strands_kokoro.protocol import WS_PATH, Close, SynthesizeRequest, control_object

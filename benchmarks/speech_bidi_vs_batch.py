@@ -29,7 +29,7 @@ from typing import Any
 
 from strands import Agent
 
-from agentcore_app.local_stack import start_model_server, stop_model_server
+from agentcore_app.local.stack import start_model_server, stop_model_server
 from benchmarks.engine_floor import engine_first_audio_ms
 from benchmarks.machine import results_path
 from strands_kokoro import KokoroSpeech

@@ -37,14 +37,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from agentcore_app.client import run_turn
-from agentcore_app.local_stack import agent_app, model_server, provision_weights
-from agentcore_app.turn_record import TurnRecord
+from agentcore_app.local.client import run_turn
+from agentcore_app.local.stack import agent_app, model_server, provision_weights
+from agentcore_app.local.turn_record import TurnRecord
 from benchmarks.machine import results_path
 from benchmarks.speech_check import transcribe, word_error_rate
 from strands_kokoro.audio_encoding import decode_audio, new_encoder
 from strands_kokoro.protocol import AudioFormatName, audio_ms
-from strands_kokoro.speech_text import clean_for_speech
+from strands_kokoro.text.speech_text import clean_for_speech
 from tests.scripted_model import FOUR_SENTENCES, ScriptedModel
 
 RESULTS = Path(__file__).resolve().parent / "results" / "transport.json"

@@ -32,7 +32,7 @@ from typing import Any
 import httpx
 from websockets.asyncio.client import connect
 
-from agentcore_app.local_stack import start_model_server, stop_model_server
+from agentcore_app.local.stack import start_model_server, stop_model_server
 from benchmarks.machine import results_path
 from strands_kokoro.protocol import (
     DEFAULT_VOICE,

@@ -2,7 +2,7 @@
 
     agent-infra demo [--local | --endpoint-url URL] [--prompt P | --turns Q1 Q2 ...] [--session ID] ...
     agent-infra serve [--local] [--port N] [--speech-endpoint E] ...
-                      (both run ``python -m agentcore_app.local_commands``, the agent app's launcher)
+                      (both run ``python -m agentcore_app.local.commands``, the agent app's launcher)
     speech-infra deploy|diff|synth|destroy kokoro-82m [--instance-type ml.g5.xlarge] [--instance-count 1]
                  [--max-instance-count 4] [--weights-dir DIR] [--log-retention-days 30]
                  [--no-network-isolation] [--tts-run-as-root] [--region R] [--profile P] [--output DIR]
@@ -53,7 +53,7 @@ from cdk.tooling import (
 )
 
 ACTIONS = ("deploy", "diff", "synth", "destroy")
-LOCAL_LAUNCHER = "agentcore_app.local_commands"
+LOCAL_LAUNCHER = "agentcore_app.local.commands"
 LOCAL_COMMANDS = ("demo", "serve")
 # An interrupt the launcher did not get with this process (not from a terminal) is passed on after this.
 FORWARD_AFTER_S = 2.0
@@ -160,7 +160,7 @@ def agent_parser() -> argparse.ArgumentParser:
 def run_local_command(argv: Sequence[str]) -> int:
     """``agent-infra demo|serve ...``: the agent app's launcher, run on this Python as a command line.
 
-    The launchers live with the agent app (:mod:`agentcore_app.local_commands`), and the CDK side reaches
+    The launchers live with the agent app (:mod:`agentcore_app.local.commands`), and the CDK side reaches
     the other packages only through command lines. Ctrl-C in a terminal reaches the launcher too (one
     process group), which tears its stack down and exits; an interrupt sent to this process alone (a
     supervisor's SIGINT) is passed on after :data:`FORWARD_AFTER_S`. Its exit status is this command's.

@@ -18,7 +18,8 @@ if TYPE_CHECKING:  # only annotations: importing constructs starts node (jsii), 
     from constructs import Construct
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-"""The repository root: the Docker build context of both images (they import ``strands_kokoro``)."""
+"""The repository root: the Docker build context of both images (they import ``strands_kokoro`` and
+``kokoro_serving``)."""
 
 MODEL_NAME = "kokoro-82m"
 """The only speech model these stacks deploy; the CLI argument and the default endpoint name."""

@@ -30,7 +30,7 @@ from typing import Any
 from strands import Agent
 from strands.models.model import Model
 
-from agentcore_app.models import create_model, model_setting
+from agentcore_app.agent.models import create_model, model_setting
 from strands_kokoro import KokoroSpeech
 
 

@@ -32,7 +32,7 @@ import wave
 
 from strands import Agent
 
-from agentcore_app.models import create_model, model_setting
+from agentcore_app.agent.models import create_model, model_setting
 from strands_kokoro import KokoroSpeech
 
 

@@ -11,16 +11,16 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from strands_kokoro.chunker import IncrementalSentenceChunker
     from strands_kokoro.sessions import EndpointError, SessionClosedError, SpeechSession, open_session
     from strands_kokoro.speech import KokoroSpeech
-    from strands_kokoro.speech_text import SpeechTextFilter, clean_for_speech
+    from strands_kokoro.text.chunker import IncrementalSentenceChunker
+    from strands_kokoro.text.speech_text import SpeechTextFilter, clean_for_speech
 
 # public name -> module that defines it
 _EXPORTS: dict[str, str] = {
-    "IncrementalSentenceChunker": "strands_kokoro.chunker",
-    "SpeechTextFilter": "strands_kokoro.speech_text",
-    "clean_for_speech": "strands_kokoro.speech_text",
+    "IncrementalSentenceChunker": "strands_kokoro.text.chunker",
+    "SpeechTextFilter": "strands_kokoro.text.speech_text",
+    "clean_for_speech": "strands_kokoro.text.speech_text",
     "KokoroSpeech": "strands_kokoro.speech",
     "open_session": "strands_kokoro.sessions",
     "EndpointError": "strands_kokoro.sessions",

@@ -36,7 +36,6 @@ from strands.hooks import (
 from strands.middleware import InvokeModelContext, InvokeModelStage, MiddlewareNext, TypedEvent
 
 from strands_kokoro.audio_encoding import FormatUnavailable, encoder_available
-from strands_kokoro.endpoint_rotation import EndpointRing, routes_new_sessions
 from strands_kokoro.events import Event
 from strands_kokoro.protocol import (
     AUDIO_FORMATS,
@@ -50,7 +49,8 @@ from strands_kokoro.protocol import (
 )
 from strands_kokoro.sessions import open_session
 from strands_kokoro.speech_options import SPEECH_MODES, SessionFactory, SpeechMode, SpeechOptions
-from strands_kokoro.speech_turn import SpeechTurn
+from strands_kokoro.turn.endpoint_rotation import EndpointRing, routes_new_sessions
+from strands_kokoro.turn.speech_turn import SpeechTurn
 
 # The turn the current task belongs to, and the KokoroSpeech that runs it. Set in the turn's own task, so
 # the agent task (a child) sees it and two turns on two agents sharing one KokoroSpeech never mix their
@@ -71,7 +71,7 @@ class KokoroSpeech(HookProvider):
 
     ``mode="bidi"`` speaks while the agent writes, over one persistent session: each sentence is sent
     whole the moment it is written (a streaming server's first audio comes after one small window,
-    whatever the sentence's length); :class:`~strands_kokoro.pacer.SpeechPacer` cuts a sentence still
+    whatever the sentence's length); :class:`~strands_kokoro.pacing.pacer.SpeechPacer` cuts a sentence still
     being written only when the listener would otherwise wait, and the server renders the piece as part
     of its sentence, so the cut is not heard.
     ``mode="batch"`` is the fair baseline: same agent and endpoint, one synthesis after the whole answer.
@@ -85,9 +85,9 @@ class KokoroSpeech(HookProvider):
 
     ``endpoint`` may be a list (``["ws://a:8080", "ws://b:8080"]``): a turn's session goes to the next one
     when a server cannot be reached or refuses a new answer as ``overloaded`` (full), so a refused answer
-    is tried on the others first (:mod:`strands_kokoro.endpoint_rotation`). A refused request is sent again
-    within ``overload_retry_s`` seconds from its first refusal, after the wait the server asks for
-    (``retry_after_ms``, spread by a little jitter; :mod:`strands_kokoro.overload_retry`); past that,
+    is tried on the others first (:mod:`strands_kokoro.turn.endpoint_rotation`). A refused request is sent
+    again within ``overload_retry_s`` seconds from its first refusal, after the wait the server asks for
+    (``retry_after_ms``, spread by a little jitter; :mod:`strands_kokoro.turn.overload_retry`); past that,
     one ``speech_error`` (``overloaded``) says speech is off for the turn, and the text answer goes on.
     ``session_factory`` replaces ``open_session(endpoint)`` (tests, custom transports); other keyword
     arguments (``session_options``) go to ``open_session`` (e.g. ``region`` for ``sagemaker:``).

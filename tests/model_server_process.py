@@ -1,6 +1,6 @@
 """The model server on a real socket: the REAL one as a subprocess, or an app (with a fake engine) in-process.
 
-Both come from the launcher module :mod:`agentcore_app.local_stack` (the same code
+Both come from the launcher module :mod:`agentcore_app.local.stack` (the same code
 ``agent-infra demo --local`` runs), so the tests start servers exactly as a user's machine does. Kept out
 of ``conftest.py`` so tests can import it by name (``tests.model_server_process``).
 """
@@ -14,7 +14,7 @@ from contextlib import asynccontextmanager
 import httpx
 from starlette.types import ASGIApp
 
-from agentcore_app.local_stack import (
+from agentcore_app.local.stack import (
     ModelServerProcess,
     free_port,
     serve_asgi,

@@ -2,9 +2,9 @@
 
 Callers switch on codes, so a code spelled in two places drifts (one file renames it, the other keeps
 answering the old word). The tables: the model server's wire codes (:class:`strands_kokoro.protocol.
-ErrorCode`), a speech session's (:class:`strands_kokoro.session_errors.SessionErrorCode`), a turn's
-(:class:`strands_kokoro.turn_errors.TurnErrorCode`) and the agent app's
-(:class:`agentcore_app.error_codes.AppErrorCode`, which reuses the wire's members where the fault is the
+ErrorCode`), a speech session's (:class:`strands_kokoro.errors.SessionErrorCode`), a turn's
+(:class:`strands_kokoro.errors.TurnErrorCode`) and the agent app's
+(:class:`agentcore_app.errors.AppErrorCode`, which reuses the wire's members where the fault is the
 same). Read from the source of every shipped package, the benchmarks and the examples, as ``grep`` would.
 """
 
@@ -15,21 +15,27 @@ from enum import StrEnum
 
 import pytest
 
-from agentcore_app.error_codes import Answer, AppErrorCode, answer_for
-from strands_kokoro.errors import CodedError
+from agentcore_app.errors import Answer, AppErrorCode, answer_for
+from strands_kokoro.errors import CodedError, SessionErrorCode, TurnErrorCode
 from strands_kokoro.protocol import ErrorCode, ProtocolError
-from strands_kokoro.session_errors import SessionErrorCode
-from strands_kokoro.turn_errors import TurnErrorCode
 from tests.import_graph import REPO_ROOT, python_files
 
 TABLES: dict[type[StrEnum], str] = {
     ErrorCode: "strands_kokoro/protocol/errors.py",
-    TurnErrorCode: "strands_kokoro/turn_errors.py",
-    SessionErrorCode: "strands_kokoro/session_errors.py",
-    AppErrorCode: "agentcore_app/error_codes.py",
+    TurnErrorCode: "strands_kokoro/errors.py",
+    SessionErrorCode: "strands_kokoro/errors.py",
+    AppErrorCode: "agentcore_app/errors.py",
 }
 NOT_YET_TABLED: tuple[str, ...] = ()
-SOURCES = ("strands_kokoro", "tts_container", "agentcore_app", "cdk", "benchmarks", "examples")
+SOURCES = (
+    "strands_kokoro",
+    "kokoro_serving",
+    "tts_container",
+    "agentcore_app",
+    "cdk",
+    "benchmarks",
+    "examples",
+)
 
 
 def _sources() -> dict[str, str]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from tests.import_graph import import_cycles, python_files
 
-PACKAGES = ("strands_kokoro", "tts_container", "agentcore_app", "cdk")
+PACKAGES = ("strands_kokoro", "kokoro_serving", "tts_container", "agentcore_app", "cdk")
 
 
 def test_the_packages_have_no_import_cycle() -> None:

@@ -14,10 +14,10 @@ from typing import Any
 
 import uvicorn
 
+from kokoro_serving.local_callers import origin_option
+from kokoro_serving.ports import unusable_port
+from kokoro_serving.uvicorn_protocol import uvicorn_settings
 from strands_kokoro.protocol import MAX_MESSAGE_BYTES
-from strands_kokoro.serving.local_callers import origin_option
-from strands_kokoro.serving.ports import unusable_port
-from strands_kokoro.serving.uvicorn_protocol import uvicorn_settings
 from tts_container import metrics
 from tts_container.app import create_app, refusal
 from tts_container.engines.base import Engine
@@ -31,7 +31,7 @@ WS_MAX_FRAME_BYTES = 16 * MAX_MESSAGE_BYTES
 # queues every frame of one read at once, so a flooding client's memory grows with the ratio.
 WS_OPTIONS: dict[str, Any] = {"ws_max_size": WS_MAX_FRAME_BYTES, "ws_per_message_deflate": False}
 # Everything uvicorn is told (the tests' in-process servers and the soak use the same): the WebSocket
-# settings above and the deadlines for silent peers (strands_kokoro.serving: headers 10 s, the
+# settings above and the deadlines for silent peers (kokoro_serving: headers 10 s, the
 # WebSocket keep-alive of SageMaker's contract).
 SERVER_OPTIONS: dict[str, Any] = {
     **WS_OPTIONS,

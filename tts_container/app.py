@@ -23,6 +23,14 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
+from kokoro_serving.deadlines import (
+    BODY_TIMED_OUT,
+    BodyDeadline,
+    LayerAnswer,
+    ReaderDeadline,
+    Refusal,
+)
+from kokoro_serving.routes import ROUTE_STATUSES, route_refusal
 from strands_kokoro.protocol import (
     DEFAULT_SAMPLE_RATE,
     DEFAULT_VOICE,
@@ -35,14 +43,6 @@ from strands_kokoro.protocol import (
     SynthesizeRequest,
     audio_ms,
 )
-from strands_kokoro.serving.deadlines import (
-    BODY_TIMED_OUT,
-    BodyDeadline,
-    LayerAnswer,
-    ReaderDeadline,
-    Refusal,
-)
-from strands_kokoro.serving.routes import ROUTE_STATUSES, route_refusal
 from tts_container import openai_speech
 from tts_container.admission import Admission, Capacity, listener_share
 from tts_container.engines.base import Engine

@@ -43,7 +43,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from strands_kokoro.uninterruptible import run_to_end
+from kokoro_serving.uninterruptible import run_to_end
 from tts_container.engines.base import call_lanes
 
 # Deadlines of work nobody listens to: fitting a voice in idle time runs only when no listener waits.

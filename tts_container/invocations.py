@@ -11,7 +11,7 @@ A client that hangs up mid-stream is a barge-in: Starlette's ``StreamingResponse
 disconnect and cancels the body, which stops the engine at its next segment (the one running is waited
 out by the inference pool); the request counts as cancelled on ``/stats``, a finished one as completed.
 A client that stops reading is one too, once the reader deadline gives up on it
-(:class:`strands_kokoro.serving.deadlines.ReaderDeadline`); the body is pulled, so until then the
+(:class:`kokoro_serving.deadlines.ReaderDeadline`); the body is pulled, so until then the
 engine waits with it.
 """
 

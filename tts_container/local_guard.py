@@ -19,7 +19,7 @@ harm (CPU for minutes, a queue full of someone else's text). Three doors are clo
 "Loopback connection" is read per connection from ``scope["server"]`` (the address the client reached):
 in a SageMaker container the server binds 0.0.0.0 and its callers arrive on the network address, so the
 POST checks never apply there. Refusals are the same coded error objects as every other refusal. The
-judgment of a loopback POST is shared with the agent app (:mod:`strands_kokoro.serving.local_callers`).
+judgment of a loopback POST is shared with the agent app (:mod:`kokoro_serving.local_callers`).
 On OpenAI's paths a refusal has OpenAI's error shape, as every answer there does.
 """
 
@@ -29,14 +29,14 @@ from collections.abc import Iterable
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from strands_kokoro.protocol import INVOCATIONS_PATH, WS_PATH, ServerError
-from strands_kokoro.serving.local_callers import (
+from kokoro_serving.local_callers import (
     ORIGIN_NOT_ALLOWED,
     STATUS,
     header,
     local_post_refusal,
     normalize_origin,
 )
+from strands_kokoro.protocol import INVOCATIONS_PATH, WS_PATH, ServerError
 from tts_container import openai_speech
 
 # The POST routes that start synthesis (each one a local page could otherwise drive).

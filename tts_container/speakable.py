@@ -44,9 +44,9 @@ from typing import TYPE_CHECKING
 
 import regex
 
-from strands_kokoro.blank_lines import BLANK_LINE
-from strands_kokoro.emoji_chars import SAID_EVERYWHERE, emoji_class
 from strands_kokoro.protocol import ErrorCode, ServerError, SynthesizeRequest
+from strands_kokoro.text.blank_lines import BLANK_LINE
+from strands_kokoro.text.emoji_chars import SAID_EVERYWHERE, emoji_class
 from tts_container.g2p import dialect_for
 from tts_container.normalization.tables import SYMBOLS
 from tts_container.pronunciation import hold_phonemes, restore_phonemes
@@ -84,7 +84,7 @@ _LINE_BREAK = regex.compile(r"[ \t]*[\r\n]+[ \t]*")
 
 
 def _emoji_pattern(kept: str) -> regex.Pattern[str]:
-    """Emoji (:mod:`strands_kokoro.emoji_chars`: pictographs and what glues or modifies them), except the
+    """Emoji (:mod:`strands_kokoro.text.emoji_chars`: pictographs and what glues or modifies them), except the
     characters in ``kept``, with the spaces around them."""
     return regex.compile(rf"\s*[{emoji_class(kept)}]+\s*")
 

@@ -4,7 +4,7 @@ encoded incrementally, one stream per request or turn.
 Both ends use this package (architecture §2: ``tts_container`` imports ``strands_kokoro.protocol`` and
 this, the codecs of the wire's audio), so a request's ``format`` means the same bytes whoever encodes
 them: the model server for its POST and WebSocket clients, the turn's output
-(:mod:`strands_kokoro.turn_output`) for the agent app's listeners.
+(:mod:`strands_kokoro.turn.output`) for the agent app's listeners.
 
 Its modules: :mod:`.stream` (the formats, the encoder protocol, choosing one), :mod:`.pyav_codec`
 (FFmpeg's encoders through PyAV), :mod:`.ogg_opus` (Ogg pages around Opus), :mod:`.framed` (MP3, ADTS

@@ -17,7 +17,7 @@ import importlib
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from strands_kokoro.errors import CodedError
+from strands_kokoro.errors import CodedError, SessionErrorCode
 from strands_kokoro.protocol import (
     AudioData,
     Cancelled,
@@ -27,7 +27,6 @@ from strands_kokoro.protocol import (
     SynthesizeRequest,
     WordTimings,
 )
-from strands_kokoro.session_errors import SessionErrorCode
 from strands_kokoro.sessions.base import SessionClosedError, SessionEvent, SpeechSession
 
 __all__ = [

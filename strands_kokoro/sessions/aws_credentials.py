@@ -13,7 +13,7 @@ import asyncio
 import functools
 from typing import TYPE_CHECKING, Any, Self
 
-from strands_kokoro.session_errors import SessionErrorCode
+from strands_kokoro.errors import SessionErrorCode
 from strands_kokoro.sessions.base import SessionClosedError
 
 if TYPE_CHECKING:
@@ -28,7 +28,7 @@ class SageMakerError(SessionClosedError):
     It is a :class:`SessionClosedError` because every case means "this stream is gone": the caller reopens
     and re-sends what was not yet spoken (or gives up with a ``speech_error`` carrying ``code``).
 
-    Codes (members of :class:`~strands_kokoro.session_errors.SessionErrorCode`): ``model_stream_error``
+    Codes (members of :class:`~strands_kokoro.errors.SessionErrorCode`): ``model_stream_error``
     (SageMaker's ``ModelStreamError``: the container's stream broke or timed out),
     ``internal_stream_failure``, ``model_error`` (the container refused the connection),
     ``endpoint_unavailable`` (validation, throttling, service unavailable), ``no_credentials``,

@@ -17,7 +17,7 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass
 from typing import Protocol, Self
 
-from strands_kokoro.errors import CodedError
+from strands_kokoro.errors import CodedError, TurnErrorCode
 from strands_kokoro.protocol import (
     AudioData,
     Cancelled,
@@ -31,7 +31,6 @@ from strands_kokoro.protocol import (
     control_object,
     parse_control,
 )
-from strands_kokoro.turn_errors import TurnErrorCode
 
 SessionEvent = (
     SessionStarted | SynthesisStarted | AudioData | WordTimings | SynthesisCompleted | ServerError | Cancelled

@@ -19,6 +19,7 @@ from collections.abc import AsyncGenerator
 import httpx
 from httpx_sse import aconnect_sse
 
+from strands_kokoro.errors import SessionErrorCode
 from strands_kokoro.protocol import (
     INVOCATIONS_PATH,
     AudioData,
@@ -31,7 +32,6 @@ from strands_kokoro.protocol import (
     parse_error_body,
     parse_sse_data,
 )
-from strands_kokoro.session_errors import SessionErrorCode
 from strands_kokoro.sessions.base import (
     FrameDecoder,
     OneRequestAtATimeSession,

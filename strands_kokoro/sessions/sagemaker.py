@@ -66,8 +66,8 @@ from smithy_core.exceptions import SmithyIdentityError
 # factory imports this module (a coded `missing_dependency`), not at the first reconnect.
 from smithy_http.aio.crt import AWSCRTHTTPClient, AWSCRTHTTPClientConfig
 
+from strands_kokoro.errors import SessionErrorCode
 from strands_kokoro.protocol import Cancel, Close, SynthesizeRequest
-from strands_kokoro.session_errors import SessionErrorCode
 from strands_kokoro.sessions.aws_credentials import (
     BotocoreCredentialsResolver,
     SageMakerError,

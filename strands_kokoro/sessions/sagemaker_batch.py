@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Final
 import httpx
 from httpx_sse import EventSource
 
+from strands_kokoro.errors import SessionErrorCode
 from strands_kokoro.protocol import (
     HTTP_STATUS_CODE_PREFIX,
     AudioData,
@@ -43,7 +44,6 @@ from strands_kokoro.protocol import (
     parse_error_body,
     parse_sse_data,
 )
-from strands_kokoro.session_errors import SessionErrorCode
 from strands_kokoro.sessions.aws_credentials import SageMakerError, default_botocore_session, resolve_region
 from strands_kokoro.sessions.base import FrameDecoder, OneRequestAtATimeSession, SessionEvent
 

@@ -8,7 +8,7 @@ import functools
 import re
 from typing import TYPE_CHECKING
 
-from strands_kokoro.session_errors import SessionErrorCode
+from strands_kokoro.errors import SessionErrorCode
 from strands_kokoro.sessions.aws_credentials import SageMakerError
 
 if TYPE_CHECKING:

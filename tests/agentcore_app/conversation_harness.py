@@ -14,11 +14,11 @@ import httpx
 import pytest
 
 from agentcore_app.app import create_app
-from agentcore_app.client import run_turn
-from agentcore_app.conversation_settings import ConversationSettings
-from agentcore_app.conversations import AGENT_ID, ConversationStore
-from agentcore_app.local_stack import free_port, serve_asgi
-from agentcore_app.turn_record import TurnRecord
+from agentcore_app.conversation.settings import ConversationSettings
+from agentcore_app.conversation.store import AGENT_ID, ConversationStore
+from agentcore_app.local.client import run_turn
+from agentcore_app.local.stack import free_port, serve_asgi
+from agentcore_app.local.turn_record import TurnRecord
 from tests.agentcore_app.history_model import texts, user_prompts
 from tests.scripted_model import ScriptedModel
 

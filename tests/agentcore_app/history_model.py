@@ -22,8 +22,8 @@ Script = str | ScriptedCall
 def texts(messages: Sequence[Any]) -> list[tuple[str, str]]:
     """``(role, text)`` per message; tool blocks shown as ``<toolUse name>`` / ``<toolResult text>``.
 
-    The app's time line (:mod:`agentcore_app.time_context`, folded into the latest question for one call)
-    is left out, so histories compare as the conversation was said; :func:`now_lines` finds it.
+    The app's time line (:mod:`agentcore_app.agent.time_context`, folded into the latest question for one
+    call) is left out, so histories compare as the conversation was said; :func:`now_lines` finds it.
     """
     out = []
     for message in messages:

@@ -17,9 +17,9 @@ import pytest
 from httpx_sse import aconnect_sse
 from strands.models.model import Model
 
-from agentcore_app.client import invoke_http, payload_for, run_turn
-from agentcore_app.local_stack import agent_app, free_port, wait_until_ready
-from agentcore_app.turn_record import TurnRecord
+from agentcore_app.local.client import invoke_http, payload_for, run_turn
+from agentcore_app.local.stack import agent_app, free_port, wait_until_ready
+from agentcore_app.local.turn_record import TurnRecord
 from tests.scripted_model import FOUR_SENTENCES, ScriptedModel
 from tests.tts_container.server_harness import idle, synthesizing, wait_for_stats
 

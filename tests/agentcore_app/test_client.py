@@ -18,8 +18,8 @@ from starlette.requests import Request
 from starlette.responses import StreamingResponse
 from starlette.routing import Route
 
-from agentcore_app.client import run_turn
-from agentcore_app.local_stack import serve_asgi
+from agentcore_app.local.client import run_turn
+from agentcore_app.local.stack import serve_asgi
 
 PCM = bytes(range(256)) * 40  # starts with 0x00 and contains 0x7b '{' and '\n' bytes
 EVENTS: list[dict[str, Any]] = [

@@ -18,8 +18,7 @@ import httpx
 import pytest
 
 from agentcore_app.app import create_app
-from agentcore_app.client import run_turn
-from agentcore_app.conversation_settings import (
+from agentcore_app.conversation.settings import (
     CONVERSATIONS_ENV,
     IDLE_ENV,
     MAX_AGE_ENV,
@@ -31,8 +30,9 @@ from agentcore_app.conversation_settings import (
     default_state_dir,
     parse_location,
 )
-from agentcore_app.conversations import ConversationStore, sweep_state_dir
-from agentcore_app.local_stack import free_port, serve_asgi
+from agentcore_app.conversation.store import ConversationStore, sweep_state_dir
+from agentcore_app.local.client import run_turn
+from agentcore_app.local.stack import free_port, serve_asgi
 from tests.agentcore_app.fake_s3 import FakeS3
 from tests.agentcore_app.history_model import HistoryScriptedModel, texts, user_prompts
 

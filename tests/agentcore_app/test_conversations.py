@@ -18,11 +18,11 @@ import pytest
 from httpx_sse import aconnect_sse
 
 from agentcore_app.app import create_app
-from agentcore_app.conversation_settings import ConversationSettings
-from agentcore_app.history import is_valid_history
-from agentcore_app.local_stack import serve_asgi
+from agentcore_app.conversation.history import is_valid_history
+from agentcore_app.conversation.settings import ConversationSettings
+from agentcore_app.local.stack import serve_asgi
+from agentcore_app.local.turn_record import TurnRecord
 from agentcore_app.runtime_session import SESSION_HEADER
-from agentcore_app.turn_record import TurnRecord
 from tests.agentcore_app import probe_tools
 from tests.agentcore_app.conversation_harness import (
     ANSWER_1,
@@ -154,7 +154,7 @@ def test_a_malformed_session_id_is_refused_with_a_code(tmp_path: Path) -> None:
 
 def test_only_the_last_turns_are_kept_and_the_history_stays_valid(tmp_path: Path) -> None:
     """max_turns=2 with a tool-calling first turn: turn 4 is given turns 2 and 3 only, whole."""
-    from agentcore_app.arithmetic import calculate
+    from agentcore_app.agent.arithmetic import calculate
 
     def script(messages: list[Any]) -> str | ScriptedCall:
         if texts(messages)[-1][1].startswith("<toolResult"):

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 from httpx_sse import aconnect_sse
 
-from agentcore_app.history import is_valid_history
+from agentcore_app.conversation.history import is_valid_history
 from agentcore_app.runtime_session import SESSION_HEADER
 from tests.agentcore_app import probe_tools
 from tests.agentcore_app.conversation_harness import (

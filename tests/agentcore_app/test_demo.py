@@ -24,9 +24,9 @@ def test_demo_against_an_endpoint_url_with_canned_sse_app(tmp_path: Path) -> Non
     from starlette.responses import Response
     from starlette.routing import Route
 
-    from agentcore_app import demo
-    from agentcore_app.local_stack import serve_asgi
-    from agentcore_app.turn_record import TurnRecord
+    from agentcore_app.local import demo
+    from agentcore_app.local.stack import serve_asgi
+    from agentcore_app.local.turn_record import TurnRecord
 
     asked: list[str] = []
 

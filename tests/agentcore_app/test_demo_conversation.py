@@ -21,8 +21,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from agentcore_app import demo
-from agentcore_app.local_stack import serve_asgi
+from agentcore_app.local import demo
+from agentcore_app.local.stack import serve_asgi
 from agentcore_app.runtime_session import SESSION_HEADER
 
 
@@ -145,7 +145,7 @@ def test_the_runtime_arn_path_uses_the_conversation_id() -> None:
     from botocore.response import StreamingBody
     from botocore.stub import Stubber
 
-    from agentcore_app.client import run_turn
+    from agentcore_app.local.client import run_turn
 
     body = b'data: {"type": "agent_start", "request_id": "r", "mode": "bidi"}\n\n'
     client = boto3.client(

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from agentcore_app.history import (
+from agentcore_app.conversation.history import (
     TurnWindowConversationManager,
     collapse_turn,
     is_valid_history,
@@ -131,7 +131,7 @@ def test_invalid_histories_are_recognised(messages: list[dict[str, Any]]) -> Non
 def test_the_embedded_model_is_given_the_whole_history_as_plain_turns() -> None:
     """SmolLM2 takes plain strings: a kept history (a tool turn, a collapsed turn) flattens to alternating
     user/assistant messages after the system prompt."""
-    from agentcore_app.local_llm import chat_messages
+    from agentcore_app.agent.local_llm import chat_messages
 
     messages = [*tool_turn(1), user("q2"), assistant("Cut short"), user("q3")]
     flattened = chat_messages(messages, "Be brief.")

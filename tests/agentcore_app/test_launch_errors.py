@@ -1,7 +1,7 @@
 """A piece of the local stack that does not come up is one line that quotes its log, and exit status 2.
 
-:func:`agentcore_app.local_stack.wait_until_ready` raises :class:`~agentcore_app.local_stack.LaunchError`
-with the last line of the child's log that says something; :func:`agentcore_app.local_commands.reported`
+:func:`agentcore_app.local.stack.wait_until_ready` raises :class:`~agentcore_app.local.stack.LaunchError`
+with the last line of the child's log that says something; :func:`agentcore_app.local.commands.reported`
 turns it (and the app's setting errors, also from inside the stack's task group) into one line on stderr.
 """
 
@@ -20,8 +20,8 @@ from typing import ClassVar
 
 import pytest
 
-from agentcore_app.local_commands import reported, serve_main
-from agentcore_app.local_stack import LaunchError, last_log_line, start_model_server, wait_until_ready
+from agentcore_app.local.commands import reported, serve_main
+from agentcore_app.local.stack import LaunchError, last_log_line, start_model_server, wait_until_ready
 
 pytestmark = pytest.mark.slow
 

@@ -1,15 +1,16 @@
-"""``agentcore_app`` is the deployable app and its client: it depends on ``strands_kokoro`` and nothing above.
+"""``agentcore_app`` is the deployable app and its local launchers and clients: it depends on
+``strands_kokoro`` and ``kokoro_serving`` and nothing above; the deployed app imports nothing of ``local/``.
 
-Its Docker image carries only ``strands_kokoro`` and ``agentcore_app``; launchers and the CDK app depend on
-it, never the reverse (architecture §2). Read from the source, so an import hidden inside a function
-counts too.
+Its Docker image carries only ``strands_kokoro``, ``kokoro_serving`` and ``agentcore_app``; the CDK app
+depends on it, never the reverse (architecture §2). Read from the source, so an import hidden inside a
+function counts too.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from tests.import_graph import imports_of, python_files, violations
+from tests.import_graph import REPO_ROOT, imports_of, python_files, violations
 
 # The other top-level folders of the repository: none of them ships in the agent image.
 ABOVE_OR_BESIDE = ("cdk", "tts_container", "benchmarks", "tests", "examples")
@@ -17,6 +18,12 @@ ABOVE_OR_BESIDE = ("cdk", "tts_container", "benchmarks", "tests", "examples")
 
 def test_agentcore_app_imports_no_launcher_server_or_cdk_module() -> None:
     assert violations(python_files("agentcore_app"), ABOVE_OR_BESIDE) == []
+
+
+def test_the_deployed_app_imports_nothing_of_the_local_launchers_and_clients() -> None:
+    local = REPO_ROOT / "agentcore_app" / "local"
+    deployed = [path for path in python_files("agentcore_app") if not path.is_relative_to(local)]
+    assert violations(deployed, ("agentcore_app.local",)) == []
 
 
 def test_the_check_sees_imports_inside_functions(tmp_path: Path) -> None:

@@ -2,9 +2,9 @@
 
 The one test that runs the embedded LLM through the whole stack (the agent app's own tests script it).
 
-The launcher (:mod:`agentcore_app.local_commands` over :mod:`agentcore_app.local_stack`) fetches the
+The launcher (:mod:`agentcore_app.local.commands` over :mod:`agentcore_app.local.stack`) fetches the
 weights through ``python -m tts_container.weights_cli``, starts ``python -m tts_container`` and the agent
-app on free ports, and hands the app's URL to :mod:`agentcore_app.demo`.
+app on free ports, and hands the app's URL to :mod:`agentcore_app.local.demo`.
 """
 
 from __future__ import annotations

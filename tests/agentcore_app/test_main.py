@@ -16,8 +16,8 @@ import httpx
 import pytest
 
 from agentcore_app.app import create_app
-from agentcore_app.conversation_settings import ConversationSettings
-from agentcore_app.local_stack import free_port
+from agentcore_app.conversation.settings import ConversationSettings
+from agentcore_app.local.stack import free_port
 from strands_kokoro.sessions import EndpointError, check_endpoint
 
 pytestmark = pytest.mark.slow
@@ -144,8 +144,8 @@ def test_a_flag_overrides_a_bad_setting_in_the_environment(monkeypatch: pytest.M
     """Importing the app module reads no setting; ``agentcore_app.app:app`` is built on first use."""
     import importlib
 
-    from agentcore_app.local_commands import check_settings
-    from agentcore_app.models import ModelSpecError
+    from agentcore_app.agent.models import ModelSpecError
+    from agentcore_app.local.commands import check_settings
 
     monkeypatch.setenv("STRANDS_KOKORO_MODEL", "gpt4")
     app_module = importlib.reload(importlib.import_module("agentcore_app.app"))

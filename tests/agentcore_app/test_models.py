@@ -12,9 +12,15 @@ import pytest
 from strands.models.bedrock import BedrockModel
 from strands.models.openai import OpenAIModel
 
-from agentcore_app.conversation_settings import ConversationSettings
-from agentcore_app.local_llm import LocalSmolLM2Model, _LoadedServer, chat_messages, find_gguf
-from agentcore_app.models import ModelSpec, ModelSpecError, create_model, model_setting, parse_model_spec
+from agentcore_app.agent.local_llm import LocalSmolLM2Model, _LoadedServer, chat_messages, find_gguf
+from agentcore_app.agent.models import (
+    ModelSpec,
+    ModelSpecError,
+    create_model,
+    model_setting,
+    parse_model_spec,
+)
+from agentcore_app.conversation.settings import ConversationSettings
 
 
 @pytest.mark.parametrize(

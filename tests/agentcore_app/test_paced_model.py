@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from agentcore_app.paced_model import PacedModel, PaceError
+from agentcore_app.local.paced_model import PacedModel, PaceError
 from tests.scripted_model import ScriptedModel, tokens
 
 ANSWER = "One two three four five six seven eight nine ten eleven."

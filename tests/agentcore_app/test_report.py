@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from agentcore_app.playback import playback, stall_ms
-from agentcore_app.report import (
+from agentcore_app.local.playback import playback, stall_ms
+from agentcore_app.local.report import (
     answer_lines,
     comparison,
     cut_pauses_ms,
@@ -22,8 +22,8 @@ from agentcore_app.report import (
     table,
     write_wav,
 )
-from agentcore_app.timeline import write_timeline
-from agentcore_app.turn_record import TimedEvent, TurnRecord
+from agentcore_app.local.timeline import write_timeline
+from agentcore_app.local.turn_record import TimedEvent, TurnRecord
 
 
 def _chunk(at_ms: float, audio_ms: float, seq: int = 0) -> TimedEvent:

@@ -14,13 +14,9 @@ from typing import Any
 import httpx
 import pytest
 
-from agentcore_app.app import create_app
-from agentcore_app.arithmetic import evaluate
-from agentcore_app.client import run_turn
-from agentcore_app.conversation_settings import ConversationSettings
-from agentcore_app.local_stack import free_port, serve_asgi
-from agentcore_app.time_context import now_line
-from agentcore_app.tools import (
+from agentcore_app.agent.arithmetic import evaluate
+from agentcore_app.agent.time_context import now_line
+from agentcore_app.agent.tools import (
     DEFAULT_TOOLS,
     FILLER_AFTER_ENV,
     FILLER_ENV,
@@ -31,6 +27,10 @@ from agentcore_app.tools import (
     speech_setting,
     tool_setting,
 )
+from agentcore_app.app import create_app
+from agentcore_app.conversation.settings import ConversationSettings
+from agentcore_app.local.client import run_turn
+from agentcore_app.local.stack import free_port, serve_asgi
 from tests.agentcore_app.history_model import HistoryScriptedModel, now_lines, texts
 from tests.scripted_model import ScriptedCall, ToolCall
 
@@ -149,7 +149,7 @@ def test_the_setting_adds_tools_to_the_defaults() -> None:
     assert tool_setting({TOOLS_ENV: f" {PROBE}, ,{PROBE}\n"}) == [PROBE, PROBE]
     tools = load_tools([PROBE])
     assert [t.tool_name for t in tools] == ["calculate", "wait_for_listener"]
-    assert DEFAULT_TOOLS == ("agentcore_app.arithmetic:calculate",)
+    assert DEFAULT_TOOLS == ("agentcore_app.agent.arithmetic:calculate",)
 
 
 @pytest.mark.parametrize(
@@ -171,7 +171,7 @@ def test_a_bad_entry_is_refused_with_what_is_wrong(entry: str, says: str) -> Non
 
 def test_two_tools_with_one_name_are_refused() -> None:
     with pytest.raises(ToolSettingError, match="a tool named 'calculate' is already loaded"):
-        load_tools(["agentcore_app.arithmetic:calculate"])
+        load_tools(["agentcore_app.agent.arithmetic:calculate"])
 
 
 @pytest.mark.slow

@@ -21,18 +21,18 @@ from botocore.credentials import ReadOnlyCredentials
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
+from agentcore_app import event_frames
 from agentcore_app.app import create_app
-from agentcore_app.client import run_turn
-from agentcore_app.conversation_settings import ConversationSettings
-from agentcore_app.local_stack import serve_asgi
-from agentcore_app.ws_client import (
+from agentcore_app.conversation.settings import ConversationSettings
+from agentcore_app.local.client import run_turn
+from agentcore_app.local.stack import serve_asgi
+from agentcore_app.local.ws_client import (
     DP_ENDPOINT_ENV,
     local_ws_url,
     presigned_url,
     runtime_ws_url,
     signed_headers,
 )
-from strands_kokoro import event_frames
 from tests.agentcore_app.agentcore_ws_standin import StandIn
 from tests.scripted_model import ScriptedModel
 

@@ -20,12 +20,12 @@ import pytest
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import InvalidStatus
 
+from agentcore_app import event_frames
 from agentcore_app.app import create_app
-from agentcore_app.conversation_settings import ConversationSettings
-from agentcore_app.local_stack import serve_asgi
+from agentcore_app.conversation.settings import ConversationSettings
+from agentcore_app.local.stack import serve_asgi
+from agentcore_app.local.ws_client import local_ws_url
 from agentcore_app.runtime_session import SESSION_HEADER
-from agentcore_app.ws_client import local_ws_url
-from strands_kokoro import event_frames
 from strands_kokoro.audio_encoding import decode_audio
 from strands_kokoro.protocol import audio_ms
 from tests.agentcore_app.history_model import HistoryScriptedModel, user_prompts
@@ -303,7 +303,7 @@ async def test_the_python_client_runs_a_turn_over_the_socket_in_mp3(
     model_server: RunningServer, tmp_path: Path
 ) -> None:
     """``run_turn(..., transport="ws")``: what ``agent-infra demo --transport ws`` does to a local app."""
-    from agentcore_app.client import run_turn
+    from agentcore_app.local.client import run_turn
 
     model = ScriptedModel(answer="Over the socket.")
     async with app_url(model_server.ws_url, lambda: model, tmp_path) as url:

@@ -14,9 +14,10 @@ from typing import Any
 
 import pytest
 
+from agentcore_app import event_frames
 from agentcore_app.payload import Turn
 from agentcore_app.ws_turns import OUTBOX_EVENTS, TurnSocket
-from strands_kokoro import event_frames, events
+from strands_kokoro import events
 
 pytestmark = pytest.mark.anyio
 

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agentcore_app.app import create_app
-from agentcore_app.conversation_settings import ConversationSettings
-from agentcore_app.local_stack import serve_asgi
-from agentcore_app.player import with_page
+from agentcore_app.conversation.settings import ConversationSettings
+from agentcore_app.local.player import with_page
+from agentcore_app.local.stack import serve_asgi
 from strands_kokoro.protocol import DEFAULT_VOICE
 
 if TYPE_CHECKING:

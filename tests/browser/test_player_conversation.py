@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from agentcore_app.conversation_settings import SESSION_ID_PATTERN
+from agentcore_app.conversation.settings import SESSION_ID_PATTERN
 from tests.agentcore_app.history_model import HistoryScriptedModel, user_prompts
 from tests.browser.browser_harness import agent_app_with_page, browser_page, speak
 

@@ -18,8 +18,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from agentcore_app.local_stack import free_port
-from agentcore_app.player import PAGE_PATH
+from agentcore_app.local.player import PAGE_PATH
+from agentcore_app.local.stack import free_port
 
 STARTUP_TIMEOUT_S = 300.0  # it loads a model server first: minutes on a busy 2-core machine
 AGENT_INFRA = str(Path(sys.executable).parent / "agent-infra")

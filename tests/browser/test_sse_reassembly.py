@@ -29,8 +29,8 @@ from starlette.requests import Request
 from starlette.responses import StreamingResponse
 from starlette.routing import Route
 
-from agentcore_app.local_stack import serve_asgi
-from agentcore_app.player import with_page
+from agentcore_app.local.player import with_page
+from agentcore_app.local.stack import serve_asgi
 from tests.browser.browser_harness import browser_page, speak
 
 pytestmark = pytest.mark.browser

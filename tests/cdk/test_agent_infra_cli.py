@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from agentcore_app.local_stack import free_port
+from agentcore_app.local.stack import free_port
 from cdk import cli
 from tests.model_server_process import RunningServer
 
@@ -68,7 +68,7 @@ def test_demo_and_serve_run_the_agent_apps_launcher_with_a_recording_popen_doubl
     monkeypatch.setattr(cli.subprocess, "Popen", RecordingPopen)
     assert cli.agent_main([command, "--local", "--port", "9000"]) == 3
     assert calls == [
-        [sys.executable, "-m", "agentcore_app.local_commands", command, "--local", "--port", "9000"]
+        [sys.executable, "-m", "agentcore_app.local.commands", command, "--local", "--port", "9000"]
     ]
 
 
@@ -200,7 +200,7 @@ def test_an_unusable_model_setting_stops_the_launcher_in_one_line(command: str, 
 
 
 def test_serve_offers_the_engines_the_model_server_takes() -> None:
-    from agentcore_app.local_commands import serve_parser
+    from agentcore_app.local.commands import serve_parser
     from tts_container.engines.loader import ENGINE_NAMES
 
     (engine,) = [a for a in serve_parser()._actions if a.dest == "engine"]

@@ -151,7 +151,7 @@ def test_agent_image_is_arm64_from_the_agent_dockerfile(synthesized: Synthesized
     assert source["platform"] == "linux/arm64"
     staged = synthesized.outdir / source["directory"]
     assert (staged / "agentcore_app" / "Dockerfile").is_file()
-    assert (staged / "strands_kokoro").is_dir()
+    assert (staged / "strands_kokoro").is_dir() and (staged / "kokoro_serving").is_dir()
     for unneeded in ("tts_container", ".venv", "tests", "cdk"):
         assert not (staged / unneeded).exists(), unneeded
 
@@ -305,7 +305,7 @@ def test_conversations_bucket_is_private_encrypted_logged_and_expires_conversati
 
 
 def test_the_app_forgets_a_conversation_a_day_before_the_bucket_deletes_it() -> None:
-    from agentcore_app.conversation_settings import CONVERSATIONS_ENV, MAX_AGE_ENV
+    from agentcore_app.conversation.settings import CONVERSATIONS_ENV, MAX_AGE_ENV
     from cdk.stacks.agent_runtime import CONVERSATION_MAX_AGE_ENV
     from cdk.stacks.agent_runtime import CONVERSATIONS_ENV as RUNTIME_CONVERSATIONS_ENV
 

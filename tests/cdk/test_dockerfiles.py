@@ -17,6 +17,7 @@ from cdk.config import BIDI_LABEL, CONTAINER_MODEL_DIR, CONTAINER_PORT, REPO_ROO
 from cdk.stacks.agent_runtime import AGENT_DOCKERFILE, MODEL_ENV, SPEECH_ENDPOINT_ENV
 from cdk.stacks.model_cache import ONNX_FILES, TORCH_FILES
 from cdk.stacks.speech_endpoint import ROOT_USER_BUILD_ARG, TTS_DOCKERFILE
+from tests.import_graph import imports_of, python_files
 
 PINNED = re.compile(r"^[a-z0-9./_-]+(:[A-Za-z0-9._-]+)@sha256:[0-9a-f]{64}$")
 """``name:tag@sha256:<digest>``: the digest is what Docker uses, the tag is what a reader checks."""
@@ -115,6 +116,27 @@ def test_agent_image_installs_the_locked_agent_and_sagemaker_extras_with_uv() ->
     assert "tts_container" not in copied
 
 
+FIRST_PARTY = ("strands_kokoro", "kokoro_serving", "tts_container", "agentcore_app", "cdk", "benchmarks")
+
+
+def packages_reached(package: str) -> set[str]:
+    """The first-party top-level packages ``package`` imports, directly or through the others it imports."""
+    reached, todo = {package}, [package]
+    while todo:
+        for imp in (i for path in python_files(todo.pop()) for i in imports_of(path)):
+            top = imp.module.split(".")[0]
+            if top in FIRST_PARTY and top not in reached:
+                reached.add(top)
+                todo.append(top)
+    return reached
+
+
+@pytest.mark.parametrize(("dockerfile", "package"), [(AGENT, "agentcore_app"), (TTS, "tts_container")])
+def test_each_image_copies_every_package_its_server_imports(dockerfile: Path, package: str) -> None:
+    copied = {rest.split()[0] for rest in args_of(dockerfile, "COPY") if not rest.startswith("--")}
+    assert packages_reached(package) <= copied
+
+
 def test_agent_entrypoint_flags_exist_in_agentcore_app_main() -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     done = subprocess.run(
@@ -129,8 +151,8 @@ def test_agent_entrypoint_flags_exist_in_agentcore_app_main() -> None:
 
 
 def test_runtime_environment_names_are_the_ones_the_agent_reads() -> None:
+    from agentcore_app.agent.models import MODEL_ENV as app_model_env
     from agentcore_app.app import SPEECH_ENDPOINT_ENV as app_speech_env
-    from agentcore_app.models import MODEL_ENV as app_model_env
 
     assert (app_model_env, app_speech_env) == (MODEL_ENV, SPEECH_ENDPOINT_ENV)
 

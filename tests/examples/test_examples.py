@@ -22,8 +22,8 @@ import botocore.session
 import pytest
 
 from agentcore_app.app import create_app
-from agentcore_app.conversation_settings import ConversationSettings
-from agentcore_app.local_stack import serve_asgi
+from agentcore_app.conversation.settings import ConversationSettings
+from agentcore_app.local.stack import serve_asgi
 from tests.model_server_process import RunningServer
 from tests.scripted_model import ScriptedModel
 from tests.strands_kokoro.standins.sagemaker_bidi_router import SageMakerBidiRouter

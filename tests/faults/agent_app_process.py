@@ -1,6 +1,6 @@
 """The agent app in a process of its own, as deployed, with a scripted model: ``python -m`` this module.
 
-Why a process and not the in-process ``agentcore_app.local_stack.agent_app``: how soon the AgentCore SDK
+Why a process and not the in-process ``agentcore_app.local.stack.agent_app``: how soon the AgentCore SDK
 lets go of a turn whose caller left depends on when its bridge generator is garbage-collected, and a test
 process that allocates a lot collects far sooner than a server does (the in-process app stopped within
 a request; ``python -m agentcore_app`` went on for 13 requests and 20 s). So the hang-up tests run the
@@ -34,7 +34,7 @@ from typing import Any
 import httpx
 from strands import tool
 
-from agentcore_app.local_stack import free_port, wait_until_ready
+from agentcore_app.local.stack import free_port, wait_until_ready
 from tests.scripted_model import FOUR_SENTENCES, ScriptedCall, ScriptedModel, ToolCall
 
 LONG_ANSWER = FOUR_SENTENCES * 4  # 16 sentences: far more speech than is heard before a hang-up

@@ -11,7 +11,7 @@ import signal
 import subprocess
 from dataclasses import dataclass
 
-from agentcore_app.local_stack import (
+from agentcore_app.local.stack import (
     MODEL_SERVER_READY_TIMEOUT_S,
     ModelServerProcess,
     free_port,

@@ -19,7 +19,7 @@ import httpx
 import pytest
 from websockets.asyncio.client import connect
 
-from agentcore_app.client import run_turn
+from agentcore_app.local.client import run_turn
 from strands_kokoro.protocol import WS_PATH, Invocation, SynthesizeRequest
 from tests.faults.agent_app_process import (
     LONG_ANSWER,

@@ -24,8 +24,8 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from agentcore_app.app import create_app as create_agent_app
 from agentcore_app.app import server_settings as agent_server_settings
-from agentcore_app.local_stack import free_port, serve_asgi
-from agentcore_app.player import with_page
+from agentcore_app.local.player import with_page
+from agentcore_app.local.stack import free_port, serve_asgi
 from strands_kokoro.protocol import WS_PATH
 from tests.faults.id_engine import IdEngine, expected_pcm
 from tests.model_server_process import RunningServer, running_app

@@ -3,7 +3,7 @@
 The text answer completes; speech resumes once the new server is up; and the listener hears every
 sentence exactly once: each request's received PCM equals, byte for byte, an uninterrupted synthesis of
 the same text on the same (restarted) server (Kokoro is deterministic), so a repeated stretch or a gap at
-the seam would show. The reconnect rule this checks is :mod:`strands_kokoro.speech_turn`'s: a request
+the seam would show. The reconnect rule this checks is :mod:`strands_kokoro.turn.speech_turn`'s: a request
 cut mid-audio is re-sent whole and the audio already heard is dropped from the new stream. While the new
 server loads its model it answers ``not_ready`` (then closes 1013): a reason to retry, so the turn
 reports no ``speech_error`` at all.

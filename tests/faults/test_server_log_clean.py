@@ -2,7 +2,7 @@
 
 A listener's audit found one "Task exception was never retrieved ... ValueError: negative file
 descriptor" per WebSocket session close: the close of a connection the peer had already closed set a
-socket option on uvloop's view of a socket with no fd left (strands_kokoro.serving.uvicorn_protocol).
+socket option on uvloop's view of a socket with no fd left (kokoro_serving.uvicorn_protocol).
 Against a REAL model server of its own (its log is read), uvloop as ``python -m tts_container`` runs it.
 """
 

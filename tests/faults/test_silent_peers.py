@@ -24,10 +24,10 @@ import httpx
 import pytest
 from websockets.asyncio.client import connect
 
-from agentcore_app.client import run_turn
-from agentcore_app.local_stack import free_port, serve_asgi
+from agentcore_app.local.client import run_turn
+from agentcore_app.local.stack import free_port, serve_asgi
+from kokoro_serving.deadlines import BODY_TIMEOUT_S, HEADER_TIMEOUT_S
 from strands_kokoro.protocol import WS_PATH, ErrorCode, control_object
-from strands_kokoro.serving.deadlines import BODY_TIMEOUT_S, HEADER_TIMEOUT_S
 from tests.faults.agent_app_process import SHORT_ANSWER, agent_app_process, recorded
 from tests.faults.id_engine import IdEngine
 from tests.faults.raw_http import Answer, RawConnection, let_go, post_head

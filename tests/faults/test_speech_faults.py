@@ -16,10 +16,10 @@ from collections.abc import AsyncIterator
 import pytest
 
 from strands_kokoro import KokoroSpeech
+from strands_kokoro.errors import SETUP_FAILURES
 from strands_kokoro.protocol import WS_PATH, ServerError
 from strands_kokoro.sessions.base import SessionEvent
 from strands_kokoro.sessions.ws import WebSocketSession
-from strands_kokoro.turn_errors import SETUP_FAILURES
 from tests.faults.id_engine import IdEngine, expected_pcm
 from tests.faults.overloading_server import overloading_server
 from tests.model_server_process import running_app

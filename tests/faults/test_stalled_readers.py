@@ -23,11 +23,11 @@ import httpx
 import pytest
 from starlette.types import Message, Receive, Scope, Send
 
-from agentcore_app.client import run_turn
-from agentcore_app.local_stack import agent_app, free_port, serve_asgi
+from agentcore_app.local.client import run_turn
+from agentcore_app.local.stack import agent_app, free_port, serve_asgi
+from kokoro_serving import deadlines
+from kokoro_serving.deadlines import ReaderDeadline, ReaderStalled
 from strands_kokoro.protocol import Invocation, SynthesizeRequest
-from strands_kokoro.serving import deadlines
-from strands_kokoro.serving.deadlines import ReaderDeadline, ReaderStalled
 from tests.faults.agent_app_process import agent_status
 from tests.faults.id_engine import IdEngine
 from tests.faults.raw_http import RawConnection, let_go, post_head

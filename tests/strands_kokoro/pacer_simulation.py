@@ -15,9 +15,9 @@ import heapq
 import re
 from dataclasses import dataclass, field
 
-from strands_kokoro.chunker import IncrementalSentenceChunker, Sentence
-from strands_kokoro.engine_speed import PRIOR_MS_PER_CHAR
-from strands_kokoro.pacer import Piece, SpeechPacer
+from strands_kokoro.pacing.engine_speed import PRIOR_MS_PER_CHAR
+from strands_kokoro.pacing.pacer import Piece, SpeechPacer
+from strands_kokoro.text.chunker import IncrementalSentenceChunker, Sentence
 
 # Answers like the benchmark's prompts get from a small LLM (3-5 sentences, clauses of varied length).
 ANSWERS = (

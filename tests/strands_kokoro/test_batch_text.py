@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from strands_kokoro import KokoroSpeech
-from strands_kokoro.turn_text import whole_answer_text
+from strands_kokoro.turn.batch_text import whole_answer_text
 from tests.model_server_process import RunningServer
 from tests.scripted_model import ScriptedCall
 from tests.strands_kokoro.speech_doubles import make_agent, run_turn

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from strands_kokoro.chunker import WINDOW, IncrementalSentenceChunker
+from strands_kokoro.text.chunker import WINDOW, IncrementalSentenceChunker
 
 
 def run(pieces: list[str], **options: int) -> list[str]:

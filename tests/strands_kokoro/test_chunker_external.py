@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from strands_kokoro.chunker import IncrementalSentenceChunker
+from strands_kokoro.text.chunker import IncrementalSentenceChunker
 
 DATA = Path(__file__).parent / "chunker_data"
 FLOORS = {"golden": 48, "sentencex": 231}

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from strands_kokoro.cut_points import MIN_LOOKAHEAD_WORDS, first_phrase, longest_prefix, words_of
+from strands_kokoro.pacing.cut_points import MIN_LOOKAHEAD_WORDS, first_phrase, longest_prefix, words_of
 
 
 def cut(text: str, *, complete: bool, budget: float = math.inf) -> str | None:

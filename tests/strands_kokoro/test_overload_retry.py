@@ -16,8 +16,6 @@ import httpx
 import pytest
 
 from strands_kokoro import KokoroSpeech
-from strands_kokoro.endpoint_rotation import EndpointRing, routes_new_sessions
-from strands_kokoro.overload_retry import MIN_WAIT_S, OverloadRetry
 from strands_kokoro.protocol import (
     AudioData,
     ErrorCode,
@@ -28,6 +26,8 @@ from strands_kokoro.protocol import (
 )
 from strands_kokoro.sessions.base import OneRequestAtATimeSession, SessionEvent, SpeechSession
 from strands_kokoro.sessions.http import refusal
+from strands_kokoro.turn.endpoint_rotation import EndpointRing, routes_new_sessions
+from strands_kokoro.turn.overload_retry import MIN_WAIT_S, OverloadRetry
 from tests.scripted_model import FOUR_SENTENCES, ScriptedCall
 from tests.strands_kokoro.speech_doubles import Turn, make_agent, run_turn
 

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from strands_kokoro.cut_points import FIRST_PHRASE_MAX_WORDS, MIN_LOOKAHEAD_WORDS
-from strands_kokoro.engine_speed import PRIOR_MS_PER_CHAR, REQUEST_OVERHEAD_MS, EngineSpeed
-from strands_kokoro.pacer import FIRST_SENTENCE_WAIT_MS, MAX_IN_FLIGHT_URGENT, Piece, SpeechPacer
+from strands_kokoro.pacing.cut_points import FIRST_PHRASE_MAX_WORDS, MIN_LOOKAHEAD_WORDS
+from strands_kokoro.pacing.engine_speed import PRIOR_MS_PER_CHAR, REQUEST_OVERHEAD_MS, EngineSpeed
+from strands_kokoro.pacing.pacer import FIRST_SENTENCE_WAIT_MS, MAX_IN_FLIGHT_URGENT, Piece, SpeechPacer
 from tests.strands_kokoro.pacer_simulation import ANSWERS, SimRequest, feed_all, llm_tokens, simulate, words
 
 # ------------------------------------------------------------------------- a streaming server

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from strands_kokoro.request_ledger import (
+from strands_kokoro.speech_options import SpeechOptions
+from strands_kokoro.turn.request_ledger import (
     AudioReply,
     CompletedReply,
     FailedReply,
     Reply,
     RequestLedger,
 )
-from strands_kokoro.speech_options import SpeechOptions
 
 OPTIONS = SpeechOptions(
     mode="bidi",

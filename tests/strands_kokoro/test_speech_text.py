@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from strands_kokoro.chunker import IncrementalSentenceChunker
-from strands_kokoro.speech_text import SpeechTextFilter, clean_for_speech, is_emoji_char
+from strands_kokoro.text.chunker import IncrementalSentenceChunker
+from strands_kokoro.text.speech_text import SpeechTextFilter, clean_for_speech, is_emoji_char
 
 
 def stream(pieces: list[str]) -> str:

@@ -6,9 +6,9 @@ import re
 
 import pytest
 
-from strands_kokoro.blank_lines import BLANK_LINE, PARAGRAPH_BREAK, blank_line_follows, has_blank_line
-from strands_kokoro.emoji_chars import SAID_EVERYWHERE, emoji_class, is_emoji_char, pictograph_class
-from strands_kokoro.speech_text import SpeechTextFilter, clean_for_speech
+from strands_kokoro.text.blank_lines import BLANK_LINE, PARAGRAPH_BREAK, blank_line_follows, has_blank_line
+from strands_kokoro.text.emoji_chars import SAID_EVERYWHERE, emoji_class, is_emoji_char, pictograph_class
+from strands_kokoro.text.speech_text import SpeechTextFilter, clean_for_speech
 
 
 def test_what_an_end_keeps_is_cut_out_of_the_emoji_class() -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from agentcore_app.local_stack import start_model_server, stop_model_server
+from agentcore_app.local.stack import start_model_server, stop_model_server
 from benchmarks.voice_calibration import cache_knowing_only_af_heart
 from tests.tts_container.server_harness import stats, wait_for_stats
 from tts_container import voice_calibration

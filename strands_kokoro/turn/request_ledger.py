@@ -1,0 +1,243 @@
+"""The requests of one spoken turn, each one's whole life in one place: what it asks, when it was sent
+and on which connection, what the server refused, what came back, and when that may go out.
+
+Nothing else keeps a list of requests. The pacer reads its view of the requests in flight from here
+(``pending``: predicted audio, audio received, when sent); the audio side records every send here
+(:meth:`RequestLedger.sent`) and hands every reply to :meth:`RequestLedger.put`; the ledger releases
+the replies in the order the requests were made (a request refused as ``overloaded`` and re-sent
+completes after later ones, whose replies wait behind it) to the one ``release`` callback the turn gives
+it (the turn tells the pacer's listener clock; :class:`~strands_kokoro.turn.output.TurnOutput` builds the
+events).
+
+Reconnect rule (nothing said twice, nothing skipped): a request whose ``synthesis_complete`` arrived is
+never re-sent. A request that was cut mid-audio is re-sent whole, and the first ``emitted_bytes`` of its
+new audio (and the first ``timed_words`` of its word timings) are dropped: the server renders a request's
+prosody deterministically (same text and context, same durations), so the re-synthesized audio lines up
+sample for sample and the listener hears it continue where it broke off (at worst a click at the seam).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from strands_kokoro.protocol import DEFAULT_SAMPLE_RATE, SynthesizeRequest, Word, audio_ms
+from strands_kokoro.speech_options import SpeechOptions
+
+__all__ = [
+    "AudioReply",
+    "CompletedReply",
+    "FailedReply",
+    "Reply",
+    "RequestLedger",
+    "TurnRequest",
+    "WordsReply",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class AudioReply:
+    """Audio of the request the listener has not had yet."""
+
+    pcm: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class WordsReply:
+    """More of the request's words, timed by the server (out ahead of the audio holding them)."""
+
+    words: tuple[Word, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class CompletedReply:
+    """The request was spoken whole; its last reply."""
+
+    words: tuple[Word, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class FailedReply:
+    """The server refused or failed the request; its last reply."""
+
+    code: str
+    message: str
+
+
+Reply = AudioReply | WordsReply | CompletedReply | FailedReply
+
+
+@dataclass(eq=False, slots=True)
+class TurnRequest:
+    """One request of the turn: a pacer piece or a part of the whole answer (``answer``), or a filler."""
+
+    index: int
+    wire: SynthesizeRequest  # what is sent, and sent again after a reconnect
+    answer: bool = True  # the answer's own text (the engine is measured on it), not a tool filler
+    predicted_audio_ms: float = 0.0
+    predicted_buffer_ms: float | None = None
+    sent_on: int = -1  # connection generation it was last sent on (-1: waiting to be sent)
+    sent_at: float | None = None  # when it last went on the wire (ms of the turn)
+    received_bytes: int = 0  # audio received in the current attempt
+    emitted_bytes: int = 0  # audio handed to the listener (kept across reconnects)
+    sample_rate: int = DEFAULT_SAMPLE_RATE
+    refusals: int = 0  # ``overloaded`` answers so far (the request is re-sent)
+    first_refused_at: float | None = None  # when it was first refused (ms of the turn): its wait budget
+    first_audio_ms: float | None = None  # when its first audio reached the listener (ms of the turn)
+    buffer_ms: float | None = None  # audio the listener had left when that happened
+    received_words: int = 0  # word timings received in the current attempt
+    timed_words: int = 0  # word timings handed to the listener (kept across reconnects)
+    held: list[Reply] = field(default_factory=list)  # replies waiting for an earlier request's
+    done: bool = False  # its last reply is in: the requests behind it may go out
+
+    @property
+    def request_id(self) -> str:
+        return str(self.wire.request_id)
+
+    @property
+    def text(self) -> str:
+        return self.wire.text
+
+    @property
+    def received_ms(self) -> float:
+        return audio_ms(self.received_bytes, self.sample_rate)
+
+    def restart(self) -> None:
+        """A new attempt at it begins (re-sent, or its ``synthesis_start`` came): what it receives starts
+        over; what the listener had is kept (``emitted_bytes``, ``timed_words``)."""
+        self.received_bytes = self.received_words = 0
+
+    def fresh_audio(self, pcm: bytes) -> bytes:
+        """What of this frame the listener has not had yet: empty while a re-sent request is still
+        passing over audio spoken before the drop, the rest of the frame at the seam, then all of it."""
+        start = self.received_bytes
+        self.received_bytes += len(pcm)
+        fresh = pcm[max(0, self.emitted_bytes - start) :]
+        self.emitted_bytes += len(fresh)
+        return fresh
+
+    def fresh_words(self, words: tuple[Word, ...]) -> tuple[Word, ...]:
+        """What of these word timings the listener has not had yet (the same rule as the audio's)."""
+        start = self.received_words
+        self.received_words += len(words)
+        fresh = words[max(0, self.timed_words - start) :]
+        self.timed_words += len(fresh)
+        return fresh
+
+
+class RequestLedger:
+    """The turn's requests: those the server still owes something (``pending``, in the order sent) and
+    those whose replies are not all out yet (released in the order made)."""
+
+    def __init__(
+        self, turn_id: str, options: SpeechOptions, release: Callable[[TurnRequest, Reply], None]
+    ) -> None:
+        self._turn_id = turn_id
+        self._options = options
+        self._release = release
+        self.pending: list[TurnRequest] = []
+        self._by_id: dict[str, TurnRequest] = {}
+        self._unreleased: deque[TurnRequest] = deque()
+        self.count = 0  # requests the turn has made
+
+    def new(
+        self,
+        text: str,
+        *,
+        previous: str | None = None,
+        following: str | None = None,
+        answer: bool = True,
+        predicted_audio_ms: float = 0.0,
+        predicted_buffer_ms: float | None = None,
+    ) -> TurnRequest:
+        """A new request of the turn, pending and last in the release order (sent by the audio side)."""
+        o, index = self._options, self.count
+        request_id = f"{self._turn_id}-{index}"
+        wire = SynthesizeRequest(
+            text, request_id, o.voice, o.speed, o.sample_rate, o.lang, previous, following, lexicon=o.lexicon
+        )
+        request = TurnRequest(
+            index,
+            wire,
+            answer=answer,
+            predicted_audio_ms=predicted_audio_ms,
+            predicted_buffer_ms=predicted_buffer_ms,
+        )
+        self.pending.append(request)
+        self._by_id[request.request_id] = request
+        self._unreleased.append(request)
+        self.count += 1
+        return request
+
+    def get(self, request_id: str | None) -> TurnRequest | None:
+        """A pending request by id (None: not one of ours, or it owes nothing more)."""
+        return self._by_id.get(request_id) if request_id is not None else None
+
+    def sent(self, request: TurnRequest, generation: int, now: float) -> None:
+        """The request went on the wire of connection ``generation``; its audio starts over."""
+        request.sent_on, request.sent_at = generation, now
+        request.restart()
+
+    def unsent(self, generation: int) -> list[TurnRequest]:
+        """Pending requests not (yet, or no longer) on connection ``generation``'s wire, in order."""
+        return [request for request in self.pending if request.sent_on != generation]
+
+    def in_flight(self) -> list[TurnRequest]:
+        """The answer's pending requests (what the pacer schedules around; fillers are not its own)."""
+        return [request for request in self.pending if request.answer]
+
+    def earlier_pending(self, index: int) -> bool:
+        """Does any request made before request ``index`` still owe audio?"""
+        return any(request.index < index for request in self.pending)
+
+    def settle(self, request_id: str | None) -> TurnRequest | None:
+        """The request owes no more audio (it completed or failed): it is no longer pending."""
+        request = self._by_id.pop(request_id, None) if request_id is not None else None
+        if request is not None:
+            self.pending.remove(request)
+        return request
+
+    # ------------------------------------------------------------------------------------ release
+
+    def audio(self, request_id: str | None, pcm: bytes) -> None:
+        """Audio of a pending request: what the listener has not had of it goes out in its place (nothing
+        while a re-sent request passes over audio spoken before a drop)."""
+        if (request := self.get(request_id)) is not None and (fresh := request.fresh_audio(pcm)):
+            self.put(request, AudioReply(fresh))
+
+    def words(self, request_id: str | None, words: tuple[Word, ...]) -> None:
+        """Word timings of a pending request: those the listener has not had go out in its place."""
+        if (request := self.get(request_id)) is not None and (fresh := request.fresh_words(words)):
+            self.put(request, WordsReply(fresh))
+
+    def put(self, request: TurnRequest, reply: Reply) -> None:
+        """A reply of ``request``: out now if every request made before it is out, else held until then."""
+        if self._unreleased and self._unreleased[0] is request:
+            self._release(request, reply)
+        elif not request.done and request in self._unreleased:
+            request.held.append(reply)
+
+    def finish(self, request: TurnRequest, last: Reply | None = None) -> None:
+        """The request's last reply (``None``: nothing more to say): the requests behind it may go out."""
+        if last is not None:
+            self.put(request, last)
+        request.done = True
+        while self._unreleased and self._unreleased[0].done:
+            self._unreleased.popleft()
+            if self._unreleased:
+                head = self._unreleased[0]
+                held, head.held = head.held, []
+                for reply in held:
+                    self._release(head, reply)
+
+    def clear(self) -> int:
+        """Speech is over for the turn (interrupted, or failed): every request still owed is forgotten
+        and nothing not yet out goes out. Returns how many requests were still owed audio."""
+        dropped = len(self.pending)
+        self.pending = []
+        self._by_id.clear()
+        for request in self._unreleased:
+            request.held.clear()
+        self._unreleased.clear()
+        return dropped

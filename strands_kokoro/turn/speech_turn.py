@@ -1,0 +1,357 @@
+"""One spoken agent turn, and the one object that coordinates it: :class:`SpeechTurn`.
+
+Why this shape (architecture §5): the model's text must reach the listener as audio while the model is
+still writing, and the consumer must see text and audio interleaved in true arrival order. The turn owns
+everything that decides: the clock, where its speech is
+(:class:`~strands_kokoro.turn.speech_state.SpeechState`), the request ledger
+(:mod:`strands_kokoro.turn.request_ledger`: the requests, their order, release and teardown), the pacer
+and the events (:mod:`strands_kokoro.turn.output`). Two sides report to it and do not import each other:
+
+- the text side (:class:`~strands_kokoro.text.speech_text.SpeechTextFilter`, then
+  :class:`~strands_kokoro.text.chunker.IncrementalSentenceChunker`; ``batch``'s whole answer,
+  :mod:`strands_kokoro.turn.batch_text`) returns the sentences of each text delta; the turn writes them to the
+  pacer (nothing else writes to the pacer);
+- the audio side (:mod:`strands_kokoro.turn.session`: the session and its receiver) sends the requests the
+  turn makes, hands the frames to the ledger and reports the rest (``TurnReports``): a request
+  completed or failed, a session opened.
+
+It runs three tasks in one task group: the agent (its middleware tap calls :meth:`SpeechTurn.on_text` and
+:meth:`SpeechTurn.end_segment`), its own pacing loop (the pacer's pieces as requests, or the whole answer
+in ``batch``; the tool filler) and the receiver. One way to wake the loop: :meth:`SpeechTurn._wake`
+(text written, a request settled, a session opened); a filler's due time is the only timeout it waits
+with. A tool about to run waits for the text written before it to be on the wire (:class:`ModelCall`).
+Speech never ends the text answer: whatever goes wrong with it becomes one ``speech_error`` event
+(:meth:`SpeechTurn.stop`) and the agent goes on writing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from strands_kokoro.audio_encoding import new_encoder
+from strands_kokoro.errors import TurnErrorCode
+from strands_kokoro.events import Event, agent_end, agent_start, error, speech_error, speech_interrupted
+from strands_kokoro.pacing.pacer import MAX_IN_FLIGHT_URGENT, SpeechPacer
+from strands_kokoro.protocol import Word, audio_ms
+from strands_kokoro.speech_options import SpeechOptions
+from strands_kokoro.text.chunker import IncrementalSentenceChunker
+from strands_kokoro.text.speech_text import SpeechTextFilter
+from strands_kokoro.turn.batch_text import split_for_request, whole_answer_text
+from strands_kokoro.turn.endpoint_rotation import EndpointCursor
+from strands_kokoro.turn.output import TurnOutput
+from strands_kokoro.turn.request_ledger import AudioReply, CompletedReply, Reply, RequestLedger, TurnRequest
+from strands_kokoro.turn.session import TurnSession
+from strands_kokoro.turn.speech_state import INTERRUPTED, SpeechState
+
+logger = logging.getLogger(__name__)
+
+FLUSH_WAIT_S = 5.0  # a tool waits at most this long for the text before it to reach the session
+
+
+@dataclass(eq=False, slots=True)
+class ModelCall:
+    """A model call that ended (maybe before a tool call): its last sentence is complete. ``on_the_wire``
+    is set once its text was sent on an open session; a tool about to run waits for it (``awaited``),
+    which makes the turn hand all of it over at once."""
+
+    on_the_wire: asyncio.Event = field(default_factory=asyncio.Event)
+    awaited: bool = False
+
+
+@dataclass(slots=True)
+class _Filler:
+    """A tool running: the requests made before it, and when its filler is due (once they played)."""
+
+    requests_before: int
+    due_at: float | None = None
+
+
+class SpeechTurn:
+    """The one owner of a turn: its clock, speech state, ledger, pacer and events, its two sides and the
+    agent, in one task group; ``outbox`` is the ordered event queue (``None`` ends it)."""
+
+    def __init__(self, *, request_id: str, options: SpeechOptions, endpoints: EndpointCursor) -> None:
+        self.request_id = request_id
+        self.options = options
+        self.outbox: asyncio.Queue[Event | None] = asyncio.Queue()
+        self.result: Any = None
+        self.speech = SpeechState.SPEAKING
+        self._started = time.perf_counter()
+        self._pacer = SpeechPacer()
+        encoder = new_encoder(options.audio_format, options.sample_rate)
+        self._output = TurnOutput(self.outbox, self.now_ms, encoder=encoder)
+        self.ledger = RequestLedger(request_id, options, self._release)
+        self._filter = SpeechTextFilter()
+        self._chunker = IncrementalSentenceChunker(max_chars=options.max_chars)
+        self._session = TurnSession(self, endpoints)
+        self._woken = asyncio.Event()
+        self._writing = True  # the agent may write more
+        self._input_done = False  # the pacing loop has handed over everything it will
+        self._whole: list[str] = []  # ``batch``: the answer so far
+        self._calls: list[ModelCall] = []  # model calls whose text is not all on the wire yet
+        self._fillers: dict[str, _Filler] = {}
+        self._last_call: ModelCall | None = None
+        self._tasks: asyncio.TaskGroup | None = None
+        self._loop = asyncio.get_running_loop()
+
+    def now_ms(self) -> float:
+        return (time.perf_counter() - self._started) * 1000.0
+
+    @property
+    def speaking(self) -> bool:
+        return self.speech is SpeechState.SPEAKING
+
+    def finished(self) -> bool:
+        """Is the turn owed nothing more (all its text handed over, every request settled)?"""
+        return self._input_done and not self.ledger.pending
+
+    def stop(self, reason: str, message: str = "") -> None:
+        """Speech ends for the rest of the turn, the text goes on: every request still owed and the text
+        not yet sent are dropped, and one event says why (``speech_interrupted`` when ``reason`` is
+        :data:`~strands_kokoro.turn.speech_state.INTERRUPTED`, else a ``speech_error`` with that code)."""
+        self.speech = SpeechState.INTERRUPTED if reason == INTERRUPTED else SpeechState.FAILED
+        dropped = self.ledger.clear()
+        self._pacer.drop_all()
+        self._fillers.clear()
+        self._wake()
+        if reason == INTERRUPTED:
+            self._output.emit(speech_interrupted(dropped, self.now_ms()))
+        else:
+            self._output.emit(speech_error(reason, message))
+
+    # --------------------------------------------------------------- the text side (the agent task)
+
+    def on_text(self, text: str) -> None:
+        """A text delta from the model: shown now, spoken once the pacer cuts it into a request."""
+        self._output.text(text)
+        if self.options.mode == "batch":
+            self._whole.append(text)
+        elif self.speaking:
+            sentences = self._chunker.feed(self._filter.feed(text))
+            self._pacer.write(sentences, self._chunker.pending(), self.now_ms())
+        self._wake()
+
+    def end_segment(self) -> None:
+        """The model call ended (maybe before a tool call): its last sentence is complete."""
+        self._last_call = call = ModelCall()
+        if self.options.mode == "batch" or self._input_done:
+            call.on_the_wire.set()  # nothing of it waits for the pacer
+            return
+        self._flush_text()
+        self._calls.append(call)
+        self._wake()
+
+    def _flush_text(self) -> None:
+        if self.options.mode == "bidi" and self.speaking:
+            sentences = [*self._chunker.feed(self._filter.flush()), *self._chunker.flush()]
+            self._pacer.write(sentences, self._chunker.pending(), self.now_ms())
+
+    async def wait_flushed(self) -> None:
+        """Hand the text of the last model call to the session now and wait until it is (before tools)."""
+        call = self._last_call
+        if call is not None:
+            call.awaited = True
+            self._wake()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(call.on_the_wire.wait(), FLUSH_WAIT_S)
+
+    def tool_started(self, tool_use_id: str) -> None:
+        """A tool runs now (the text before it was handed over): say the filler if it runs long."""
+        o = self.options
+        if o.mode == "bidi" and o.tool_filler is not None and self.speaking and self._tasks is not None:
+            self._fillers[tool_use_id] = _Filler(self.ledger.count)
+            self._wake()
+
+    def tool_finished(self, tool_use_id: str) -> None:
+        self._fillers.pop(tool_use_id, None)
+        self._wake()
+
+    # ------------------------------------------------------------- what the audio side reports
+
+    def session_started(self, first_audio_ms: float | None, rtf: float | None) -> None:
+        self._pacer.speed.advertised(first_audio_ms, rtf)
+
+    def on_the_wire(self) -> None:
+        self._wake()
+
+    def request_completed(
+        self, request: TurnRequest, words: tuple[Word, ...], first_audio_ms: float | None
+    ) -> None:
+        """The request was spoken whole: measure the engine on it, release its last reply."""
+        self._pacer.completed(
+            chars=len(request.text) if request.answer else 0,
+            audio_ms=request.received_ms,
+            first_audio_ms=first_audio_ms,
+            sent_at=request.sent_at,
+            now=self.now_ms(),
+        )
+        self.request_failed(request, CompletedReply(words))
+
+    def request_failed(self, request: TurnRequest, reply: Reply | None) -> None:
+        """The request owes nothing more: later requests' events go out, and the pacing looks again."""
+        self.ledger.finish(request, reply)
+        self._wake()
+
+    def notice(self, code: str, message: str) -> None:
+        self._output.notice(code, message)
+
+    def _release(self, request: TurnRequest, reply: Reply) -> None:
+        """The ledger releases a reply (request order): audio is told to the pacer's listener clock."""
+        if isinstance(reply, AudioReply):
+            now, ms = self.now_ms(), audio_ms(len(reply.pcm), request.sample_rate)
+            self._output.audio(request, reply.pcm, ms, self._pacer.audio(ms, now), now)
+        else:
+            self._output.reply(request, reply)
+
+    # ---------------------------------------------------------------------------------- interrupt
+
+    def interrupt(self) -> None:
+        """Barge-in: stop speaking now, drop every unspoken request; the text goes on (thread-safe)."""
+        try:
+            same_loop = asyncio.get_running_loop() is self._loop
+        except RuntimeError:
+            same_loop = False
+        if same_loop:
+            self._interrupt()
+        else:
+            self._loop.call_soon_threadsafe(self._interrupt)
+
+    def _interrupt(self) -> None:
+        if self.speech is SpeechState.INTERRUPTED or self._tasks is None:
+            return
+        self.stop(INTERRUPTED)
+        with contextlib.suppress(RuntimeError):  # the group is already finishing: nothing in flight
+            self._tasks.create_task(self._session.cancel(), name="kokoro-cancel")
+
+    # ------------------------------------------------------------------------------------ the run
+
+    async def run(self, agent_stream: AsyncIterator[Any]) -> None:
+        """Drive the turn to its end; always finishes with ``agent_end`` and the ``None`` sentinel."""
+        output = self._output
+        output.emit(agent_start(self.request_id, self.options.mode))
+        try:
+            async with asyncio.TaskGroup() as tasks:
+                self._tasks = self._session.tasks = tasks
+                tasks.create_task(self._drive(agent_stream), name="kokoro-agent")
+                tasks.create_task(self._pace(), name="kokoro-pacing")
+                tasks.create_task(self._session.run(), name="kokoro-receiver")
+        finally:
+            self._tasks = self._session.tasks = None
+            output.end_audio(self.options.sample_rate)
+            output.emit(
+                agent_end(
+                    self.request_id,
+                    self.options.mode,
+                    first_text_ms=output.first_text_ms,
+                    first_audio_ms=output.first_audio_ms,
+                    total_ms=self.now_ms(),
+                    audio_ms=output.audio_ms,
+                    chunks=output.audio_seq,
+                    requests=self.ledger.count,
+                    rtf=self._pacer.speed.rtf,
+                    stall_ms=self._pacer.stall_ms,
+                )
+            )
+            output.emit(None)
+
+    async def _drive(self, agent_stream: AsyncIterator[Any]) -> None:
+        try:
+            async for event in agent_stream:
+                if isinstance(event, dict) and "result" in event:
+                    self.result = event["result"]
+        except Exception as exc:
+            # Never str(exc) in the event: it can carry internals (or a bare key) that look like a message.
+            # The log says what failed in one line (a missing credential is not a bug: no traceback at the
+            # default level); the traceback is there for whoever turns DEBUG on.
+            logger.warning("agent turn %s failed: %s: %s", self.request_id, type(exc).__name__, exc)
+            logger.debug("agent turn %s failed", self.request_id, exc_info=True)
+            self._output.emit(
+                error(TurnErrorCode.AGENT_FAILED, f"the agent turn failed ({type(exc).__name__})")
+            )
+        finally:
+            self._flush_text()  # the tap flushed its last model call already; this is for a failed one
+            self._writing = False
+            self._fillers.clear()  # the agent is done: so are its tools
+            self._wake()
+            if (aclose := getattr(agent_stream, "aclose", None)) is not None:
+                await aclose()
+
+    # ---------------------------------------------------------------------------- the pacing loop
+
+    def _wake(self) -> None:
+        """Something the pacing loop decides on changed: it looks again (once per burst of changes)."""
+        self._woken.set()
+
+    async def _wait(self) -> None:
+        """Until woken, or until the first filler falls due."""
+        due = [f.due_at for f in self._fillers.values() if f.due_at is not None]
+        timeout = max(0.0, (min(due) - self.now_ms()) / 1000) if due else None
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout):
+                await self._woken.wait()
+        self._woken.clear()
+
+    async def _pace(self) -> None:
+        try:
+            await (self._pace_bidi() if self.options.mode == "bidi" else self._pace_batch())
+        finally:
+            self._input_done = True
+            for call in self._calls:  # a tool may be waiting on text this loop never sent (it failed)
+                call.on_the_wire.set()
+            self._calls.clear()
+            await self._session.close_if_finished()
+
+    async def _pace_bidi(self) -> None:
+        """The pacer's pieces as requests, as it decides; the tool filler when one falls due."""
+        pacer = self._pacer
+        while self._writing or pacer.unsent:
+            await self._wait()
+            urgent = any(call.awaited for call in self._calls)
+            while (
+                piece := pacer.next_piece(self.now_ms(), self.ledger.in_flight(), urgent=urgent)
+            ) is not None:
+                if self.speaking:  # one piece as a request, with the words around it as context
+                    request = self.ledger.new(
+                        piece.text,
+                        previous=piece.previous_text,
+                        following=piece.next_text,
+                        predicted_audio_ms=piece.predicted_audio_ms,
+                        predicted_buffer_ms=piece.predicted_buffer_ms,
+                    )
+                    await self._session.send(request)
+            await self._fillers_due()
+            if not pacer.unsent and self._session.all_on_the_wire():
+                for call in self._calls:
+                    call.on_the_wire.set()
+                self._calls.clear()
+
+    async def _pace_batch(self) -> None:
+        """The baseline: the whole answer, cleaned, in as few requests as the server takes."""
+        while self._writing:
+            await self._wait()
+        for text in split_for_request(whole_answer_text("".join(self._whole))):
+            # Never more in flight than the server queues (it would refuse the rest).
+            while len(self.ledger.pending) >= MAX_IN_FLIGHT_URGENT and self.speaking:
+                await self._wait()
+            await self._request(text)
+
+    async def _fillers_due(self) -> None:
+        """Fillers whose tool runs on after the audio before it played (plus the configured wait)."""
+        now, o = self.now_ms(), self.options
+        for tool, filler in list(self._fillers.items()):
+            if filler.due_at is None and not self.ledger.earlier_pending(filler.requests_before):
+                silence_from = max(now, self._pacer.play_end_ms or 0.0)
+                filler.due_at = silence_from + 1000 * o.tool_filler_after_s
+            if filler.due_at is not None and filler.due_at <= now and o.tool_filler is not None:
+                del self._fillers[tool]
+                await self._request(o.tool_filler, answer=False)
+
+    async def _request(self, text: str, *, answer: bool = True) -> None:
+        if (text := text.strip()) and self.speaking:
+            await self._session.send(self.ledger.new(text, answer=answer))
