@@ -21,7 +21,8 @@ import numpy as np
 import pytest
 
 from tts_container.provisioning import ensure_weights
-from tts_container.weights import TORCH_FILE, CachedWeights
+from tts_container.weight_sources import DERIVED_TORCH_SHA256, ONNX_INT8_SHA256
+from tts_container.weights import TORCH_FILE, CachedWeights, sha256_of
 from tts_container.weights_conversion import (
     ConversionError,
     StateDicts,
@@ -106,6 +107,16 @@ def test_every_kmodel_weight_is_filled_with_its_shape_and_loaded_by_the_producti
             assert torch.equal(tensor, loaded[name]), f"{component}.{name} was not loaded"
             assert torch.isfinite(tensor).all(), name
     assert sum(t.numel() for w in converted.values() for t in w.values()) == 81_810_022  # Kokoro-82M
+
+
+def test_the_checkpoint_written_from_the_registry_export_is_the_pinned_one(
+    cache: CachedWeights, checkpoint: Path
+) -> None:
+    """Same export, same bytes (numpy arithmetic; the name inside torch's archive is the file's)."""
+    if sha256_of(cache.onnx_model) != ONNX_INT8_SHA256:
+        pytest.skip("the cache holds the hub's int8 export, not the registry packages' one")
+    assert checkpoint.stat().st_size == 327_460_791
+    assert sha256_of(checkpoint) == DERIVED_TORCH_SHA256
 
 
 def test_weight_norm_modules_compute_the_dequantized_weight(kmodel: KModel) -> None:
