@@ -1,10 +1,11 @@
 """Batching across listeners: engine calls that meet inside the engine share one forward pass.
 
-On a GPU one forward pass of the generator costs about the same for one window as for many (its
-kernels are far from filling the device at batch one), so the engine's throughput grows with the
-number of calls each pass renders. The server's pool runs up to ``max_batch`` calls side by side
-(:attr:`~tts_container.engines.base.Engine.lanes`), each on a worker thread of its own; each call
-runs its own prosody, then hands its window to :meth:`MicroBatcher.submit`.
+On a GPU a forward pass of the generator over one window leaves most of the device idle, so the engine's
+throughput grows with the number of calls each pass renders (the field's figure on an H100: ~130 audio
+s/s one request at a time against ~700 batched; ours: ``benchmarks.gpu_capacity``). The server's pool
+runs up to ``max_batch`` calls side by side (:attr:`~tts_container.engines.base.Engine.lanes`), each on a
+worker thread of its own; each call runs its own prosody, then hands its window to
+:meth:`MicroBatcher.submit`.
 
 Why a leader and no thread of its own: the first call to arrive while nobody is rendering becomes
 the leader. It waits, at most :data:`GATHER_WAIT_S`, for the calls already inside the engine that have
