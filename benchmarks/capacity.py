@@ -238,11 +238,33 @@ def peer_compute() -> dict[str, Any]:
     }
 
 
-async def measure(ws_url: str, http_url: str, counts: list[int]) -> list[dict[str, Any]]:
+async def measure(
+    ws_url: str,
+    http_url: str,
+    counts: list[int],
+    *,
+    stop_at: float | None = None,
+    round_cap_s: float | None = None,
+) -> list[dict[str, Any]]:
+    """One round per N in ``counts``. With ``stop_at`` (``time.monotonic()``), no round starts after it
+    and none runs past it; with ``round_cap_s``, none runs longer. A round stopped so is not a result:
+    the rounds after it are skipped too (a larger N would take longer still)."""
     rounds = []
     for n in counts:
+        cap = round_cap_s
+        if stop_at is not None:
+            left = stop_at - time.monotonic()
+            cap = left if cap is None else min(cap, left)
+        if cap is not None and cap <= 0:
+            print(f"time budget spent: {n} listener(s) and more not measured", file=sys.stderr, flush=True)
+            break
         print(f"{n} listener(s)...", file=sys.stderr, flush=True)
-        rounds.append(await round_of(ws_url, http_url, n))
+        try:
+            async with asyncio.timeout(cap):
+                rounds.append(await round_of(ws_url, http_url, n))
+        except TimeoutError:
+            print(f"{n} listener(s): stopped after {cap:.0f} s; larger N not measured", file=sys.stderr)
+            break
         await asyncio.sleep(3.0)  # every answer's gap over: the next round starts from an idle server
     return rounds
 

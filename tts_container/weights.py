@@ -13,9 +13,13 @@ Layout (also the layout of an explicit source directory and of an ``s3://`` mode
 
     config.json             Kokoro config: vocab and hyper-parameters (hexgrad/Kokoro-82M)
     kokoro-v1.0.int8.onnx   int8 ONNX export (onnx engine)
-    kokoro-v1_0.pth         fp32 checkpoint (torch engine; only from a directory, S3 or the hub)
+    kokoro-v1_0.pth         fp32 checkpoint (torch engine; from a directory, S3 or the hub, else derived
+                            from the int8 export, see :class:`tts_container.weight_sources.OnnxDerivedSource`)
     voices.npz              every voice's style table, float32 (510, 1, 256), keyed by voice name
-    manifest.json           name -> {sha256, size, source}
+    manifest.json           name -> {sha256, size, source[, derived_from: {name: sha256}]}
+
+A file computed from other files of the cache (not fetched) records their sha256s under ``derived_from``;
+it counts as bad once one of them is in the manifest with another sha256, so it is computed again.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ import os
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Literal, Protocol, runtime_checkable
 
 from tqdm import tqdm
 
@@ -58,6 +62,7 @@ Pins = Mapping[str, frozenset[str]]
 
 MISSING = "missing"
 NOT_IN_MANIFEST = "not in the manifest"
+DERIVED_FROM = "derived_from"
 
 _HASH_BLOCK = 1 << 20
 _log = logging.getLogger(__name__)
@@ -90,6 +95,21 @@ class WeightsSource(Protocol):
 
     def fetch(self, names: frozenset[str], staging: Path) -> None:
         """Write every file in ``names`` into ``staging``, sha256-checked; raise on any failure."""
+        ...
+
+
+@runtime_checkable
+class DerivingSource(Protocol):
+    """A source that computes its files from files already in the cache instead of fetching them."""
+
+    @property
+    def label(self) -> str: ...
+
+    def fetch(self, names: frozenset[str], staging: Path) -> None: ...
+
+    @property
+    def derived_from(self) -> Mapping[str, str]:
+        """Cache file name -> sha256 of each file the fetched ones are computed from (recorded with them)."""
         ...
 
 
@@ -192,6 +212,8 @@ def cache_problems(root: Path, names: Iterable[str], *, pins: Pins | None = None
             problems[name] = NOT_IN_MANIFEST
         elif path.stat().st_size != entry.get("size"):
             problems[name] = "size differs from the manifest"
+        elif stale := _changed_input(manifest, entry):
+            problems[name] = f"derived from another {stale}"
         else:
             actual = sha256_of(path, progress=True)
             if actual != entry["sha256"]:
@@ -245,6 +267,21 @@ def verify_cache(cache_dir: Path | str | None = None, *, pins: Pins | None = Non
     return [f"{name}: {reason}" for name, reason in cache_problems(root, manifest, pins=pins).items()]
 
 
+def _changed_input(manifest: Mapping[str, object], entry: Mapping[str, object]) -> str | None:
+    """The first file ``entry`` was derived from that the manifest now lists with another sha256.
+
+    An input no longer in the manifest changes nothing: the derived file is still what it was.
+    """
+    inputs = entry.get(DERIVED_FROM)
+    if not isinstance(inputs, dict):
+        return None
+    for name, digest in sorted(inputs.items()):
+        current = manifest.get(name)
+        if isinstance(current, dict) and current.get("sha256") != digest:
+            return str(name)
+    return None
+
+
 def _findings(root: Path, problems: Mapping[str, str]) -> list[tuple[str, str]]:
     """Files present but not usable, as report lines (a plain miss is not worth reporting)."""
     findings = [
@@ -269,7 +306,8 @@ def _fill(
         try:
             with staging_dir(root) as staging:
                 source.fetch(needed, staging)
-                _install(root, staging, needed, source.label, pins)
+                inputs = source.derived_from if isinstance(source, DerivingSource) else None
+                _install(root, staging, needed, source.label, pins, inputs)
             return
         except Exception as exc:  # every failure is reported below, none is swallowed
             failures.append((source.label, f"{type(exc).__name__}: {exc}"))
@@ -284,11 +322,19 @@ def _tidy(root: Path) -> None:
                 remove_stale_staging(root)
 
 
-def _install(root: Path, staging: Path, names: frozenset[str], label: str, pins: Pins | None) -> None:
+def _install(
+    root: Path,
+    staging: Path,
+    names: frozenset[str],
+    label: str,
+    pins: Pins | None,
+    derived_from: Mapping[str, str] | None = None,
+) -> None:
     """Move staged files into the cache and record them; the manifest is written last, atomically.
 
     Runs under the cache lock: the manifest read here is the latest, and nobody writes it until we are done.
     With ``pins``, nothing is installed unless every pinned file is one of its pins (whatever the source).
+    ``derived_from`` (what a :class:`DerivingSource` computed them from) is recorded with each file.
     """
     absent = sorted(name for name in names if not (staging / name).is_file())
     if absent:
@@ -301,7 +347,10 @@ def _install(root: Path, staging: Path, names: frozenset[str], label: str, pins:
     manifest = read_manifest(root)
     for name, digest in digests.items():
         staged = staging / name
-        manifest[name] = {"sha256": digest, "size": staged.stat().st_size, "source": label}
+        entry: dict[str, object] = {"sha256": digest, "size": staged.stat().st_size, "source": label}
+        if derived_from:
+            entry[DERIVED_FROM] = dict(derived_from)
+        manifest[name] = entry
         os.replace(staged, root / name)
     tmp = staging / MANIFEST_FILE
     tmp.write_text(json.dumps({"version": 1, "files": manifest}, indent=2, sort_keys=True), encoding="utf-8")

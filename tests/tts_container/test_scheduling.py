@@ -12,9 +12,9 @@ import threading
 import pytest
 
 from strands_kokoro.protocol import ErrorCode
-from tts_container.admission import WHOLE_SEGMENT_SHARE, Admission, Capacity, listener_share
+from tts_container.admission import WHOLE_SEGMENT_SHARE, Admission, Capacity, full_at, listener_share
 from tts_container.engines.base import call_lanes
-from tts_container.inference import IDLE, InferencePool
+from tts_container.inference import IDLE, CallShare, InferencePool
 from tts_container.listener import ANSWER_GAP_S, FIRST_AUDIO_TARGET_S, ListenerClock
 
 pytestmark = pytest.mark.anyio
@@ -208,6 +208,54 @@ async def test_the_busy_time_counts_the_engine_once_while_two_calls_share_it(
     # The engine was busy 100-103: the two calls side by side count once, not twice.
     assert pool.stats().busy_s == pytest.approx(3.0)
     pool.shutdown()
+
+
+async def test_each_call_costs_its_share_of_the_engine_s_busy_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Calls batched together share the engine's time: four calls running for 2 s cost 0.5 s each, and
+    one that ran a further second alone costs that second whole."""
+    clock = ManualClock()
+    monkeypatch.setattr("tts_container.inference.time.perf_counter", clock)
+    pool = InferencePool()
+    pool.lanes = 4
+    release_holder, holder = await _hold_engine(pool)
+    names = {"a": 1.0, "b": 1.0, "c": 1.0, "d": 1.0}
+    entered, release = {n: threading.Event() for n in names}, {n: threading.Event() for n in names}
+
+    def call(name: str) -> str:
+        entered[name].set()
+        release[name].wait(10)
+        return name
+
+    tasks = {
+        name: asyncio.create_task(pool.run_measured(lambda name=name: call(name), deadline=deadline))
+        for name, deadline in names.items()
+    }
+    release_holder.set()
+    await holder
+    for name in names:
+        await asyncio.to_thread(entered[name].wait, 10)  # all four started at 100
+    clock.now = 102.0
+    for name in "abc":
+        release[name].set()
+        await asyncio.wait_for(asyncio.shield(tasks[name]), 10)
+    clock.now = 103.0
+    release["d"].set()
+    shares = {name: await task for name, task in tasks.items()}
+    assert shares["a"] == ("a", CallShare(pytest.approx(0.5), lanes=4, peak=4))  # type: ignore[arg-type]
+    assert shares["d"] == ("d", CallShare(pytest.approx(1.5), lanes=4, peak=4))  # type: ignore[arg-type]
+    pool.shutdown()
+
+
+def test_an_engine_that_batches_counts_as_full_from_half_a_batch() -> None:
+    """A pass of two on an engine that batches 32 says little of what it makes full: left out."""
+    assert (full_at(1), full_at(2), full_at(32)) == (2, 2, 16)
+    capacity = Capacity(share=1.1, full=full_at(32))
+    capacity.record(audio_s=10.0, engine_s=1.0)  # alone: 10 audio s per engine s
+    capacity.record(audio_s=1.0, engine_s=0.05, lanes=32, peak=2)  # a batch of two: left out
+    assert capacity.audio_per_s == pytest.approx(10.0)
+    capacity.record(audio_s=4.0, engine_s=0.05, lanes=32, peak=24)  # a full engine: 80 per second
+    assert capacity.audio_per_s == pytest.approx(80.0)
+    assert capacity.listeners() == 72
 
 
 def test_the_listener_clock_counts_stalls_only_inside_speech() -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Literal, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -79,7 +79,9 @@ class Engine(Protocol):
 
     name: str
     # How many calls the engine renders at once at its best throughput: 2 where its runtime gains more
-    # from two calls on half the cores each than from one on all of them (onnxruntime on a CPU), else 1.
+    # from two calls on half the cores each than from one on all of them (onnxruntime on a CPU); the
+    # batch size of an engine that renders several listeners' windows in one forward pass (the torch
+    # engine on a GPU); else 1.
     lanes: int
 
     @property
@@ -119,3 +121,26 @@ class Engine(Protocol):
         """What must be done before ``voice``'s long segments stream, or None when nothing is (the
         engine renders whole segments fast enough, or ``voice`` is ready or unknown)."""
         ...
+
+
+@dataclass(frozen=True, slots=True)
+class BatchCounts:
+    """What an engine that batches across listeners has rendered: its forward passes, the calls they
+    held, the most one held, and how many passes held each number of calls (``/stats``, ``/metrics``)."""
+
+    batches: int
+    items: int
+    largest: int
+    sizes: dict[int, int]
+
+
+@runtime_checkable
+class Batching(Protocol):
+    """An engine whose :attr:`Engine.lanes` are calls it renders in one forward pass."""
+
+    def batch_counts(self) -> BatchCounts: ...
+
+
+def batch_counts(engine: object) -> BatchCounts | None:
+    """``engine``'s batch counts, or None for an engine that renders every call alone."""
+    return engine.batch_counts() if isinstance(engine, Batching) else None

@@ -38,14 +38,19 @@ def resolve_engine_name(name: str) -> Literal["onnx", "torch"]:
 
 
 def load_engine(
-    name: EngineName = "auto", threads: int | None = None, cache_dir: Path | str | None = None
+    name: EngineName = "auto",
+    threads: int | None = None,
+    cache_dir: Path | str | None = None,
+    *,
+    max_batch: int | None = None,
 ) -> Engine:
     """Provision weights into ``cache_dir`` if needed and return a loaded, warmed-up engine (its vocoder
     timed, and the default voice's statistics ready if it renders in windows).
 
     ``threads`` bounds the CPU threads of one inference call (onnxruntime intra-op threads; torch's
     ``set_num_threads`` on CPU). ``cache_dir`` defaults to ``$STRANDS_KOKORO_CACHE`` or
-    ``~/.cache/strands-kokoro``.
+    ``~/.cache/strands-kokoro``. ``max_batch``: the torch engine's calls per forward pass at most
+    (default: 32 on CUDA, 1 on a CPU); the onnx engine renders each call alone and ignores it.
     """
     concrete = resolve_engine_name(name)
     if concrete == "onnx":
@@ -57,6 +62,6 @@ def load_engine(
     from tts_container.engines.torch_engine import TorchEngine
 
     device = "cuda" if cuda_available() else "cpu"
-    torch_engine = TorchEngine.from_cache(cache_dir, device=device, threads=threads)
+    torch_engine = TorchEngine.from_cache(cache_dir, device=device, threads=threads, max_batch=max_batch)
     torch_engine.warm_up()
     return torch_engine

@@ -23,20 +23,23 @@ and huggingface_hub; none of them touches the network at import. ``KModel`` down
 
 from __future__ import annotations
 
+import hashlib
 import warnings
-from collections.abc import Container, Mapping
+from collections.abc import Container, Iterator, Mapping, Sequence
 from pathlib import Path
 
+import numpy as np
 import torch
 from kokoro import KModel
 
 from strands_kokoro.protocol import DEFAULT_LANG, DEFAULT_VOICE
-from tts_container.engines.base import Audio
+from tts_container.engines.base import NO_CONTEXT, Audio, BatchCounts, Context, Segment
+from tts_container.engines.micro_batch import MicroBatcher
 from tts_container.engines.norm_stats import NormStats, VoiceNormStats
-from tts_container.engines.torch_vocoder import WindowedGenerator, decoder_inputs
+from tts_container.engines.torch_vocoder import BatchedGenerator, VocoderCall, decoder_inputs
 from tts_container.engines.voices import VoiceTables
 from tts_container.engines.windowed_engine import WindowedEngine, choose_growth
-from tts_container.engines.windows import Pitch, Prosody
+from tts_container.engines.windows import STEP_SAMPLES, Pitch, Prosody
 from tts_container.g2p import MAX_SEGMENT_TOKENS, Phonemizer
 from tts_container.provisioning import ensure_weights
 from tts_container.weights import CachedWeights
@@ -46,6 +49,10 @@ REPO_ID = "hexgrad/Kokoro-82M"
 # The components kokoro-v1_0.pth holds, each an attribute of KModel.
 COMPONENTS = ("bert", "bert_encoder", "predictor", "text_encoder", "decoder")
 DATA_PARALLEL_PREFIX = "module."
+# Calls rendered in one forward pass of the generator at most, by default: on CUDA 32 (a pass of one
+# window leaves most of a GPU idle; benchmarks.gpu_capacity measures what batching gains there); on a
+# CPU one (a pass there costs about what its windows cost apart, and torch's threads use every core).
+DEFAULT_CUDA_BATCH = 32
 
 
 class CheckpointMismatch(RuntimeError):
@@ -61,6 +68,11 @@ def pick_device(device: str | None = None) -> torch.device:
     if device is not None:
         return torch.device(device)
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def default_max_batch(device: torch.device) -> int:
+    """How many calls one forward pass renders unless the operator says (``--max-batch``)."""
+    return DEFAULT_CUDA_BATCH if device.type == "cuda" else 1
 
 
 def load_kmodel(config_path: Path, model_path: Path, device: torch.device) -> KModel:
@@ -104,10 +116,13 @@ class TorchEngine(WindowedEngine):
     :meth:`prosody` runs ``KModel`` up to its generator on a whole segment, :meth:`vocode` runs the
     generator over a window of time steps with the sine source's phase carried in and its instance
     norms' statistics shared (:mod:`tts_container.engines.torch_vocoder`).
+
+    With ``max_batch`` above one the server runs that many calls at once (:attr:`lanes`), each its own
+    prosody, and the windows they vocode meanwhile share forward passes of the generator
+    (:mod:`tts_container.engines.micro_batch`): batching across listeners, the lever a GPU has.
     """
 
     name = "torch"
-    lanes = 1  # one GPU stream, or torch's own threads on a CPU
 
     def __init__(
         self,
@@ -116,14 +131,22 @@ class TorchEngine(WindowedEngine):
         *,
         phonemizer: Phonemizer | None = None,
         stats_dir: Path | None = None,
+        max_batch: int = 1,
     ) -> None:
+        if max_batch < 1:
+            raise ValueError(f"max_batch must be 1 or more, got {max_batch}")
         self._model = model
         self._vocab: Mapping[str, int] = model.vocab
         self._voice_tables = voice_tables
         self._phonemizer = phonemizer or Phonemizer()
-        self._generator = WindowedGenerator(model.decoder.generator)
+        self._generator = BatchedGenerator(model.decoder.generator)
         self._stats = VoiceNormStats(stats_dir, self._generator.norms)
         self.growth: float | None = None  # set by warm_up(): windows only on an engine slow enough
+        # Calls at once: one GPU stream or torch's own threads on a CPU, or a batch's worth.
+        self.lanes = max_batch
+        self._batcher = MicroBatcher[VocoderCall, tuple[Audio, NormStats]](
+            self._render_batch, size=lambda call: call.steps, max_batch=max_batch
+        )
 
     @classmethod
     def from_cache(
@@ -132,20 +155,24 @@ class TorchEngine(WindowedEngine):
         *,
         device: str | None = None,
         threads: int | None = None,
+        max_batch: int | None = None,
     ) -> TorchEngine:
         """Provision the torch part of the cache if needed (see :mod:`tts_container.weights`) and load it.
 
         ``threads`` sets torch's intra-op CPU threads; that setting is process-wide in torch, which is
-        fine because the server runs one engine per process.
+        fine because the server runs one engine per process. ``max_batch``: calls rendered in one
+        forward pass at most (default :func:`default_max_batch`; 1: no batching).
         """
         weights: CachedWeights = ensure_weights(cache_dir, part="torch")
         if threads:
             torch.set_num_threads(threads)
-        model = load_kmodel(weights.config, weights.torch_model, pick_device(device))
+        where = pick_device(device)
+        model = load_kmodel(weights.config, weights.torch_model, where)
         return cls(
             model,
             VoiceTables.load(weights.voices),
             stats_dir=weights.derived_dir("norm-stats", weights.torch_model),
+            max_batch=default_max_batch(where) if max_batch is None else max_batch,
         )
 
     @property
@@ -176,20 +203,49 @@ class TorchEngine(WindowedEngine):
         with torch.inference_mode():
             durations, features, pitch = decoder_inputs(self._model, tokens, style, speed)
         pitch_host = pitch.reshape(-1).to(device="cpu", dtype=torch.float32).numpy()
+        seed = noise_seed(phonemes, voice=voice, speed=speed, style_tokens=style_tokens or len(ids))
         return Prosody(
-            tuple(int(d) for d in durations.reshape(-1)), pitch_host, (features, pitch, style[:, :128])
+            tuple(int(d) for d in durations.reshape(-1)), pitch_host, (features, pitch, style[:, :128], seed)
         )
+
+    def segments(
+        self,
+        text: str,
+        *,
+        voice: str,
+        speed: float,
+        lang: str,
+        context: Context = NO_CONTEXT,
+    ) -> Iterator[Segment]:
+        """As :meth:`WindowedEngine.segments`; each piece's call counts as inside the engine, so a batch's
+        leader waits for it (briefly) while it runs its prosody."""
+        pieces = super().segments(text, voice=voice, speed=speed, lang=lang, context=context)
+        return self._batcher.counted(pieces)
 
     def vocode(
         self, prosody: Prosody, start: int, stop: int, *, phase: Pitch, stats: NormStats | None
     ) -> tuple[Audio, NormStats | None]:
-        """Audio of steps ``[start, stop)``; normalized with ``stats`` if given, else its own (returned)."""
-        features, pitch, style = prosody.features
+        """Audio of steps ``[start, stop)``; normalized with ``stats`` if given, else its own (returned).
+        Rendered in one forward pass with the windows other calls vocode meanwhile (up to ``lanes``)."""
+        features, pitch, style, seed = prosody.features
+        call = VocoderCall(
+            features[:, :, start:stop],
+            pitch[:, start:stop],
+            style,
+            np.asarray(phase, dtype=np.float32),
+            stats,
+            seed,
+            start * STEP_SAMPLES,
+        )
+        return self._batcher.submit(call)
+
+    def batch_counts(self) -> BatchCounts:
+        """The forward passes rendered so far and how many calls each held (``/stats``, ``/metrics``)."""
+        return self._batcher.counts()
+
+    def _render_batch(self, calls: Sequence[VocoderCall]) -> list[tuple[Audio, NormStats]]:
         with torch.inference_mode():
-            audio, used = self._generator(
-                features[:, :, start:stop], pitch[:, start:stop], style, phase=phase, stats=stats
-            )
-        return audio.reshape(-1).to(device="cpu", dtype=torch.float32).numpy(), used
+            return self._generator(calls)
 
     def warm_up(self, voice: str = DEFAULT_VOICE) -> None:
         """Run G2P and the model once (CUDA kernels, cuDNN autotuning), measure the generator's speed
@@ -197,3 +253,10 @@ class TorchEngine(WindowedEngine):
         for _ in self.segments("Ready.", voice=voice, speed=1.0, lang=DEFAULT_LANG):
             pass
         self.growth = choose_growth(self, self._phonemizer, self._stats, voice)
+
+
+def noise_seed(phonemes: str, *, voice: str, speed: float, style_tokens: int) -> int:
+    """The seed of a segment's source noise: a function of what the segment is (its phonemes, voice,
+    speed and style row), so the segment rendered again hears the same noise."""
+    key = f"{voice}\0{speed!r}\0{style_tokens}\0{phonemes}".encode()
+    return int.from_bytes(hashlib.blake2b(key, digest_size=4).digest(), "little") & 0x7FFFFFFF
