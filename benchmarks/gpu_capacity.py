@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentcore_app.local_stack import LaunchError, model_server
+from agentcore_app.local.stack import LaunchError, model_server
 from benchmarks.capacity import measure, print_table, server_stats, stall_free_capacity
 from benchmarks.machine import MachineAt, results_path, save_results
 

@@ -207,7 +207,7 @@ def test_calls_vocoding_at_once_share_passes_and_each_gets_its_own_audio(
 @contextlib.contextmanager
 def torch_server(cache: Path, *args: str) -> Iterator[str]:
     """``python -m tts_container --engine torch`` on ``cache``; yields its address once /ping says 200."""
-    from agentcore_app.local_stack import launch_model_server, stop_model_server, wait_until_ready
+    from agentcore_app.local.stack import launch_model_server, stop_model_server, wait_until_ready
 
     previous = os.environ.get("STRANDS_KOKORO_CACHE")
     os.environ["STRANDS_KOKORO_CACHE"] = str(cache)
