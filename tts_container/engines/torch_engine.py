@@ -8,7 +8,8 @@ the onnx one say the same sounds and cut segments at the same places, and voices
 cache's ``voices.npz``. What is left of the pipeline is one line (pick the style row, call the model).
 
 Expected cache files (see :mod:`tts_container.weights`; real ones come from the hub ``hexgrad/Kokoro-82M``
-or an ``s3://`` model cache, no registry here carries the fp32 checkpoint)::
+or an ``s3://`` model cache; where neither has the checkpoint, provisioning derives it from the int8 ONNX
+export, :mod:`tts_container.weights_conversion`)::
 
     config.json       vocab + hyper-parameters of Kokoro-82M
     kokoro-v1_0.pth   torch.save({"bert": ..., "bert_encoder": ..., "predictor": ..., "text_encoder": ...,
