@@ -13,7 +13,8 @@ Bounded to finish in under 8 minutes: one time budget for the whole run (``--bud
 420 s), split between the servers as each starts (its start-up included); no round starts or runs
 past its server's share, none runs longer than ``--round-cap-s``, and once a round is stopped the
 larger N are not measured (listed in the results). Results go to ``benchmarks/results/
-gpu_capacity.json`` (``noisy/`` beside it on a busy machine), and a copy to ``$OUT`` when it is set.
+gpu_capacity.json`` (``noisy/`` beside it on a busy machine), and a copy to ``$OUT`` when it is set
+(the servers' logs too; else to the temporary folder).
 
 On the GPU machine (the torch weights in the cache, or in ``$STRANDS_KOKORO_CACHE``), one command:
 
@@ -31,6 +32,8 @@ import argparse
 import asyncio
 import json
 import os
+import sys
+import tempfile
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -89,14 +92,17 @@ def modes(engine: str, max_batch: int) -> list[Mode]:
     return [Mode(f"batched (max batch {max_batch})", max_batch), Mode("unbatched (max batch 1)", 1)]
 
 
-def launched(engine: str, threads: int | None) -> ServerFactory:
-    """The real model server (``python -m tts_container``) for each mode."""
+def launched(engine: str, threads: int | None, logs: Path) -> ServerFactory:
+    """The real model server (``python -m tts_container``) for each mode, its log in ``logs`` (512
+    listeners' access lines would bury the tables)."""
 
     @asynccontextmanager
     async def start(mode: Mode, ready_timeout_s: float) -> AsyncIterator[tuple[str, str]]:
         extra = () if mode.max_batch is None else ("--max-batch", str(mode.max_batch))
+        log = logs / f"gpu_capacity-server-{mode.max_batch or engine}.log"
+        print(f"{mode.label}: starting the server (its log: {log})", file=sys.stderr, flush=True)
         async with model_server(
-            None, *extra, engine=engine, threads=threads, ready_timeout_s=ready_timeout_s
+            log, *extra, engine=engine, threads=threads, ready_timeout_s=ready_timeout_s
         ) as server:
             yield server.ws_url, server.http_url
 
@@ -206,7 +212,8 @@ def main(argv: list[str] | None = None, start_server: ServerFactory | None = Non
     max_batch = args.max_batch or (CUDA_BATCH if device != "cpu" else CPU_BATCH)
     out = results_path(args.results)
     started = MachineAt.now()
-    factory = start_server or launched(args.engine, args.threads)
+    logs = Path(os.environ.get("OUT") or tempfile.gettempdir())
+    factory = start_server or launched(args.engine, args.threads, logs)
     entries = asyncio.run(
         run_modes(
             modes(args.engine, max_batch),

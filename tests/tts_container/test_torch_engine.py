@@ -260,6 +260,35 @@ def test_checkpoint_that_leaves_weights_unset_is_refused(tmp_path: Path) -> None
     assert "bert_encoder: 1 unexpected weights (e.g. bias_renamed)" in message
 
 
+def test_a_checkpoint_without_the_instance_norms_scale_and_shift_loads_like_the_hub_s(tmp_path: Path) -> None:
+    """The hub's file has no AdaIN ``InstanceNorm1d`` affine weights (kokoro declares them only for an
+    exporter): the loader accepts that, and they stay at 1 and 0, where anything else missing is refused."""
+    import torch
+
+    from tests.tts_container.random_kokoro_checkpoint import random_kmodel, save_like_the_hub
+    from tts_container.engines.torch_engine import load_kmodel
+
+    config = tmp_path / CONFIG_FILE
+    config.write_text(json.dumps(KOKORO_82M_CONFIG, ensure_ascii=False), encoding="utf-8")
+    full = tmp_path / "full.pth"
+    save_like_the_hub(random_kmodel(config, tmp_path / "empty.pth"), full)
+    checkpoint = torch.load(full, map_location="cpu", weights_only=True)
+    dropped = 0
+    for component in checkpoint.values():
+        for key in [k for k in component if ".norm.weight" in k or ".norm.bias" in k]:
+            del component[key]
+            dropped += 1
+    assert dropped == 140  # 70 AdaIN norms in the predictor and the decoder
+    like_the_hub = tmp_path / TORCH_FILE
+    torch.save(checkpoint, like_the_hub)
+
+    model = load_kmodel(config, like_the_hub, torch.device("cpu"))
+    norm = model.decoder.generator.resblocks[0].adain1[0].norm
+    assert isinstance(norm, torch.nn.InstanceNorm1d)
+    assert torch.equal(norm.weight, torch.ones_like(norm.weight))
+    assert torch.equal(norm.bias, torch.zeros_like(norm.bias))
+
+
 # The model server with outbound connections refused (and recorded) from its first line: importing kokoro
 # (misaki, spaCy, transformers, huggingface_hub), loading the weights, the warm-up and every synthesis
 # happen under the guard. Binding and accepting need no connect(), so the server itself still works.

@@ -8,7 +8,8 @@ the onnx one say the same sounds and cut segments at the same places, and voices
 cache's ``voices.npz``. What is left of the pipeline is one line (pick the style row, call the model).
 
 Expected cache files (see :mod:`tts_container.weights`; real ones come from the hub ``hexgrad/Kokoro-82M``
-or an ``s3://`` model cache, no registry here carries the fp32 checkpoint)::
+or an ``s3://`` model cache; where neither has the checkpoint, provisioning derives it from the int8 ONNX
+export, :mod:`tts_container.weights_conversion`)::
 
     config.json       vocab + hyper-parameters of Kokoro-82M
     kokoro-v1_0.pth   torch.save({"bert": ..., "bert_encoder": ..., "predictor": ..., "text_encoder": ...,
@@ -90,23 +91,38 @@ def load_kmodel(config_path: Path, model_path: Path, device: torch.device) -> KM
 def check_checkpoint_complete(model: torch.nn.Module, model_path: Path) -> None:
     """Raise :class:`CheckpointMismatch` unless the checkpoint's keys are exactly the model's.
 
+    Except AdaIN's ``InstanceNorm1d`` scale and shift, which the checkpoint may leave out: kokoro declares
+    them (``affine=True``) only to work around an old ONNX exporter's bug, the model was trained without
+    them, and the hub's file carries none, so they keep their initial 1 and 0 (no-ops).
+
     Shapes need no check here: ``load_state_dict`` raises on a shape mismatch even when not strict.
     The second read of the file costs about a second at start-up, once.
     """
     checkpoint = torch.load(model_path, map_location="cpu", weights_only=True)
     problems = []
     for component in COMPONENTS:
-        expected = set(getattr(model, component).state_dict())
+        module = getattr(model, component)
+        expected = set(module.state_dict())
         if component not in checkpoint:
             problems.append(f"{component}: absent")
             continue
         present = {key.removeprefix(DATA_PARALLEL_PREFIX) for key in checkpoint[component]}
-        if missing := sorted(expected - present):
+        if missing := sorted(expected - present - _instance_norm_affine(module)):
             problems.append(f"{component}: {len(missing)} weights missing (e.g. {missing[0]})")
         if unexpected := sorted(present - expected):
             problems.append(f"{component}: {len(unexpected)} unexpected weights (e.g. {unexpected[0]})")
     if problems:
         raise CheckpointMismatch(f"{model_path} does not match its config: {'; '.join(problems)}")
+
+
+def _instance_norm_affine(module: torch.nn.Module) -> set[str]:
+    """The state-dict names of every ``InstanceNorm1d``'s scale and shift inside ``module``."""
+    return {
+        f"{name}.{parameter}"
+        for name, child in module.named_modules()
+        if isinstance(child, torch.nn.InstanceNorm1d)
+        for parameter in ("weight", "bias")
+    }
 
 
 class TorchEngine(WindowedEngine):
