@@ -76,7 +76,7 @@ async def test_the_real_model_server_refuses_a_browser_websocket(model_server: R
 async def test_allow_origin_on_the_command_line_reaches_the_server(monkeypatch: pytest.MonkeyPatch) -> None:
     """``python -m tts_container --allow-origin ...``: main() builds the app the options describe."""
     served: dict[str, Any] = {}
-    monkeypatch.setattr(model_server_main, "_load", lambda engine, threads: IdEngine())
+    monkeypatch.setattr(model_server_main, "_load", lambda engine, threads, max_batch=None: IdEngine())
     monkeypatch.setattr(model_server_main.uvicorn, "run", lambda app, **options: served.update(app=app))
     model_server_main.main(["--allow-origin", "https://a.example", "--allow-origin", "https://b.example/"])
     async with running_app(served["app"]) as address:
