@@ -7,7 +7,9 @@ one call, the way an engine too fast for windows renders), and as one call at a 
 as two calls side by side on one core each (the inference pool's lanes). The rounds alternate, so a
 noisy neighbour weighs on every arrangement alike. Per arrangement: audio seconds per wall second,
 each round. An engine that renders whole segments on this machine (the torch engine on a GPU) and has
-one lane is measured the one way it runs.
+one lane is measured the one way it runs. The onnx engine is measured with each vocoder variant it loaded
+(the export's dynamic int8 and the derived static int8: ``tts_container.engines.static_int8``); each
+variant's windows use its own voice statistics.
 
     uv run --all-extras python -m benchmarks.engine_ceiling
     uv run --all-extras python -m benchmarks.engine_ceiling --rounds 5 --engine torch
@@ -26,6 +28,7 @@ from benchmarks.machine import MachineAt, results_path, save_results
 from strands_kokoro.protocol import DEFAULT_LANG, DEFAULT_VOICE
 from tts_container.engines.base import NATIVE_SAMPLE_RATE, Segment, call_lanes
 from tts_container.engines.loader import ENGINE_NAMES, load_engine
+from tts_container.engines.onnx_engine import OnnxEngine
 from tts_container.engines.windowed_engine import WindowedEngine
 
 RESULTS = Path(__file__).parent / "results" / "engine_ceiling.json"
@@ -66,14 +69,22 @@ def main(argv: list[str] | None = None) -> None:
     if not isinstance(engine, WindowedEngine):
         raise SystemExit(f"{type(engine).__name__} is not an engine this benchmark knows")
     ways = [("windows", engine.growth)] if engine.growth is not None else []
+    variants: tuple[str | None, ...] = tuple(getattr(engine, "variants", ())) or (None,)
     arrangements = [
-        (f"{how}, {lanes} call(s) at once", growth, lanes)
+        (f"{variant + ', ' if variant else ''}{how}, {lanes} call(s) at once", variant, growth, lanes)
+        for variant in variants
         for how, growth in (*ways, ("whole", None))
         for lanes in sorted({1, engine.lanes})
     ]
-    rates: dict[str, list[float]] = {name: [] for name, _, _ in arrangements}
+    rates: dict[str, list[float]] = {name: [] for name, _, _, _ in arrangements}
     for _ in range(args.rounds):
-        for name, growth, lanes in arrangements:
+        for name, variant, growth, lanes in arrangements:
+            if variant is not None and isinstance(engine, OnnxEngine) and variant != engine.variant:
+                engine.use_variant(variant)
+                if (calibration := engine.calibration(DEFAULT_VOICE)) is not None:
+                    for step in calibration.steps:  # this variant's own voice statistics, once
+                        step()
+                    calibration.finish()
             engine.growth = growth
             rates[name].append(round(audio_per_wall_s(engine, lanes), 3))
             print(f"{name}: {rates[name][-1]} audio s per wall s", flush=True)

@@ -165,7 +165,8 @@ class Endpoints:
         if state.synthesizer is None:
             status = "failed" if state.load_failed else "loading"
             return JSONResponse({"status": status}, status_code=503)
-        return JSONResponse({"status": "ok", "engine": state.synthesizer.engine.name})
+        engine = state.synthesizer.engine
+        return JSONResponse({"status": "ok", "engine": engine.name, "variant": engine.variant})
 
     async def stats(self, _: Request) -> Response:
         """Debug counters: tests use them to see that a disconnect leaks no task or engine work."""
@@ -226,6 +227,8 @@ def _stats(state: ServerState) -> dict[str, object]:
     calibrator = state.synthesizer.calibrator if state.synthesizer else None
     return {
         "ready": state.synthesizer is not None,
+        "engine": state.synthesizer.engine.name if state.synthesizer else None,
+        "engine_variant": state.synthesizer.engine.variant if state.synthesizer else None,
         "sessions_active": counters.active,
         "sessions_opened": counters.opened,
         "requests_completed": counters.requests_completed,

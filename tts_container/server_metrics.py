@@ -92,6 +92,14 @@ class _StateCollector(Collector):
         requests.add_metric(["completed"], counters.requests_completed)
         requests.add_metric(["cancelled"], counters.requests_cancelled)
         yield requests
+        if isinstance(name := getattr(self.engine, "name", None), str):
+            info = GaugeMetricFamily(
+                "kokoro_engine_info",
+                "The engine serving and how its model runs",
+                labels=["engine", "variant"],
+            )
+            info.add_metric([name, str(getattr(self.engine, "variant", ""))], 1)
+            yield info
         if (counts := batch_counts(self.engine)) is not None:
             yield _batch_histogram(counts)
         if (admission := self.admission) is None:

@@ -6,7 +6,8 @@
     kokoro-weights path [--cache-dir D]
 
 Exit status 0 on success; 1 with the list of every source tried when none could provide the weights.
-``--part torch`` derives the checkpoint from the onnx part when no source has it, unless ``--no-derive``.
+``--part torch`` derives the checkpoint from the onnx part when no source has it, and ``--part onnx`` the
+static int8 vocoder from the export, unless ``--no-derive``.
 ``verify`` checks the pins too: it answers "is this the pinned Kokoro-82M", not only "is it intact".
 The ``kokoro-weights`` console script points here (``python -m tts_container.weights_cli`` is the same).
 """
@@ -72,7 +73,7 @@ def _parser() -> argparse.ArgumentParser:
     fetch.add_argument(
         "--no-derive",
         action="store_true",
-        help="torch part: the real checkpoint only, never derived from the int8 export",
+        help="the weights as the sources have them: no torch checkpoint or static int8 vocoder derived",
     )
     for command in (fetch, commands.add_parser("verify", help="re-hash every cached file")):
         command.add_argument(
@@ -107,7 +108,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             read_manifest(weights.root).get(TORCH_FILE if part == "torch" else ONNX_FILE, {}).get("source")
         )
         print(f"{part}: {weights.root} ready in {time.perf_counter() - started:.1f} s (from {source})")
+        if part == "onnx" and not args.no_derive:
+            _derive_static_vocoder(cache_dir)
     return 0
+
+
+def _derive_static_vocoder(cache_dir: Path) -> None:
+    """Have the onnx engine's static-int8 vocoder in the cache, so a server's first start skips its
+    derivation (:mod:`tts_container.engines.static_int8`); loading the engine derives what is missing."""
+    from tts_container.engines.onnx_engine import OnnxEngine
+
+    started = time.perf_counter()
+    OnnxEngine.from_cache(cache_dir)
+    print(f"onnx: static int8 vocoder ready in {time.perf_counter() - started:.1f} s")
 
 
 if __name__ == "__main__":

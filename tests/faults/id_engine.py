@@ -57,6 +57,7 @@ class IdEngine:
     fail_on_segment: int | None = None
     name: str = "ids"
     lanes: int = 1
+    variant = "test double"
     segments_made: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
 

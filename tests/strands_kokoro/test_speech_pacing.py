@@ -46,6 +46,7 @@ class PacedEngineDouble:
     rtf: float
     name: str = "paced"
     lanes: int = 1
+    variant = "test double"
     texts: list[str] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 

@@ -30,6 +30,7 @@ class ToneEngine:
     delay_s: float = 0.0
     name: str = "tone"
     lanes: int = 1
+    variant = "test double"
     calls: list[tuple[str, float]] = field(default_factory=list)  # (segment text, time it started)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 

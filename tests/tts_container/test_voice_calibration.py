@@ -39,6 +39,7 @@ class CalibrationDoubleEngine:
 
     name = "double"
     lanes = 1
+    variant = "test double"
 
     def __init__(self, needs: set[str], failing: frozenset[str] = frozenset()) -> None:
         self.needs = needs

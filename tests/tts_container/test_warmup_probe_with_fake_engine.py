@@ -56,6 +56,7 @@ class TwoLaneEngineDouble(ToneEngine):
     """A test double: ToneEngine with two lanes (as onnxruntime on a CPU), noting each sentence's lanes."""
 
     lanes: int = 2
+    variant = "test double"
     delay_s: float = 0.05
     shared: list[tuple[str, int]] | None = None
 

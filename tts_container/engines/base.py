@@ -78,6 +78,9 @@ class Engine(Protocol):
     """A loaded Kokoro model shared by every session of the server."""
 
     name: str
+    # How the model runs, for operators (``/ping``, ``/stats``, ``/metrics``): the onnx engine's vocoder
+    # variant (``dynamic`` or ``static`` int8, chosen at warm-up), the torch engine's precision.
+    variant: str
     # How many calls the engine renders at once at its best throughput: 2 where its runtime gains more
     # from two calls on half the cores each than from one on all of them (onnxruntime on a CPU); the
     # batch size of an engine that renders several listeners' windows in one forward pass (the torch

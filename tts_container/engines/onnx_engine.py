@@ -16,7 +16,8 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Container, Mapping
+import time
+from collections.abc import Container, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,7 +26,7 @@ import onnxruntime as ort
 
 from strands_kokoro.protocol import DEFAULT_LANG, DEFAULT_VOICE
 from tts_container.engines.base import Audio, call_lanes
-from tts_container.engines.norm_stats import NormStats, VoiceNormStats
+from tts_container.engines.norm_stats import NormStats, VoiceNormStats, calibration_for
 from tts_container.engines.onnx_graphs import (
     AUDIO,
     DURATIONS_OUTPUT,
@@ -33,23 +34,31 @@ from tts_container.engines.onnx_graphs import (
     PHASE_OFFSET,
     PITCH,
     USE_STATS,
-    OnnxGraphs,
     UnexpectedGraph,
     edited_model,
     norm_mean,
     norm_var,
     split_export,
 )
+from tts_container.engines.static_int8 import static_vocoder
 from tts_container.engines.voices import VoiceTables
-from tts_container.engines.windowed_engine import WindowedEngine, choose_growth
-from tts_container.engines.windows import STEP_SAMPLES, Pitch, Prosody
+from tts_container.engines.windowed_engine import SPEED_PROBE_TEXT, WindowedEngine, choose_growth
+from tts_container.engines.windows import HARMONICS, STEP_SAMPLES, Pitch, Prosody
 from tts_container.g2p import MAX_SEGMENT_TOKENS, Phonemizer
 from tts_container.provisioning import ensure_weights
+from tts_container.utterance import plan_utterance
 from tts_container.weights import CachedWeights
 
 logger = logging.getLogger(__name__)
 
 _PROVIDERS = ["CPUExecutionProvider"]
+# The vocoder variants: the export's own dynamic int8, and the static int8 derived from it
+# (:mod:`tts_container.engines.static_int8`). ``auto`` times both at warm-up and keeps the faster.
+VARIANT_ENV = "STRANDS_KOKORO_VOCODER"
+AUTO, DYNAMIC, STATIC = "auto", "dynamic", "static"
+# Voices whose calibration sentences calibrate the static vocoder's activations: a low and a high voice.
+CALIBRATION_VOICES = ("af_heart", "am_michael")
+CALIBRATION_SEGMENTS = 6  # of each voice's calibration text
 _NO_STATS = np.zeros((1, 1, 1), dtype=np.float32)  # unused when use_stats is false; broadcasts
 
 
@@ -109,11 +118,13 @@ class OnnxEngine(WindowedEngine):
             self._whole = None
             # Sessions per share of the cores: all of them for a call alone, half for each of two calls
             # side by side (intra-op threads are a session's, fixed when it is made).
-            cores = options.intra_op_num_threads
-            self.lanes = 2 if cores >= 2 else 1
-            self._halves = {lanes: _Halves.load(graphs, cores // lanes) for lanes in range(1, self.lanes + 1)}
-            inputs = self._halves[1].prosody.get_inputs()
+            self._cores = options.intra_op_num_threads
+            self.lanes = 2 if self._cores >= 2 else 1
+            self._graphs = graphs
+            self._variants = {DYNAMIC: self._load_variant(graphs.vocoder)}
+            inputs = self._variants[DYNAMIC][1].prosody.get_inputs()
             self._norms = graphs.norms
+        self.variant = DYNAMIC
         dtypes = {i.name: _numpy_dtype(i.type) for i in inputs}
         self._tokens_input = "input_ids" if "input_ids" in dtypes else "tokens"
         self._tokens_dtype = dtypes[self._tokens_input]
@@ -121,6 +132,7 @@ class OnnxEngine(WindowedEngine):
         self._vocab = dict(vocab)
         self._voice_tables = voice_tables
         self._phonemizer = phonemizer or Phonemizer()
+        self._stats_dir = stats_dir
         self._stats = VoiceNormStats(stats_dir, self._norms)
         self._stat_names = [name for i in range(self._norms) for name in (norm_mean(i), norm_var(i))]
         self.growth: float | None = None  # set by warm_up(): windows only on an engine slow enough
@@ -129,13 +141,44 @@ class OnnxEngine(WindowedEngine):
     def from_cache(cls, cache_dir: Path | str | None = None, *, threads: int | None = None) -> OnnxEngine:
         """Provision the weights if needed (see :mod:`tts_container.weights`) and load them."""
         weights: CachedWeights = ensure_weights(cache_dir, part="onnx")
-        return cls(
+        engine = cls(
             weights.onnx_model,
             load_vocab(weights.config),
             VoiceTables.load(weights.voices),
             threads=threads,
             stats_dir=weights.derived_dir("norm-stats", weights.onnx_model),
         )
+        if engine._whole is None and requested_variant() != DYNAMIC:
+            engine.add_static_variant(weights.derived_dir("onnx-static-int8", weights.onnx_model))
+        return engine
+
+    def add_static_variant(self, cache_dir: Path | None) -> None:
+        """Load the static-int8 vocoder (:mod:`~tts_container.engines.static_int8`), derived from this
+        export's vocoder and calibrated on this engine's own prosody when ``cache_dir`` has none yet."""
+        vocoder = static_vocoder(self._graphs.vocoder, cache_dir, self._calibration_feeds)
+        self._variants[STATIC] = self._load_variant(vocoder)
+
+    def _load_variant(self, vocoder: bytes) -> dict[int, _Halves]:
+        """Sessions per share of the cores: all of them for a call alone, half for each of two calls side
+        by side (intra-op threads are a session's, fixed when it is made); the prosody half is shared."""
+        made = {}
+        for lanes in range(1, self.lanes + 1):
+            options = session_options(self._cores // lanes)
+            existing = getattr(self, "_variants", {}).get(DYNAMIC, {}).get(lanes)
+            prosody = existing.prosody if existing else _session(self._graphs.prosody, options)
+            made[lanes] = _Halves(prosody, _session(vocoder, options))
+        return made
+
+    def _calibration_feeds(self) -> Iterator[dict[str, object]]:
+        """The vocoder's inputs for the calibration sentences, whole segments with their own statistics."""
+        zero = np.zeros(HARMONICS, dtype=np.float32)
+        for voice in CALIBRATION_VOICES:
+            text, lang = calibration_for(voice)
+            for segment in plan_utterance(self._phonemizer, text, voice=voice, lang=lang)[
+                :CALIBRATION_SEGMENTS
+            ]:
+                prosody = self.prosody(segment.phonemes.text, voice=voice, speed=1.0)
+                yield self._vocoder_feeds(prosody, 0, prosody.steps, phase=zero, stats=None)
 
     @property
     def vocab(self) -> Container[str]:
@@ -169,6 +212,15 @@ class OnnxEngine(WindowedEngine):
         """Audio of steps ``[start, stop)``; normalized with ``stats`` if given, else its own (returned)."""
         if self._whole is not None:
             return prosody.features[start * STEP_SAMPLES : stop * STEP_SAMPLES], None
+        inputs = self._vocoder_feeds(prosody, start, stop, phase=phase, stats=stats)
+        outputs = [AUDIO, *(f"{n}_out" for n in self._stat_names)]
+        audio, *measured = self._halves_now().vocoder.run(outputs, inputs)
+        own = NormStats(tuple(measured[0::2]), tuple(measured[1::2]), stop - start)
+        return np.asarray(audio, dtype=np.float32).reshape(-1), stats or own
+
+    def _vocoder_feeds(
+        self, prosody: Prosody, start: int, stop: int, *, phase: Pitch, stats: NormStats | None
+    ) -> dict[str, object]:
         features, pitch, style = prosody.features
         inputs: dict[str, object] = {
             FEATURES: features[:, :, start:stop],
@@ -180,14 +232,46 @@ class OnnxEngine(WindowedEngine):
         for index in range(self._norms):
             inputs[norm_mean(index)] = stats.means[index] if stats else _NO_STATS
             inputs[norm_var(index)] = stats.variances[index] if stats else _NO_STATS
-        outputs = [AUDIO, *(f"{n}_out" for n in self._stat_names)]
-        audio, *measured = self._halves_now().vocoder.run(outputs, inputs)
-        own = NormStats(tuple(measured[0::2]), tuple(measured[1::2]), stop - start)
-        return np.asarray(audio, dtype=np.float32).reshape(-1), stats or own
+        return inputs
 
     def _halves_now(self) -> _Halves:
         """The sessions for this call's share of the cores (the pool says how many calls share them)."""
-        return self._halves.get(call_lanes.get(), self._halves[1])
+        halves = self._variants[self.variant]
+        return halves.get(call_lanes.get(), halves[1])
+
+    @property
+    def variants(self) -> tuple[str, ...]:
+        """The vocoder variants loaded (:data:`DYNAMIC`, and :data:`STATIC` unless the operator said not)."""
+        return tuple(self._variants) if self._whole is None else ()
+
+    def choose_variant(self, voice: str = DEFAULT_VOICE) -> str:
+        """Make the variant that renders the speed probe fastest (two rounds, alternating, each variant's
+        best) the one every call uses, unless the operator named one (:data:`VARIANT_ENV`)."""
+        wanted = requested_variant()
+        if wanted in self._variants:
+            self.use_variant(wanted)
+            return wanted
+        (probe,) = plan_utterance(self._phonemizer, SPEED_PROBE_TEXT, voice=voice, lang=DEFAULT_LANG)
+        prosody = self.prosody(probe.phonemes.text, voice=voice, speed=1.0)
+        zero = np.zeros(HARMONICS, dtype=np.float32)
+        best: dict[str, float] = {}
+        for _ in range(2):
+            for variant in self._variants:
+                self.variant = variant
+                started = time.perf_counter()
+                self.vocode(prosody, 0, prosody.steps, phase=zero, stats=None)
+                took = time.perf_counter() - started
+                best[variant] = min(took, best.get(variant, took))
+        self.use_variant(min(best, key=best.__getitem__))
+        logger.info("vocoder variants timed %s: rendering with %s", best, self.variant)
+        return self.variant
+
+    def use_variant(self, variant: str) -> None:
+        """Render every call with ``variant``; its windows are normalized with statistics fitted on its
+        own activations (a folder per variant beside the export's)."""
+        self.variant = variant
+        folder = self._stats_dir / variant if self._stats_dir is not None and variant != DYNAMIC else None
+        self._stats = VoiceNormStats(folder or self._stats_dir, self._norms)
 
     def warm_up(self, voice: str = DEFAULT_VOICE) -> None:
         """Pay the one-off costs now (G2P models, graph optimisation), measure the vocoder's speed, and,
@@ -195,6 +279,7 @@ class OnnxEngine(WindowedEngine):
         for _ in self.segments("Ready.", voice=voice, speed=1.0, lang=DEFAULT_LANG):
             pass
         if self._whole is None:
+            self.choose_variant(voice)
             self.growth = choose_growth(self, self._phonemizer, self._stats, voice)
 
 
@@ -205,13 +290,17 @@ class _Halves:
     prosody: ort.InferenceSession
     vocoder: ort.InferenceSession
 
-    @classmethod
-    def load(cls, graphs: OnnxGraphs, threads: int) -> _Halves:
-        options = session_options(threads)
-        return cls(
-            ort.InferenceSession(graphs.prosody, sess_options=options, providers=_PROVIDERS),
-            ort.InferenceSession(graphs.vocoder, sess_options=options, providers=_PROVIDERS),
-        )
+
+def _session(model: bytes, options: ort.SessionOptions) -> ort.InferenceSession:
+    return ort.InferenceSession(model, sess_options=options, providers=_PROVIDERS)
+
+
+def requested_variant() -> str:
+    """The vocoder variant the operator asked for in :data:`VARIANT_ENV` (``auto`` when unset)."""
+    wanted = os.environ.get(VARIANT_ENV, AUTO).strip().lower() or AUTO
+    if wanted not in (AUTO, DYNAMIC, STATIC):
+        raise ValueError(f"{VARIANT_ENV}={wanted!r}: choose one of {AUTO}, {DYNAMIC}, {STATIC}")
+    return wanted
 
 
 def _frames(durations: object) -> tuple[int, ...]:

@@ -139,6 +139,7 @@ class TorchEngine(WindowedEngine):
     """
 
     name = "torch"
+    variant = "float32"
 
     def __init__(
         self,
