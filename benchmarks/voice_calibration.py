@@ -50,11 +50,13 @@ def cache_knowing_only_af_heart(root: Path) -> Path:
     """A weight cache of the real files (linked, not copied) whose statistics are af_heart's alone (the
     real cache must hold the weights and af_heart's fit: any model server started once has made them)."""
     real = default_cache_dir()
-    for name in (MANIFEST_FILE, "config.json", "kokoro-v1.0.int8.onnx", "voices.npz"):
-        (root / name).symlink_to(real / name)
-    for saved in (real / "norm-stats").glob("*/af_heart.npz"):
-        (root / "norm-stats" / saved.parent.name).mkdir(parents=True)
-        shutil.copy(saved, root / "norm-stats" / saved.parent.name / saved.name)
+    for name in (MANIFEST_FILE, "config.json", "kokoro-v1.0.int8.onnx", "voices.npz", "onnx-static-int8"):
+        if (real / name).exists():
+            (root / name).symlink_to(real / name)
+    for saved in (real / "norm-stats").rglob("af_heart.npz"):  # each vocoder variant's fit
+        kept = root / saved.relative_to(real)
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(saved, kept)
     return root
 
 
