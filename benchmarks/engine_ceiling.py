@@ -26,8 +26,8 @@ from pathlib import Path
 from benchmarks.capacity import ANSWERS
 from benchmarks.machine import MachineAt, results_path, save_results
 from strands_kokoro.protocol import DEFAULT_LANG, DEFAULT_VOICE
-from tts_container.engines.base import NATIVE_SAMPLE_RATE, Segment, call_lanes
-from tts_container.engines.loader import ENGINE_NAMES, load_engine
+from tts_container.engines.base import NATIVE_SAMPLE_RATE, Engine, Segment, call_lanes
+from tts_container.engines.loader import ENGINE_NAMES, load_engine, resolve_engine_name
 from tts_container.engines.onnx_engine import OnnxEngine
 from tts_container.engines.windowed_engine import WindowedEngine
 
@@ -65,7 +65,12 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     out = results_path(RESULTS)
     started = MachineAt.now()
-    engine = load_engine(args.engine, threads=args.threads)
+    if resolve_engine_name(args.engine) == "onnx":  # every vocoder variant kept, to measure each
+        onnx_engine = OnnxEngine.from_cache(threads=args.threads)
+        onnx_engine.warm_up(keep_variants=True)
+        engine: Engine = onnx_engine
+    else:
+        engine = load_engine(args.engine, threads=args.threads)
     if not isinstance(engine, WindowedEngine):
         raise SystemExit(f"{type(engine).__name__} is not an engine this benchmark knows")
     ways = [("windows", engine.growth)] if engine.growth is not None else []

@@ -16,7 +16,7 @@ from tts_container.engines.onnx_engine import OnnxEngine
 @cache
 def shared_onnx_engine() -> OnnxEngine:
     engine = OnnxEngine.from_cache(threads=2)
-    engine.warm_up()
+    engine.warm_up(keep_variants=True)  # the static-int8 tests compare both vocoders
     return engine
 
 

@@ -56,8 +56,18 @@ def engine() -> OnnxEngine:
 
 @pytest.mark.slow
 def test_the_engine_loads_both_variants_and_renders_with_one(engine: OnnxEngine) -> None:
-    assert set(engine.variants) == {DYNAMIC, STATIC}
+    assert set(engine.variants) == {DYNAMIC, STATIC}  # kept for these tests (``keep_variants``)
     assert engine.variant in engine.variants
+
+
+@pytest.mark.slow
+def test_a_server_s_engine_keeps_only_the_variant_it_chose(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(VARIANT_ENV, STATIC)
+    engine = OnnxEngine.from_cache(threads=2)
+    assert set(engine.variants) == {DYNAMIC, STATIC}
+    assert engine.choose_variant() == STATIC
+    assert engine.variants == (STATIC,)
+    assert engine.prosody("hˈɛlO", voice="af_heart", speed=1.0).steps > 0  # the shared prosody half stays
 
 
 @pytest.mark.slow

@@ -244,13 +244,14 @@ class OnnxEngine(WindowedEngine):
         """The vocoder variants loaded (:data:`DYNAMIC`, and :data:`STATIC` unless the operator said not)."""
         return tuple(self._variants) if self._whole is None else ()
 
-    def choose_variant(self, voice: str = DEFAULT_VOICE) -> str:
+    def choose_variant(self, voice: str = DEFAULT_VOICE, *, keep_variants: bool = False) -> str:
         """Make the variant that renders the speed probe fastest (two rounds, alternating, each variant's
-        best) the one every call uses, unless the operator named one (:data:`VARIANT_ENV`)."""
+        best) the one every call uses, unless the operator named one (:data:`VARIANT_ENV`); the others'
+        sessions are closed (their memory freed) unless ``keep_variants`` (a benchmark measuring each)."""
         wanted = requested_variant()
         if wanted in self._variants:
             self.use_variant(wanted)
-            return wanted
+            return self._keep_only(wanted, keep_variants)
         (probe,) = plan_utterance(self._phonemizer, SPEED_PROBE_TEXT, voice=voice, lang=DEFAULT_LANG)
         prosody = self.prosody(probe.phonemes.text, voice=voice, speed=1.0)
         zero = np.zeros(HARMONICS, dtype=np.float32)
@@ -264,7 +265,12 @@ class OnnxEngine(WindowedEngine):
                 best[variant] = min(took, best.get(variant, took))
         self.use_variant(min(best, key=best.__getitem__))
         logger.info("vocoder variants timed %s: rendering with %s", best, self.variant)
-        return self.variant
+        return self._keep_only(self.variant, keep_variants)
+
+    def _keep_only(self, variant: str, keep_variants: bool) -> str:
+        if not keep_variants:  # the prosody session is shared: the chosen variant's halves hold it
+            self._variants = {variant: self._variants[variant]}
+        return variant
 
     def use_variant(self, variant: str) -> None:
         """Render every call with ``variant``; its windows are normalized with statistics fitted on its
@@ -273,13 +279,13 @@ class OnnxEngine(WindowedEngine):
         folder = self._stats_dir / variant if self._stats_dir is not None and variant != DYNAMIC else None
         self._stats = VoiceNormStats(folder or self._stats_dir, self._norms)
 
-    def warm_up(self, voice: str = DEFAULT_VOICE) -> None:
+    def warm_up(self, voice: str = DEFAULT_VOICE, *, keep_variants: bool = False) -> None:
         """Pay the one-off costs now (G2P models, graph optimisation), measure the vocoder's speed, and,
         when it is slow enough to render in windows, have ``voice``'s vocoder statistics ready."""
         for _ in self.segments("Ready.", voice=voice, speed=1.0, lang=DEFAULT_LANG):
             pass
         if self._whole is None:
-            self.choose_variant(voice)
+            self.choose_variant(voice, keep_variants=keep_variants)
             self.growth = choose_growth(self, self._phonemizer, self._stats, voice)
 
 
