@@ -2,9 +2,9 @@
 
 Why whole sentences (architecture §5): Kokoro speaks each request as a complete utterance, so a piece of a
 sentence spoken as a request of its own ends like a sentence: a pause and a stretched last word at every
-cut (docs/benchmarks.md, "Joins", has the figures). The model server streams a sentence's audio window by window
-(``tts_container.engines.windows``): its first audio comes after the sentence's prosody and one small
-window, whatever its length. So the natural unit is the sentence, and cutting buys latency only while a
+cut (docs/benchmarks.md, "Joins", has the figures). The model server streams a sentence's audio window
+by window (``tts_container.engines.windows``): its first audio comes after the sentence's prosody and one
+small window, whatever its length. So the natural unit is the sentence, and cutting buys latency only while a
 sentence is still being written, or from a server whose first audio grows with the text (one that does
 not stream; measured, or assumed when it does not say).
 
