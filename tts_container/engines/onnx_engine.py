@@ -121,8 +121,12 @@ class OnnxEngine(WindowedEngine):
             self._cores = options.intra_op_num_threads
             self.lanes = 2 if self._cores >= 2 else 1
             self._graphs = graphs
+            self._prosody = {
+                lanes: _session(graphs.prosody, session_options(self._cores // lanes))
+                for lanes in range(1, self.lanes + 1)
+            }
             self._variants = {DYNAMIC: self._load_variant(graphs.vocoder)}
-            inputs = self._variants[DYNAMIC][1].prosody.get_inputs()
+            inputs = self._prosody[1].get_inputs()
             self._norms = graphs.norms
         self.variant = DYNAMIC
         dtypes = {i.name: _numpy_dtype(i.type) for i in inputs}
@@ -160,14 +164,12 @@ class OnnxEngine(WindowedEngine):
 
     def _load_variant(self, vocoder: bytes) -> dict[int, _Halves]:
         """Sessions per share of the cores: all of them for a call alone, half for each of two calls side
-        by side (intra-op threads are a session's, fixed when it is made); the prosody half is shared."""
-        made = {}
-        for lanes in range(1, self.lanes + 1):
-            options = session_options(self._cores // lanes)
-            existing = getattr(self, "_variants", {}).get(DYNAMIC, {}).get(lanes)
-            prosody = existing.prosody if existing else _session(self._graphs.prosody, options)
-            made[lanes] = _Halves(prosody, _session(vocoder, options))
-        return made
+        by side (intra-op threads are a session's, fixed when it is made); every variant shares the
+        prosody half."""
+        return {
+            lanes: _Halves(prosody, _session(vocoder, session_options(self._cores // lanes)))
+            for lanes, prosody in self._prosody.items()
+        }
 
     def _calibration_feeds(self) -> Iterator[dict[str, object]]:
         """The vocoder's inputs for the calibration sentences, whole segments with their own statistics."""
@@ -268,7 +270,7 @@ class OnnxEngine(WindowedEngine):
         return self._keep_only(self.variant, keep_variants)
 
     def _keep_only(self, variant: str, keep_variants: bool) -> str:
-        if not keep_variants:  # the prosody session is shared: the chosen variant's halves hold it
+        if not keep_variants:
             self._variants = {variant: self._variants[variant]}
         return variant
 

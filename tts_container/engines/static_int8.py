@@ -21,7 +21,7 @@ import hashlib
 import logging
 import os
 import tempfile
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 import numpy as np
@@ -269,9 +269,3 @@ def _read_checked(path: Path) -> bytes | None:
         logger.warning("%s does not match its recorded sha256: derived again", path)
         return None
     return data
-
-
-def windows_of(total: int, size: int) -> Iterator[tuple[int, int]]:
-    """``[start, stop)`` windows of ``size`` steps over ``total`` steps (the last may be shorter)."""
-    for start in range(0, total, size):
-        yield start, min(total, start + size)
