@@ -207,7 +207,7 @@ def peer_compute() -> dict[str, Any]:
     """kokoro-onnx on the same int8 weights and voice: engine seconds per second of audio, both ways."""
     from kokoro_onnx import Kokoro
 
-    from tts_container.provisioning import ensure_weights
+    from tts_container.weights.provisioning import ensure_weights
 
     weights = ensure_weights()
     kokoro = Kokoro(str(weights.onnx_model), str(weights.voices))  # its defaults: every core

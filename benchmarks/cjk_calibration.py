@@ -26,7 +26,7 @@ from tts_container.engines.norm_stats import CALIBRATION_TEXT, NormStatsModel, c
 from tts_container.engines.onnx_engine import OnnxEngine
 from tts_container.engines.windowed_engine import whole_sample
 from tts_container.engines.windows import render
-from tts_container.utterance import plan_utterance
+from tts_container.synthesis.utterance import plan_utterance
 
 RESULTS = Path(__file__).parent / "results" / "cjk_calibration.json"
 HELD_OUT = {

@@ -62,7 +62,7 @@ def whole() -> list[Samples]:
     """Each answer from kokoro-onnx's ``create()`` on the whole text (24 kHz)."""
     from kokoro_onnx import Kokoro
 
-    from tts_container.provisioning import ensure_weights
+    from tts_container.weights.provisioning import ensure_weights
 
     weights = ensure_weights()
     kokoro = Kokoro(str(weights.onnx_model), str(weights.voices))

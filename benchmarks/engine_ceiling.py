@@ -1,7 +1,7 @@
 """The most audio the engine makes on this machine, whatever the arrangement of its calls.
 
-The admission serves ``floor(capacity / share)`` listeners (``tts_container/admission.py``); capacity
-cannot exceed what the engine makes when nothing waits on anything. This renders the capacity
+The admission serves ``floor(capacity / share)`` listeners (``tts_container/scheduling/admission.py``);
+capacity cannot exceed what the engine makes when nothing waits on anything. This renders the capacity
 benchmark's 16 sentences in-process, back to back, four ways: in windows or whole (a segment's audio in
 one call, the way an engine too fast for windows renders), and as one call at a time on every core or
 as two calls side by side on one core each (the inference pool's lanes). The rounds alternate, so a

@@ -23,8 +23,8 @@ from benchmarks.machine import load_average, results_path
 from strands_kokoro.protocol import DEFAULT_LANG, DEFAULT_VOICE
 from tts_container.engines.base import NATIVE_SAMPLE_RATE
 from tts_container.engines.onnx_engine import OnnxEngine
-from tts_container.weight_sources import RegistryPackagesSource
-from tts_container.weights import ensure_weights
+from tts_container.weights.cache import ensure_weights
+from tts_container.weights.sources import RegistryPackagesSource
 
 RESULTS = Path(__file__).resolve().parent / "results" / "engine_onnx.json"
 PARAGRAPH = (

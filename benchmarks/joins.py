@@ -56,9 +56,9 @@ from benchmarks.machine import results_path
 from benchmarks.spectrum import BRIGHT_HZ, timbre_vs_whole
 from strands_kokoro.pacing.cut_points import MIN_LOOKAHEAD_WORDS
 from strands_kokoro.protocol import Word
-from tts_container.audio import SegmentJoiner
 from tts_container.engines.base import NATIVE_SAMPLE_RATE, NO_CONTEXT, Context, Segment
 from tts_container.engines.onnx_engine import OnnxEngine
+from tts_container.synthesis.stitching import SegmentJoiner
 
 RESULTS = Path(__file__).parent / "results" / "joins.json"
 SENTENCES = (

@@ -1,9 +1,9 @@
 """What one listener needs of the engine: listeners served while the server is held to fewer cores.
 
-The admission serves ``floor(capacity / share)`` listeners (``tts_container/admission.py``); ``share``
-is the audio seconds per second one listener needs for none to stall. A faster or slower machine cannot
-be summoned, so this holds the model server to a fraction of the cores with a CPU quota (a cgroup of its
-own; root and a writable cgroup file system, v1 or v2) and serves the same listeners at each quota, as
+The admission serves ``floor(capacity / share)`` listeners (``tts_container/scheduling/admission.py``);
+``share`` is the audio seconds per second one listener needs for none to stall. A faster or slower machine
+cannot be summoned, so this holds the model server to a fraction of the cores with a CPU quota (a cgroup of
+its own; root and a writable cgroup file system, v1 or v2) and serves the same listeners at each quota, as
 :mod:`benchmarks.capacity` does (4-sentence answers, real-time playback simulated). Per quota: the
 audio made per wall second, each listener's share of it, and the worst stall per round. The share the
 admission uses should lie above every share that stalled and at or below one that did not.

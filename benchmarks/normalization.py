@@ -73,7 +73,7 @@ def ours(cases: list[str], repeats: int) -> dict[str, Any]:
     startup = subprocess.run(
         [sys.executable, "-c", _STARTUP_PROBE], capture_output=True, text=True, check=True, cwd=ROOT
     )
-    from tts_container.text_normalization import normalize
+    from tts_container.text.normalization.normalizer import normalize
 
     outputs, latencies = run_cases(normalize, cases, repeats)
     return {
@@ -91,7 +91,7 @@ def ours(cases: list[str], repeats: int) -> dict[str, Any]:
 _STARTUP_PROBE = """
 import time
 began = time.perf_counter()
-from tts_container.text_normalization import normalize
+from tts_container.text.normalization.normalizer import normalize
 normalize("Warm up at 3:45 pm for $5.")
 print(time.perf_counter() - began)
 """

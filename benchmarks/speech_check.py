@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 import soxr
 
-from tts_container.weight_sources import _installed_file
-from tts_container.weights import check_sha256, default_cache_dir
+from tts_container.weights.cache import check_sha256, default_cache_dir
+from tts_container.weights.sources import _installed_file
 
 WHISPER_SAMPLE_RATE = 16_000
 WHISPER_FILES = {  # name -> pinned sha256 (model.bin is 145,217,532 bytes once joined)

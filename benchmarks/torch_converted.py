@@ -1,6 +1,6 @@
 """The torch engine on the checkpoint derived from the int8 export, against the onnx engine on the export.
 
-Both engines hold the same weights (:mod:`tts_container.weights_conversion`); the torch one computes in
+Both engines hold the same weights (:mod:`tts_container.weights.conversion`); the torch one computes in
 float where onnxruntime rounds activations to 8 bits, and renders through kokoro's own iSTFT, where the
 export's is 1.5x louder. Per held-out sentence (no test or calibration text uses them), both on the CPU,
 each segment whole: how many tokens' durations differ (and by how much), what Whisper hears (WER), the
@@ -74,7 +74,7 @@ def compare(
     torch_engine: Any, onnx_engine: Any, phonemizer: Any, voice: str, sentence: str
 ) -> tuple[Compared, Audio, Audio]:
     """Durations per token on the same phonemes, then both renditions heard and measured."""
-    from tts_container.g2p import split_phonemes
+    from tts_container.text.g2p import split_phonemes
 
     tokens = differing = largest = 0
     for segment in split_phonemes(phonemizer.phonemize(sentence, lang="en-us", voice=voice)):
@@ -121,7 +121,7 @@ def dnsmos(audio: Audio) -> dict[str, float] | None:
 def run(threads: int) -> dict[str, Any]:
     from tts_container.engines.onnx_engine import OnnxEngine
     from tts_container.engines.torch_engine import TorchEngine
-    from tts_container.g2p import Phonemizer
+    from tts_container.text.g2p import Phonemizer
 
     torch_engine = TorchEngine.from_cache(device="cpu", threads=threads)
     onnx_engine = OnnxEngine.from_cache(threads=threads)

@@ -2,8 +2,8 @@
 
 A new user measured ``bf_emma``'s first audio at 15-18 s for a 230-character sentence against 0.9 s for
 ``af_heart``: only the warm-up voice streamed. The model server now fits every voice it is asked for in
-its idle time (:mod:`tts_container.voice_calibration`). This starts a model server on a weight cache of
-its own that knows only ``af_heart``'s statistics (the weight files are linked, not copied), then over
+its idle time (:mod:`tts_container.engines.voice_calibration`). This starts a model server on a weight cache
+of its own that knows only ``af_heart``'s statistics (the weight files are linked, not copied), then over
 its WebSocket: ``af_heart`` and ``bf_emma`` before (``bf_emma`` rendered whole), the time the fit took,
 and ``bf_emma`` after. Medians of ``--trials`` each; writes ``benchmarks/results/voice_calibration.json``
 with the load average (a figure counts only from a quiet machine)::
@@ -37,7 +37,7 @@ from strands_kokoro.protocol import (
     control_object,
     parse_control,
 )
-from tts_container.weights import CACHE_ENV, MANIFEST_FILE, default_cache_dir
+from tts_container.weights.cache import CACHE_ENV, MANIFEST_FILE, default_cache_dir
 
 RESULTS = Path(__file__).parent / "results" / "voice_calibration.json"
 SENTENCE = (

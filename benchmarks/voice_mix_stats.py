@@ -31,7 +31,7 @@ from tts_container.engines.norm_stats import NormStatsModel, VoiceNormStats, sha
 from tts_container.engines.onnx_engine import OnnxEngine
 from tts_container.engines.windowed_engine import voice_calibration
 from tts_container.engines.windows import HARMONICS
-from tts_container.utterance import plan_utterance
+from tts_container.synthesis.utterance import plan_utterance
 
 RESULTS = Path(__file__).parent / "results" / "voice_mix_stats.json"
 HELD_OUT = (

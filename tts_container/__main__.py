@@ -18,10 +18,10 @@ from kokoro_serving.local_callers import origin_option
 from kokoro_serving.ports import unusable_port
 from kokoro_serving.uvicorn_protocol import uvicorn_settings
 from strands_kokoro.protocol import MAX_MESSAGE_BYTES
-from tts_container import metrics
 from tts_container.app import create_app, refusal
 from tts_container.engines.base import Engine
 from tts_container.engines.loader import ENGINE_NAMES
+from tts_container.reporting import metric_lines
 
 # Frames above this size are refused by the WebSocket layer itself (close code 1009); frames between
 # the protocol's MAX_MESSAGE_BYTES and this get a coded `message_too_large` error and the session goes on.
@@ -109,7 +109,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(f"error: {refused}", file=sys.stderr)
         raise SystemExit(3)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    metrics.configure()
+    metric_lines.configure()
     app = create_app(
         functools.partial(_load, args.engine, args.threads, args.max_batch),
         allowed_origins=args.allow_origin,

@@ -43,22 +43,22 @@ from strands_kokoro.protocol import (
     SynthesizeRequest,
     audio_ms,
 )
-from tts_container import openai_speech
-from tts_container.admission import Admission, Capacity, full_at, listener_share
 from tts_container.engines.base import Engine, batch_counts
-from tts_container.g2p import dialect_for
-from tts_container.inference import InferencePool
-from tts_container.invocations import error_response, invocations
-from tts_container.local_guard import LocalRequestGuard
-from tts_container.metrics import LOAD_INTERVAL_S, log_load
-from tts_container.post_body import model_unavailable
-from tts_container.server_counters import SessionCounters
-from tts_container.server_metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
-from tts_container.server_metrics import ServerMetrics
-from tts_container.session import Session
-from tts_container.synthesis import Synthesizer
-from tts_container.voice_calibration import VoiceCalibrator
-from tts_container.weights import WeightsUnavailable
+from tts_container.engines.voice_calibration import VoiceCalibrator
+from tts_container.reporting.counters import SessionCounters
+from tts_container.reporting.metric_lines import LOAD_INTERVAL_S, log_load
+from tts_container.reporting.prometheus import CONTENT_TYPE as METRICS_CONTENT_TYPE
+from tts_container.reporting.prometheus import ServerMetrics
+from tts_container.routes import openai_speech
+from tts_container.routes.invocations import error_response, invocations
+from tts_container.routes.local_guard import LocalRequestGuard
+from tts_container.routes.post_body import model_unavailable
+from tts_container.routes.session import Session
+from tts_container.scheduling.admission import Admission, Capacity, full_at, listener_share
+from tts_container.scheduling.inference import InferencePool
+from tts_container.synthesis.synthesizer import Synthesizer
+from tts_container.text.g2p import dialect_for
+from tts_container.weights.cache import WeightsUnavailable
 
 logger = logging.getLogger(__name__)
 
@@ -118,13 +118,13 @@ def create_app(
     """Build the app; ``load_engine`` (blocking) runs on the inference pool after the server is up.
 
     Engine calls run one at a time, or side by side on an engine with several lanes
-    (:class:`~tts_container.inference.InferencePool`).
+    (:class:`~tts_container.scheduling.inference.InferencePool`).
     ``allowed_origins``: browser origins that may open a session (``--allow-origin``); every other
-    ``Origin`` is refused (:mod:`tts_container.local_guard`). ``idle_calibration``: fit every voice
-    requested for streaming in idle time (:mod:`tts_container.voice_calibration`); off, only the voice
+    ``Origin`` is refused (:mod:`tts_container.routes.local_guard`). ``idle_calibration``: fit every voice
+    requested for streaming in idle time (:mod:`tts_container.engines.voice_calibration`); off, only the voice
     warm-up fitted streams (what the shared test server uses, so its counters count requests alone).
     ``max_listeners``: admit this many listeners at once instead of the measured capacity's
-    (:mod:`tts_container.admission`).
+    (:mod:`tts_container.scheduling.admission`).
     """
     state = ServerState(pool=InferencePool())
     endpoints = Endpoints(state)

@@ -7,7 +7,7 @@ and wait for /ping" and "start uvicorn and wait until it listens" exist once. Wh
 - The model server runs as its own process (``python -m tts_container``), as it does in SageMaker: its
   inference threads then never compete with the in-process LLM for the GIL, which would distort timings.
   This module reaches ``tts_container`` only through its command lines (``python -m tts_container`` and
-  ``python -m tts_container.weights_cli``): the launchers depend on the wings' public commands, never on
+  ``python -m tts_container.weights.cli``): the launchers depend on the wings' public commands, never on
   their insides.
 - The agent app runs in this process under uvicorn, on this event loop (the SDK still runs each turn on
   its own worker loop thread), so the embedded LLM can be loaded and warmed before the first turn.
@@ -43,7 +43,7 @@ PING_PATH = "/ping"  # the SageMaker container contract: 200 once the model is l
 PING_POLL_S = 0.2
 MAX_LOG_LINE = 300  # a child's last words in a LaunchError: one terminal line or two, not a page
 # The weight cache the model server reads by default; the int8 onnx export is what the CPU engine needs.
-WEIGHTS_FETCH_ARGS = ("-m", "tts_container.weights_cli", "fetch", "--part", "onnx")
+WEIGHTS_FETCH_ARGS = ("-m", "tts_container.weights.cli", "fetch", "--part", "onnx")
 
 
 class LaunchError(RuntimeError):
@@ -67,7 +67,7 @@ def http_url(host: str, port: int) -> str:
 
 
 async def provision_weights() -> None:
-    """Fill the Kokoro weight cache if needed (``python -m tts_container.weights_cli fetch --part onnx``).
+    """Fill the Kokoro weight cache if needed (``python -m tts_container.weights.cli fetch --part onnx``).
 
     The child's progress bar and its one-line summary go to this terminal's stderr, so a first run shows
     the download and the demo's stdout stays its report. Idempotent: a filled cache answers in a second.

@@ -48,7 +48,7 @@ from cdk.stacks.speech_foundation import WEIGHTS_BUCKET_ARN_EXPORT, WEIGHTS_BUCK
 MANIFEST_FILE = "manifest.json"
 ONNX_FILES = frozenset({"config.json", "kokoro-v1.0.int8.onnx", "voices.npz"})
 TORCH_FILES = frozenset({"config.json", "kokoro-v1_0.pth", "voices.npz"})
-"""The cache layout of ``tts_container.weights`` (not imported: cdk must not import the server)."""
+"""The cache layout of ``tts_container.weights.cache`` (not imported: cdk must not import the server)."""
 
 
 def read_weights_manifest(weights_dir: Path) -> dict[str, dict[str, object]]:

@@ -45,9 +45,10 @@ with ``"event": "synthesis_complete"`` and a number ``first_audio_ms`` (other fi
 
 LOAD_EVENT = "listener_load"
 LOAD_LOG_FIELDS = ("event", "utilization", "capacity_listeners")
-"""The line the model server prints every 10 s (``tts_container.metrics.log_load``): a whole line that is
-one JSON object with ``"event": "listener_load"``, a number ``utilization`` (listeners inside an answer
-over the listeners it admits) and a number ``capacity_listeners`` (the listeners it admits, measured)."""
+"""The line the model server prints every 10 s (``tts_container.reporting.metric_lines.log_load``): a whole
+line that is one JSON object with ``"event": "listener_load"``, a number ``utilization`` (listeners inside an
+answer over the listeners it admits) and a number ``capacity_listeners`` (the listeners it admits,
+measured)."""
 
 UTILIZATION_METRIC = "ListenerUtilization"
 """Average = the mean share of the measured capacity in use over the instances: each instance writes one
@@ -57,8 +58,9 @@ CAPACITY_METRIC = "CapacityListeners"
 """The listeners one instance admits at once, as it measured them: the instance type's capacity."""
 
 LOAD_LINES_PER_MINUTE = 6
-"""``listener_load`` lines one warm model server writes per minute (``tts_container.metrics.LOAD_INTERVAL_S``
-is 10 s): a minute's SampleCount over this is the number of instances with a warm server, idle or not."""
+"""``listener_load`` lines one warm model server writes per minute
+(``tts_container.reporting.metric_lines.LOAD_INTERVAL_S`` is 10 s): a minute's SampleCount over this is the
+number of instances with a warm server, idle or not."""
 
 SATURATED_UTILIZATION = 1.0
 """At this share a model server refuses every new answer (``overloaded``); answers under way go on."""

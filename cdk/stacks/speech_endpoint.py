@@ -102,7 +102,8 @@ class SpeechEndpointStack(Stack):
                     )
                 ),
                 environment={
-                    # tts_container.weights reads its cache from here; the manifest makes start-up instant.
+                    # tts_container.weights.cache reads its cache from here; the manifest makes start-up
+                    # instant.
                     "STRANDS_KOKORO_CACHE": CONTAINER_MODEL_DIR,
                     "KOKORO_ENGINE": "auto",
                 },

@@ -31,7 +31,7 @@ Why these choices (measured, see ``benchmarks/transport.py`` and docs/benchmarks
   frames. LAME holds ~140 ms of audio until the next chunk or the end of the stream, and its stream starts
   with ~1105 samples of encoder delay (46 ms at 24 kHz) that no raw MP3 stream can tell a decoder to trim.
 - **AAC, FLAC and WAV** are the other formats OpenAI's ``/v1/audio/speech`` offers (``response_format``;
-  :mod:`tts_container.openai_speech`). Each is written so any prefix plays, as the others are: AAC-LC
+  :mod:`tts_container.routes.openai_speech`). Each is written so any prefix plays, as the others are: AAC-LC
   (FFmpeg's encoder, 64 kbit/s) as an ADTS stream, a 7-byte header per frame written here (an ``.aac``
   file is exactly that); FLAC as its stream marker, the encoder's STREAMINFO block (total length 0:
   unknown, which the format allows) and its frames; WAV as a header whose sizes say "unknown"

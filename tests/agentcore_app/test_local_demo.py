@@ -3,7 +3,7 @@
 The one test that runs the embedded LLM through the whole stack (the agent app's own tests script it).
 
 The launcher (:mod:`agentcore_app.local.commands` over :mod:`agentcore_app.local.stack`) fetches the
-weights through ``python -m tts_container.weights_cli``, starts ``python -m tts_container`` and the agent
+weights through ``python -m tts_container.weights.cli``, starts ``python -m tts_container`` and the agent
 app on free ports, and hands the app's URL to :mod:`agentcore_app.local.demo`.
 """
 

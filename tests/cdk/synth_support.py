@@ -24,7 +24,7 @@ NOT_WEIGHTS = {
 
 
 def write_fake_weights_cache(root: Path, names: tuple[str, ...] = WEIGHT_FILES) -> Path:
-    """Tiny stand-ins for the weight files plus a manifest in ``tts_container.weights``'s format."""
+    """Tiny stand-ins for the weight files plus a manifest in ``tts_container.weights.cache``'s format."""
     root.mkdir(parents=True, exist_ok=True)
     files: dict[str, Any] = {}
     for name in names:

@@ -218,7 +218,7 @@ def test_tts_weights_are_baked_by_the_user_that_reads_them() -> None:
 
 
 def test_tts_image_reads_weights_where_the_stack_puts_them() -> None:
-    from tts_container.weights import CACHE_ENV, PART_FILES
+    from tts_container.weights.cache import CACHE_ENV, PART_FILES
 
     assert CACHE_ENV == "STRANDS_KOKORO_CACHE"  # the variable the SageMaker model sets to /opt/ml/model
     assert CONTAINER_MODEL_DIR == "/opt/ml/model"

@@ -4,7 +4,7 @@
   import none of ``agentcore_app``, ``tts_container``, ``strands_kokoro``, ``kokoro_serving``: they are
   Docker build contexts to them (architecture §2).
 - ``cdk/cli.py`` runs the launchers as command lines (``python -m agentcore_app.local.commands``, which
-  runs ``python -m tts_container`` and ``python -m tts_container.weights_cli``), so ``speech-infra``
+  runs ``python -m tts_container`` and ``python -m tts_container.weights.cli``), so ``speech-infra``
   never loads strands or the LLM; importing ``cdk.cli`` loads neither them nor the CDK (jsii starts node).
 """
 

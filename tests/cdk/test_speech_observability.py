@@ -95,11 +95,11 @@ def test_utilization_and_capacity_come_from_the_model_servers_load_line(synthesi
 
 def test_the_model_server_prints_the_load_line_the_filters_read() -> None:
     """The contract across the two packages: the real ``log_load`` line, every 10 s (6 a minute)."""
-    from tts_container.metrics import LOAD_INTERVAL_S, log_load
+    from tts_container.reporting.metric_lines import LOAD_INTERVAL_S, log_load
 
     stream = io.StringIO()
     handler = logging.StreamHandler(stream)
-    lines = logging.getLogger("tts_container.metrics")
+    lines = logging.getLogger("tts_container.reporting.metric_lines")
     lines.addHandler(handler)
     lines.setLevel(logging.INFO)
     try:

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tts_container.audio import SegmentJoiner
 from tts_container.engines.base import NATIVE_SAMPLE_RATE, Audio
+from tts_container.synthesis.stitching import SegmentJoiner
 
 VOICES = frozenset({"af_heart", "am_michael", "bf_emma"})
 SECONDS_PER_CHAR = 0.004  # about a tenth of real speech: fast to make, long enough to span frames

@@ -33,7 +33,7 @@ from tests.scripted_model import ScriptedModel
 from tests.tts_container.server_harness import dumps, open_ws
 from tts_container import __main__ as model_server_main
 from tts_container.app import create_app
-from tts_container.local_guard import LocalRequestGuard
+from tts_container.routes.local_guard import LocalRequestGuard
 
 pytestmark = pytest.mark.anyio
 

@@ -43,7 +43,7 @@ from tests.strands_kokoro.test_sessions_sagemaker import open_bidi
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(900)]
 
 ANSWER = "Sea otters hold hands while they sleep, so they do not drift apart. They wrap themselves in kelp."
-FRAME_BYTES = 32 * 1024  # the server's audio frames (tts_container.audio.MAX_FRAME_BYTES)
+FRAME_BYTES = 32 * 1024  # the server's audio frames (tts_container.synthesis.stitching.MAX_FRAME_BYTES)
 
 
 @pytest.fixture

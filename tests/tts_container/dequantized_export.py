@@ -1,6 +1,6 @@
 """The int8 Kokoro export with its quantized ops put back as float ops on the dequantized weights.
 
-A reference for the checkpoint :mod:`tts_container.weights_conversion` derives: both hold the same
+A reference for the checkpoint :mod:`tts_container.weights.conversion` derives: both hold the same
 weights, and both compute in float, so the torch model must reproduce this graph's durations and features
 to float rounding, where against the int8 graph itself it differs by the int8 activations' rounding. It
 is written independently of the converter (ONNX layouts kept, no torch names): a gate order or transpose

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tts_container.weight_sources import write_voices_npz
-from tts_container.weights import CONFIG_FILE, TORCH_FILE, VOICES_FILE
+from tts_container.weights.cache import CONFIG_FILE, TORCH_FILE, VOICES_FILE
+from tts_container.weights.sources import write_voices_npz
 
 if TYPE_CHECKING:
     from kokoro import KModel
@@ -110,7 +110,8 @@ def save_like_the_hub(model: KModel, path: Path) -> None:
 
 
 class RandomCheckpointSource:
-    """A :class:`tts_container.weights.WeightsSource` providing the test's config, checkpoint and voices."""
+    """A :class:`tts_container.weights.cache.WeightsSource` providing the test's config, checkpoint and
+    voices."""
 
     label = "test: randomly initialised Kokoro-82M"
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tts_container.audio import KEEP_LEAD_S, KEEP_TAIL_S
 from tts_container.engines.base import NATIVE_SAMPLE_RATE, Audio
+from tts_container.synthesis.stitching import KEEP_LEAD_S, KEEP_TAIL_S
 
 TONE_HZ = {"af_heart": 220.0, "am_michael": 330.0, "bf_emma": 440.0}
 LEAD_SILENCE_S = 0.1

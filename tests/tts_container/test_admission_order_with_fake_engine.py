@@ -2,8 +2,9 @@
 
 The real server (``ToneEngine``, a test double, as its engine) over real sockets: each case sends the
 same request over the WebSocket session, ``POST /invocations`` and OpenAI's ``POST /v1/audio/speech``,
-and every route answers with the code of the check that comes first in :mod:`tts_container.intake`
-(parse, then voice and language, then the text, then the audio format, then admission).
+and every route answers with the code of the check that comes first in
+:mod:`tts_container.scheduling.admission` (parse, then voice and language, then the text, then the audio
+format, then admission).
 """
 
 from __future__ import annotations
@@ -112,7 +113,9 @@ async def test_a_request_bad_in_two_ways_gets_the_same_code_on_every_route_with_
     case: Case, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     if not case.compressed:
-        monkeypatch.setattr("tts_container.intake.encoder_available", lambda fmt: fmt in ("pcm", "wav"))
+        monkeypatch.setattr(
+            "tts_container.scheduling.admission.encoder_available", lambda fmt: fmt in ("pcm", "wav")
+        )
     app = create_app(ToneEngine, idle_calibration=False, max_listeners=0 if case.full else None)
     async with running_app(app) as address, httpx.AsyncClient() as client:
         codes = {

@@ -21,9 +21,9 @@ from tests.model_server_process import running_app
 from tests.tts_container.server_fakes import SECONDS_PER_WORD, TONE_HZ, ToneEngine, tone
 from tests.tts_container.server_harness import dumps, open_ws, read_frame, stats
 from tts_container.app import create_app
-from tts_container.audio import KEEP_LEAD_S, KEEP_TAIL_S
 from tts_container.engines.base import Audio
-from tts_container.listener import ANSWER_GAP_S
+from tts_container.scheduling.listener import ANSWER_GAP_S
+from tts_container.synthesis.stitching import KEEP_LEAD_S, KEEP_TAIL_S
 
 pytestmark = [pytest.mark.slow, pytest.mark.anyio]
 ENGINE_S_PER_AUDIO_S = 0.35  # 2.86 audio seconds per engine second: two listeners at 90%

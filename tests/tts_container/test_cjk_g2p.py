@@ -17,10 +17,10 @@ import pytest
 
 from strands_kokoro.protocol import ErrorCode, ServerError, SynthesizeRequest
 from tts_container.engines.norm_stats import CALIBRATION_TEXT, calibration_for
-from tts_container.g2p import Phonemizer, dialect_for
-from tts_container.speakable import screen
-from tts_container.utterance import plan_utterance
-from tts_container.weights import default_cache_dir
+from tts_container.synthesis.utterance import plan_utterance
+from tts_container.text.g2p import Phonemizer, dialect_for
+from tts_container.text.speakable import screen
+from tts_container.weights.cache import default_cache_dir
 
 JAPANESE = ["今日はいい天気ですね。", "ちょっと待って（本当に）。", "新しい仕事にもう慣れましたか？"]
 MANDARIN = ["今天天气很好。", "你好吗？我很好。", "我们去公园吧！"]
@@ -172,7 +172,7 @@ def test_the_dictionaries_ship_in_packages_and_nothing_is_downloaded() -> None:
         socket.socket.connect = refuse
         socket.create_connection = refuse
         import fugashi, pyopenjtalk
-        from tts_container.g2p import Phonemizer
+        from tts_container.text.g2p import Phonemizer
 
         assert "unidic_lite" in fugashi.Tagger().dictionary_info[0]["filename"]
         assert b"site-packages/pyopenjtalk" in pyopenjtalk.OPEN_JTALK_DICT_DIR

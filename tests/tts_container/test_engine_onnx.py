@@ -11,8 +11,8 @@ from tts_container.engines.base import NATIVE_SAMPLE_RATE, Engine
 from tts_container.engines.loader import cuda_available, load_engine, resolve_engine_name
 from tts_container.engines.onnx_engine import OnnxEngine
 from tts_container.engines.voices import UnknownVoice
-from tts_container.g2p import UnsupportedLanguage
-from tts_container.weight_sources import KOKORO_V1_VOICES
+from tts_container.text.g2p import UnsupportedLanguage
+from tts_container.weights.sources import KOKORO_V1_VOICES
 
 pytestmark = pytest.mark.slow
 

@@ -12,7 +12,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tts_container.audio import KEEP_LEAD_S, SOUND_FRAME_SAMPLES, SegmentJoiner
 from tts_container.engines.base import Segment
 from tts_container.engines.norm_stats import NormStats, NormStatsModel, Sample, VoiceNormStats
 from tts_container.engines.windows import (
@@ -31,8 +30,9 @@ from tts_container.engines.windows import (
     phase_offset,
     render,
 )
-from tts_container.g2p import FRAME_SAMPLES, Phonemes
-from tts_container.utterance import SpokenSegment
+from tts_container.synthesis.stitching import KEEP_LEAD_S, SOUND_FRAME_SAMPLES, SegmentJoiner
+from tts_container.synthesis.utterance import SpokenSegment
+from tts_container.text.g2p import FRAME_SAMPLES, Phonemes
 
 
 @pytest.mark.parametrize("steps", [1, 40, 64, 65, 100, 333, 1000, 4000])

@@ -22,14 +22,14 @@ from strands_kokoro.protocol import AudioData, SynthesisCompleted, SynthesizeReq
 from tests.model_server_process import RunningServer
 from tests.strands_kokoro.session_contract import completed, read_until
 from tests.tts_container.real_onnx_engine import shared_onnx_engine, synthesize
-from tts_container.audio import KEEP_LEAD_S, SegmentJoiner
 from tts_container.engines.base import NATIVE_SAMPLE_RATE, Context
 from tts_container.engines.norm_stats import NormStats, VoiceNormStats
 from tts_container.engines.onnx_engine import DYNAMIC, OnnxEngine, session_options
 from tts_container.engines.onnx_graphs import edited_model
 from tts_container.engines.windows import own_region, phase_offset, render
-from tts_container.provisioning import ensure_weights
-from tts_container.utterance import plan_utterance
+from tts_container.synthesis.stitching import KEEP_LEAD_S, SegmentJoiner
+from tts_container.synthesis.utterance import plan_utterance
+from tts_container.weights.provisioning import ensure_weights
 
 pytestmark = [pytest.mark.slow, pytest.mark.anyio, pytest.mark.timeout(900)]
 

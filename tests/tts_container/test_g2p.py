@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tts_container import g2p
-from tts_container.g2p import (
+from tts_container.text import g2p
+from tts_container.text.g2p import (
     MAX_SEGMENT_TOKENS,
     Phonemizer,
     UnsupportedLanguage,

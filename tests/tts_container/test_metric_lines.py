@@ -6,13 +6,13 @@ import io
 import json
 import logging
 
-from tts_container.metrics import log_load
+from tts_container.reporting.metric_lines import log_load
 
 
 def test_the_load_line_is_one_json_object_with_the_utilization_of_the_measured_capacity() -> None:
     stream = io.StringIO()
     handler = logging.StreamHandler(stream)
-    lines = logging.getLogger("tts_container.metrics")
+    lines = logging.getLogger("tts_container.reporting.metric_lines")
     lines.addHandler(handler)
     lines.setLevel(logging.INFO)
     try:

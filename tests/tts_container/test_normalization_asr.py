@@ -16,7 +16,7 @@ from benchmarks.speech_check import edit_distance, transcribe, words
 from tests.model_server_process import RunningServer
 from tests.tts_container.normalization_cases import CASES, WHISPER_SUBSET
 from tests.tts_container.test_asr import SAMPLE_RATE, Heard, received
-from tts_container.text_normalization import normalize, spoken_words
+from tts_container.text.normalization.normalizer import normalize, spoken_words
 
 pytestmark = pytest.mark.slow
 

@@ -24,7 +24,7 @@ from strands_kokoro.audio_encoding import decode_audio
 from strands_kokoro.protocol import ServerError, audio_ms
 from tests.model_server_process import RunningServer
 from tests.tts_container.server_harness import idle, stats, wait_for_stats
-from tts_container.openai_speech import SPEECH_FORMATS, error_response, refusal_response
+from tts_container.routes.openai_speech import SPEECH_FORMATS, error_response, refusal_response
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 

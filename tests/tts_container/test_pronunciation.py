@@ -12,8 +12,9 @@ from functools import cache
 import pytest
 
 from strands_kokoro.protocol import SynthesizeRequest
-from tts_container.g2p import Phonemizer
-from tts_container.pronunciation import (
+from tts_container.text.g2p import Phonemizer
+from tts_container.text.normalization.normalizer import normalize_text
+from tts_container.text.pronunciation import (
     MAX_PAUSE_S,
     Pause,
     apply_lexicon,
@@ -21,8 +22,7 @@ from tts_container.pronunciation import (
     restore_phonemes,
     spoken_parts,
 )
-from tts_container.speakable import screen
-from tts_container.text_normalization import normalize_text
+from tts_container.text.speakable import screen
 
 KOKORO = "kˈOkəɹO"
 

@@ -12,10 +12,16 @@ import threading
 import pytest
 
 from strands_kokoro.protocol import ErrorCode
-from tts_container.admission import WHOLE_SEGMENT_SHARE, Admission, Capacity, full_at, listener_share
 from tts_container.engines.base import call_lanes
-from tts_container.inference import IDLE, CallShare, InferencePool
-from tts_container.listener import ANSWER_GAP_S, FIRST_AUDIO_TARGET_S, ListenerClock
+from tts_container.scheduling.admission import (
+    WHOLE_SEGMENT_SHARE,
+    Admission,
+    Capacity,
+    full_at,
+    listener_share,
+)
+from tts_container.scheduling.inference import IDLE, CallShare, InferencePool
+from tts_container.scheduling.listener import ANSWER_GAP_S, FIRST_AUDIO_TARGET_S, ListenerClock
 
 pytestmark = pytest.mark.anyio
 
@@ -192,7 +198,7 @@ async def test_the_busy_time_counts_the_engine_once_while_two_calls_share_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     clock = ManualClock()
-    monkeypatch.setattr("tts_container.inference.time.perf_counter", clock)
+    monkeypatch.setattr("tts_container.scheduling.inference.time.perf_counter", clock)
     pool = InferencePool()
     pool.lanes = 2
     release_holder, holder = await _hold_engine(pool)  # busy from 100
@@ -214,7 +220,7 @@ async def test_each_call_costs_its_share_of_the_engine_s_busy_time(monkeypatch: 
     """Calls batched together share the engine's time: four calls running for 2 s cost 0.5 s each, and
     one that ran a further second alone costs that second whole."""
     clock = ManualClock()
-    monkeypatch.setattr("tts_container.inference.time.perf_counter", clock)
+    monkeypatch.setattr("tts_container.scheduling.inference.time.perf_counter", clock)
     pool = InferencePool()
     pool.lanes = 4
     release_holder, holder = await _hold_engine(pool)

@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 
 from strands_kokoro.protocol import Word
-from tts_container.audio import (
+from tts_container.engines.base import Segment
+from tts_container.routes.invocations import wav_header
+from tts_container.synthesis.stitching import (
     KEEP_CLAUSE_TAIL_S,
     KEEP_LEAD_S,
     KEEP_TAIL_S,
@@ -18,8 +20,6 @@ from tts_container.audio import (
     split_frames,
     to_s16le,
 )
-from tts_container.engines.base import Segment
-from tts_container.invocations import wav_header
 
 RATE = 24_000
 

@@ -29,10 +29,10 @@ from tests.tts_container.server_harness import (
     stats,
     wait_for_stats,
 )
-from tts_container import speakable
 from tts_container.app import create_app
-from tts_container.synthesis import Synthesizer
-from tts_container.weights import WeightsUnavailable
+from tts_container.scheduling import admission
+from tts_container.synthesis.synthesizer import Synthesizer
+from tts_container.weights.cache import WeightsUnavailable
 
 pytestmark = pytest.mark.anyio
 
@@ -274,13 +274,15 @@ async def test_weights_no_source_provides_are_one_error_line_and_a_failed_ping(
 
 
 def _admit_failing_on(marker: str) -> Callable[[Synthesizer, SynthesizeRequest], object]:
-    """``speakable.admit`` with a fault of the server's own for texts holding ``marker`` (a test double
+    """``admission.admit`` with a fault of the server's own for texts holding ``marker`` (a test double
     of a bug: the paths that must survive one have no real bug to trigger)."""
+
+    real_admit = admission.admit
 
     def admit(synthesizer: Synthesizer, request: SynthesizeRequest) -> object:
         if marker in request.text:
             raise RuntimeError("a bug in the server")
-        return speakable.admit(synthesizer, request)
+        return real_admit(synthesizer, request)
 
     return admit
 
@@ -288,7 +290,7 @@ def _admit_failing_on(marker: str) -> Callable[[Synthesizer, SynthesizeRequest],
 async def test_a_server_fault_reading_one_message_is_answered_and_the_session_goes_on_with_fake_engine(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("tts_container.intake.admit", _admit_failing_on("BUG"))
+    monkeypatch.setattr("tts_container.scheduling.admission.admit", _admit_failing_on("BUG"))
     async with running_app(create_app(ToneEngine)) as address, open_ws(f"ws://{address}{WS_PATH}") as ws:
         await ws.send(dumps(text="BUG here.", request_id="bug"))
         await ws.send(dumps(text="One two three.", request_id="after"))
@@ -301,7 +303,7 @@ async def test_a_server_fault_reading_one_message_is_answered_and_the_session_go
 async def test_a_server_fault_on_post_is_a_coded_500_with_fake_engine(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("tts_container.intake.admit", _admit_failing_on("BUG"))
+    monkeypatch.setattr("tts_container.scheduling.admission.admit", _admit_failing_on("BUG"))
     async with running_app(create_app(ToneEngine)) as address, httpx.AsyncClient() as client:
         failed = await client.post(f"http://{address}/invocations", json={"text": "BUG here."})
         after = await client.post(f"http://{address}/invocations", json={"text": "One two three."})

@@ -20,7 +20,7 @@ from tests.tts_container.real_onnx_engine import shared_onnx_engine
 from tts_container.engines.onnx_engine import DYNAMIC, STATIC, VARIANT_ENV, OnnxEngine, requested_variant
 from tts_container.engines.static_int8 import VOCODER_FILE, _read_checked
 from tts_container.engines.windows import HARMONICS
-from tts_container.utterance import plan_utterance
+from tts_container.synthesis.utterance import plan_utterance
 
 # The export's dynamic int8 vocoder is itself ~1.0 dB (log-mel) from the same weights in float; the
 # static one is measured 1.2 dB from the dynamic one on a held-out sentence.

@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 
 from benchmarks.speech_check import words
 from tests.tts_container.normalization_cases import CASES, WHISPER_SUBSET
-from tts_container.normalization.scanner import Rule, Scanner
-from tts_container.normalization.word_rules import roman_value
-from tts_container.text_normalization import Reading, normalize, normalize_text, spoken_words
+from tts_container.text.normalization.normalizer import Reading, normalize, normalize_text, spoken_words
+from tts_container.text.normalization.scanner import Rule, Scanner
+from tts_container.text.normalization.word_rules import roman_value
 
 CATEGORIES = {
     "cardinal", "negative", "decimal", "ordinal", "fraction", "range", "score", "money", "unit", "time",

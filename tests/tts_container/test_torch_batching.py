@@ -31,7 +31,7 @@ from tests.tts_container.random_kokoro_checkpoint import RandomCheckpointSource
 from tests.tts_container.server_harness import dumps, open_ws, read_response
 from tts_container.engines.loader import load_engine
 from tts_container.engines.windows import phase_offset
-from tts_container.weights import ensure_weights
+from tts_container.weights.cache import ensure_weights
 
 if TYPE_CHECKING:
     from tts_container.engines.norm_stats import NormStats

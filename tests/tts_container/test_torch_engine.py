@@ -51,8 +51,8 @@ from tests.tts_container.server_harness import dumps, read_response
 from tts_container.engines.loader import load_engine
 from tts_container.engines.voices import UnknownVoice
 from tts_container.engines.windows import EDGE_STEPS, STEP_SAMPLES
-from tts_container.g2p import Phonemizer, UnsupportedLanguage, split_phonemes
-from tts_container.weights import CONFIG_FILE, TORCH_FILE, ensure_weights
+from tts_container.text.g2p import Phonemizer, UnsupportedLanguage, split_phonemes
+from tts_container.weights.cache import CONFIG_FILE, TORCH_FILE, ensure_weights
 
 if TYPE_CHECKING:
     from tts_container.engines.base import Segment
@@ -389,7 +389,7 @@ def test_windows_with_the_sentences_own_statistics_come_back_as_the_sentence_on_
     from tts_container.engines import windows
     from tts_container.engines.norm_stats import NormStats
     from tts_container.engines.windows import phase_offset, render
-    from tts_container.utterance import plan_utterance
+    from tts_container.synthesis.utterance import plan_utterance
 
     monkeypatch.setattr(torch, "randn_like", torch.zeros_like)
     # The random checkpoint's samples are in the thousands, not speech: no window may be taken for noise.

@@ -2,7 +2,7 @@
 
 The cache is filled the production way: its one source is a directory with the onnx part alone, so
 provisioning copies that and derives the torch part
-(:class:`tts_container.weight_sources.OnnxDerivedSource`), and ``TorchEngine.from_cache`` loads it on
+(:class:`tts_container.weights.sources.OnnxDerivedSource`), and ``TorchEngine.from_cache`` loads it on
 the CPU. On held-out sentences (:data:`benchmarks.torch_converted.HELD_OUT`, which no other test or
 calibration text speaks) it is measured against the onnx engine on the same export:
 
@@ -33,10 +33,10 @@ from benchmarks.log_mel import log_mel_distance
 from benchmarks.speech_check import edit_distance, transcribe, words
 from benchmarks.torch_converted import HELD_OUT, pcm16, whole
 from tts_container.engines.base import NATIVE_SAMPLE_RATE
-from tts_container.g2p import Phonemizer, split_phonemes
-from tts_container.provisioning import ensure_weights
-from tts_container.weight_sources import DirectorySource
-from tts_container.weights import MANIFEST_FILE, ONNX_FILE, PART_FILES, TORCH_FILE, read_manifest
+from tts_container.text.g2p import Phonemizer, split_phonemes
+from tts_container.weights.cache import MANIFEST_FILE, ONNX_FILE, PART_FILES, TORCH_FILE, read_manifest
+from tts_container.weights.provisioning import ensure_weights
+from tts_container.weights.sources import DirectorySource
 
 if TYPE_CHECKING:
     from tts_container.engines.onnx_engine import OnnxEngine

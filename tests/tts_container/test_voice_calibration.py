@@ -20,11 +20,11 @@ import pytest
 from agentcore_app.local.stack import start_model_server, stop_model_server
 from benchmarks.voice_calibration import cache_knowing_only_af_heart
 from tests.tts_container.server_harness import stats, wait_for_stats
-from tts_container import voice_calibration
+from tts_container.engines import voice_calibration
 from tts_container.engines.base import VoiceCalibration
-from tts_container.inference import InferencePool
-from tts_container.voice_calibration import VoiceCalibrator
-from tts_container.weights import CACHE_ENV
+from tts_container.engines.voice_calibration import VoiceCalibrator
+from tts_container.scheduling.inference import InferencePool
+from tts_container.weights.cache import CACHE_ENV
 
 pytestmark = pytest.mark.anyio
 

@@ -14,18 +14,8 @@ import numpy as np
 import pytest
 
 from tests.tts_container.weight_source_doubles import ScriptedSource
-from tts_container import weights_cli
-from tts_container.weight_sources import (
-    CONFIG_SHA256,
-    KOKORO_V1_VOICES,
-    ONNX_INT8_SHA256,
-    DirectorySource,
-    HubSource,
-    RegistryPackagesSource,
-    S3Source,
-    default_sources,
-)
-from tts_container.weights import (
+from tts_container.weights import cli as weights_cli
+from tts_container.weights.cache import (
     CONFIG_FILE,
     MANIFEST_FILE,
     ONNX_FILE,
@@ -42,7 +32,17 @@ from tts_container.weights import (
     sha256_of,
     verify_cache,
 )
-from tts_container.weights_lock import LOCK_FILE
+from tts_container.weights.lock import LOCK_FILE
+from tts_container.weights.sources import (
+    CONFIG_SHA256,
+    KOKORO_V1_VOICES,
+    ONNX_INT8_SHA256,
+    DirectorySource,
+    HubSource,
+    RegistryPackagesSource,
+    S3Source,
+    default_sources,
+)
 
 
 def test_sources_are_tried_in_order_until_one_works(tmp_path: Path) -> None:
@@ -113,7 +113,7 @@ def test_hub_source_uses_the_local_hub_cache_at_the_pinned_revision(
     """A machine that downloaded the hub files once (e.g. a CI cache) needs no network to fill ours."""
     from huggingface_hub import constants
 
-    from tts_container.weight_sources import CONFIG_DISTRIBUTION, HUB_MODEL_REVISION, _installed_file
+    from tts_container.weights.sources import CONFIG_DISTRIBUTION, HUB_MODEL_REVISION, _installed_file
 
     snapshot = tmp_path / "hub-cache" / "models--hexgrad--Kokoro-82M" / "snapshots" / HUB_MODEL_REVISION
     snapshot.mkdir(parents=True)

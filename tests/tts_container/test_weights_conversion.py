@@ -1,4 +1,4 @@
-"""Kokoro's torch checkpoint rebuilt from the real int8 export (:mod:`tts_container.weights_conversion`).
+"""Kokoro's torch checkpoint rebuilt from the real int8 export (:mod:`tts_container.weights.conversion`).
 
 Three claims, on the export the registry packages carry: the result fills every ``KModel`` weight with
 its shape and loads through the production loader; the torch model with it computes what the export
@@ -20,16 +20,16 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pytest
 
-from tts_container.provisioning import ensure_weights
-from tts_container.weight_sources import DERIVED_TORCH_SHA256, ONNX_INT8_SHA256
-from tts_container.weights import TORCH_FILE, CachedWeights, sha256_of
-from tts_container.weights_conversion import (
+from tts_container.weights.cache import TORCH_FILE, CachedWeights, sha256_of
+from tts_container.weights.conversion import (
     ConversionError,
     StateDicts,
     convert_onnx_to_state_dict,
     module_path,
     save_checkpoint,
 )
+from tts_container.weights.provisioning import ensure_weights
+from tts_container.weights.sources import DERIVED_TORCH_SHA256, ONNX_INT8_SHA256
 
 if TYPE_CHECKING:
     from kokoro import KModel
@@ -150,7 +150,7 @@ def test_the_torch_model_computes_what_the_export_computes_on_float_activations(
 
     from tests.tts_container.dequantized_export import dequantized_export
     from tts_container.engines.voices import VoiceTables
-    from tts_container.g2p import Phonemizer
+    from tts_container.text.g2p import Phonemizer
 
     twin = onnx.load_from_string(dequantized_export(cache.onnx_model))
     names = [DURATION_LOGITS, DURATIONS, PITCH, FEATURES, HARMONIC_SPECTRUM, AUDIO]

@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 
 from tests.tts_container.weight_source_doubles import ScriptedSource
-from tts_container import provisioning, weights_cli, weights_conversion
-from tts_container.weight_sources import OnnxDerivedSource
-from tts_container.weights import (
+from tts_container.weights import cli as weights_cli
+from tts_container.weights import conversion as weights_conversion
+from tts_container.weights import provisioning
+from tts_container.weights.cache import (
     CONFIG_FILE,
     DERIVED_FROM,
     ONNX_FILE,
@@ -28,6 +29,7 @@ from tts_container.weights import (
     sha256_of,
     verify_cache,
 )
+from tts_container.weights.sources import OnnxDerivedSource
 
 
 class OnnxPartOnlySource(ScriptedSource):
@@ -41,7 +43,7 @@ class OnnxPartOnlySource(ScriptedSource):
 
 
 class ConverterDouble:
-    """Stands in for :func:`tts_container.weights_conversion.derive_checkpoint`: records its calls and
+    """Stands in for :func:`tts_container.weights.conversion.derive_checkpoint`: records its calls and
     writes a checkpoint made from the export's bytes (or raises a scripted error)."""
 
     def __init__(self, error: Exception | None = None) -> None:

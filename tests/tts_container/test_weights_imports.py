@@ -1,8 +1,8 @@
-"""The weight modules import one way (issue 12, item 3), and the console script enters the CLI directly.
+"""The weight modules import one way, and the console script enters the CLI directly.
 
-``weights`` (cache) <- ``weights_conversion`` (the checkpoint from the int8 export) <- ``weight_sources``
-(where from) <- ``provisioning`` (production wiring) <- ``weights_cli`` and the engines. Imports inside
-functions count: the old cycle hid in two of them.
+``weights.cache`` (cache) <- ``weights.conversion`` (the checkpoint from the int8 export) <-
+``weights.sources`` (where from) <- ``weights.provisioning`` (production wiring) <- ``weights.cli`` and the
+engines. Imports inside functions count: the old cycle hid in two of them.
 """
 
 from __future__ import annotations
@@ -19,12 +19,12 @@ import tts_container
 PACKAGE = Path(tts_container.__file__).parent
 REPO = PACKAGE.parent
 WEIGHT_MODULES = (
-    "weights",
-    "weights_lock",
-    "weights_conversion",
-    "weight_sources",
-    "provisioning",
-    "weights_cli",
+    "weights.cache",
+    "weights.lock",
+    "weights.conversion",
+    "weights.sources",
+    "weights.provisioning",
+    "weights.cli",
 )
 
 
@@ -43,21 +43,28 @@ def imported_package_modules(module: str) -> set[str]:
 
 
 def test_the_cache_module_imports_no_source_and_no_front_end() -> None:
-    assert imported_package_modules("weights") == {"weights_lock"}
-    assert imported_package_modules("weights_lock") == set()
+    assert imported_package_modules("weights.cache") == {"weights.lock"}
+    assert imported_package_modules("weights.lock") == set()
 
 
 def test_the_weight_modules_form_no_cycle() -> None:
     graph = {module: imported_package_modules(module) & set(WEIGHT_MODULES) for module in WEIGHT_MODULES}
     assert graph == {
-        "weights": {"weights_lock"},
-        "weights_lock": set(),
-        "weights_conversion": {"weights"},
-        "weight_sources": {"weights", "weights_conversion"},
-        "provisioning": {"weights", "weight_sources"},
-        "weights_cli": {"weights", "weight_sources", "provisioning"},
+        "weights.cache": {"weights.lock"},
+        "weights.lock": set(),
+        "weights.conversion": {"weights.cache"},
+        "weights.sources": {"weights.cache", "weights.conversion"},
+        "weights.provisioning": {"weights.cache", "weights.sources"},
+        "weights.cli": {"weights.cache", "weights.sources", "weights.provisioning"},
     }
-    order = ["weights_lock", "weights", "weights_conversion", "weight_sources", "provisioning", "weights_cli"]
+    order = [
+        "weights.lock",
+        "weights.cache",
+        "weights.conversion",
+        "weights.sources",
+        "weights.provisioning",
+        "weights.cli",
+    ]
     for position, module in enumerate(order):  # a topological order exists: no cycle
         assert graph[module] <= set(order[:position])
 
@@ -65,20 +72,20 @@ def test_the_weight_modules_form_no_cycle() -> None:
 def test_engines_provision_through_the_production_wiring() -> None:
     for engine in ("engines.onnx_engine", "engines.torch_engine"):
         imported = imported_package_modules(engine)
-        assert "provisioning" in imported and "weight_sources" not in imported
+        assert "weights.provisioning" in imported and "weights.sources" not in imported
 
 
 def test_the_console_script_points_at_the_cli_module_and_the_shim_is_gone() -> None:
     scripts = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["scripts"]
     module, _, attribute = scripts["kokoro-weights"].partition(":")
-    assert (module, attribute) == ("tts_container.weights_cli", "main")
+    assert (module, attribute) == ("tts_container.weights.cli", "main")
     assert callable(getattr(importlib.import_module(module), attribute))
-    assert not hasattr(importlib.import_module("tts_container.weights"), "main")
+    assert not hasattr(importlib.import_module("tts_container.weights.cache"), "main")
 
 
 def test_python_dash_m_runs_the_cli(tmp_path: Path) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "tts_container.weights_cli", "path", "--cache-dir", str(tmp_path)],
+        [sys.executable, "-m", "tts_container.weights.cli", "path", "--cache-dir", str(tmp_path)],
         capture_output=True,
         text=True,
         timeout=60,

@@ -13,8 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.tts_container.weight_source_doubles import ScriptedSource
-from tts_container import provisioning
-from tts_container.weights import (
+from tts_container.weights.cache import (
     CONFIG_FILE,
     MANIFEST_FILE,
     ONNX_FILE,
@@ -23,6 +22,7 @@ from tts_container.weights import (
     SourceUnavailable,
     WeightsUnavailable,
     ensure_weights,
+    provisioning,
     read_manifest,
     verify_cache,
 )
@@ -114,7 +114,7 @@ def test_verify_reports_files_that_are_not_pinned(tmp_path: Path) -> None:
 
 
 def test_cli_verify_checks_the_real_pins(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from tts_container import weights_cli
+    from tts_container.weights import cli as weights_cli
 
     ensure_weights(tmp_path, sources=[ScriptedSource("filler")])
     assert weights_cli.main(["verify", "--cache-dir", str(tmp_path)]) == 1

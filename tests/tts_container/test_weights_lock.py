@@ -17,21 +17,21 @@ from pathlib import Path
 
 import pytest
 
-from tts_container.weights import (
+from tts_container.weights.cache import (
     CONFIG_FILE,
     PART_FILES,
     ensure_weights,
     read_manifest,
     verify_cache,
 )
-from tts_container.weights_lock import STAGING_PREFIX
+from tts_container.weights.lock import STAGING_PREFIX
 
 # A writer whose source meets its peer before returning: without a lock both then install at the same
 # moment (the old lost update); with the lock the peer is still waiting, so the meeting times out.
 RENDEZVOUS_WRITER = r"""
 import os, sys, time
 from pathlib import Path
-from tts_container.weights import ensure_weights
+from tts_container.weights.cache import ensure_weights
 
 cache, part, meeting, me, peer = sys.argv[1:]
 
@@ -54,7 +54,7 @@ ensure_weights(cache, part=part, sources=[RendezvousSource()])
 HANGING_WRITER = r"""
 import sys, time
 from pathlib import Path
-from tts_container.weights import ensure_weights
+from tts_container.weights.cache import ensure_weights
 
 cache, part, started = sys.argv[1:]
 

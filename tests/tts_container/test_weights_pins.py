@@ -14,19 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tts_container.weight_sources import (
-    CONFIG_DISTRIBUTION,
-    CONFIG_SHA256,
-    HUB_ONNX_INT8_SHA256,
-    HUB_ONNX_REVISION,
-    ONNX_INT8_SHA256,
-    PINNED_SHA256,
-    DirectorySource,
-    HubSource,
-    S3Source,
-    _installed_file,
-)
-from tts_container.weights import (
+from tts_container.weights.cache import (
     CONFIG_FILE,
     MANIFEST_FILE,
     ONNX_FILE,
@@ -37,6 +25,18 @@ from tts_container.weights import (
     check_sha256,
     ensure_weights,
     read_manifest,
+)
+from tts_container.weights.sources import (
+    CONFIG_DISTRIBUTION,
+    CONFIG_SHA256,
+    HUB_ONNX_INT8_SHA256,
+    HUB_ONNX_REVISION,
+    ONNX_INT8_SHA256,
+    PINNED_SHA256,
+    DirectorySource,
+    HubSource,
+    S3Source,
+    _installed_file,
 )
 
 
@@ -133,7 +133,7 @@ def test_the_hub_onnx_export_is_checked_against_its_pin(
     """The hub's int8 export used to be trusted on its revision alone; now its LFS sha256 is pinned."""
     from huggingface_hub import constants
 
-    from tts_container.weight_sources import HUB_ONNX_REPO
+    from tts_container.weights.sources import HUB_ONNX_REPO
 
     repo_dir = "models--" + HUB_ONNX_REPO.replace("/", "--")
     snapshot = tmp_path / "hub-cache" / repo_dir / "snapshots" / HUB_ONNX_REVISION / "onnx"

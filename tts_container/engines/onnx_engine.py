@@ -44,10 +44,10 @@ from tts_container.engines.static_int8 import static_vocoder
 from tts_container.engines.voices import VoiceTables
 from tts_container.engines.windowed_engine import SPEED_PROBE_TEXT, WindowedEngine, choose_growth
 from tts_container.engines.windows import HARMONICS, STEP_SAMPLES, Pitch, Prosody
-from tts_container.g2p import MAX_SEGMENT_TOKENS, Phonemizer
-from tts_container.provisioning import ensure_weights
-from tts_container.utterance import plan_utterance
-from tts_container.weights import CachedWeights
+from tts_container.synthesis.utterance import plan_utterance
+from tts_container.text.g2p import MAX_SEGMENT_TOKENS, Phonemizer
+from tts_container.weights.cache import CachedWeights
+from tts_container.weights.provisioning import ensure_weights
 
 logger = logging.getLogger(__name__)
 
@@ -143,7 +143,7 @@ class OnnxEngine(WindowedEngine):
 
     @classmethod
     def from_cache(cls, cache_dir: Path | str | None = None, *, threads: int | None = None) -> OnnxEngine:
-        """Provision the weights if needed (see :mod:`tts_container.weights`) and load them."""
+        """Provision the weights if needed (see :mod:`tts_container.weights.cache`) and load them."""
         weights: CachedWeights = ensure_weights(cache_dir, part="onnx")
         engine = cls(
             weights.onnx_model,

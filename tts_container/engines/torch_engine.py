@@ -1,15 +1,15 @@
 """The GPU engine: hexgrad's ``kokoro`` (``KModel``, fp32) on torch; the ``auto`` default when CUDA is there.
 
 Why ``KModel`` and not ``KPipeline``: the pipeline brings its own misaki G2P (whose constructor downloads
-a spaCy model when the name ``en_core_web_sm`` is not installed, see :mod:`tts_container.g2p`), its own
+a spaCy model when the name ``en_core_web_sm`` is not installed, see :mod:`tts_container.text.g2p`), its own
 chunking, and voices fetched from the hub by name. We need none of that: phonemes come from the shared
-:class:`~tts_container.g2p.Phonemizer` and :func:`~tts_container.g2p.split_phonemes`, so this engine and
-the onnx one say the same sounds and cut segments at the same places, and voices come from the shared
-cache's ``voices.npz``. What is left of the pipeline is one line (pick the style row, call the model).
+:class:`~tts_container.text.g2p.Phonemizer` and :func:`~tts_container.text.g2p.split_phonemes`, so this
+engine and the onnx one say the same sounds and cut segments at the same places, and voices come from the
+shared cache's ``voices.npz``. What is left of the pipeline is one line (pick the style row, call the model).
 
-Expected cache files (see :mod:`tts_container.weights`; real ones come from the hub ``hexgrad/Kokoro-82M``
-or an ``s3://`` model cache; where neither has the checkpoint, provisioning derives it from the int8 ONNX
-export, :mod:`tts_container.weights_conversion`)::
+Expected cache files (see :mod:`tts_container.weights.cache`; real ones come from the hub
+``hexgrad/Kokoro-82M`` or an ``s3://`` model cache; where neither has the checkpoint, provisioning derives it
+from the int8 ONNX export, :mod:`tts_container.weights.conversion`)::
 
     config.json       vocab + hyper-parameters of Kokoro-82M
     kokoro-v1_0.pth   torch.save({"bert": ..., "bert_encoder": ..., "predictor": ..., "text_encoder": ...,
@@ -41,9 +41,9 @@ from tts_container.engines.torch_vocoder import BatchedGenerator, VocoderCall, d
 from tts_container.engines.voices import VoiceTables
 from tts_container.engines.windowed_engine import WindowedEngine, choose_growth
 from tts_container.engines.windows import STEP_SAMPLES, Pitch, Prosody
-from tts_container.g2p import MAX_SEGMENT_TOKENS, Phonemizer
-from tts_container.provisioning import ensure_weights
-from tts_container.weights import CachedWeights
+from tts_container.text.g2p import MAX_SEGMENT_TOKENS, Phonemizer
+from tts_container.weights.cache import CachedWeights
+from tts_container.weights.provisioning import ensure_weights
 
 # KModel uses the repo id only to name hub files; passing it explicitly silences its stdout warning.
 REPO_ID = "hexgrad/Kokoro-82M"
@@ -174,7 +174,8 @@ class TorchEngine(WindowedEngine):
         threads: int | None = None,
         max_batch: int | None = None,
     ) -> TorchEngine:
-        """Provision the torch part of the cache if needed (see :mod:`tts_container.weights`) and load it.
+        """Provision the torch part of the cache if needed (see :mod:`tts_container.weights.cache`) and load
+        it.
 
         ``threads`` sets torch's intra-op CPU threads; that setting is process-wide in torch, which is
         fine because the server runs one engine per process. ``max_batch``: calls rendered in one

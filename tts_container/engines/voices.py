@@ -3,7 +3,7 @@
 A voice is a table of 510 style vectors (shape ``(510, 1, 256)``), one per utterance length: a segment
 of ``n`` phoneme tokens uses row ``n - 1`` (what hexgrad's ``KPipeline.infer`` does, so the onnx and the
 torch engine pick the same row for the same phonemes). The tables live in the cache's ``voices.npz``
-(see :mod:`tts_container.weights`); all 54 are read eagerly (28 MB) because a fully loaded dict is
+(see :mod:`tts_container.weights.cache`); all 54 are read eagerly (28 MB) because a fully loaded dict is
 safe to share between worker threads, while lazy ``NpzFile`` reads from one zip handle are not.
 
 A voice mix (``af_bella(2)+af_sky(1)``, :func:`strands_kokoro.protocol.parse_voice`) is the shares'

@@ -28,8 +28,8 @@ from tts_container.engines.base import (
 from tts_container.engines.norm_stats import NormStats, Sample, VoiceNormStats, calibration_for, shares
 from tts_container.engines.voices import UnknownVoice, VoiceTables
 from tts_container.engines.windows import HARMONICS, STEP_SAMPLES, Pitch, Prosody, Vocoder, render
-from tts_container.g2p import Phonemizer
-from tts_container.utterance import SpokenSegment, plan_utterance
+from tts_container.synthesis.utterance import SpokenSegment, plan_utterance
+from tts_container.text.g2p import Phonemizer
 
 # Faster than this (vocoder seconds per second of audio) a whole segment is ready sooner than a first
 # window's audio would play: windows would only add joins. A GPU is ~0.02; two CPU cores ~0.3.
@@ -133,7 +133,7 @@ class WindowedEngine(ABC):
     def calibration(self, voice: str) -> VoiceCalibration | None:
         """What readies ``voice`` to stream, when this engine renders in windows and ``voice`` has no
         statistics yet (warm-up fits the default voice's; the server fits the others in its idle time:
-        :mod:`tts_container.voice_calibration`)."""
+        :mod:`tts_container.engines.voice_calibration`)."""
         if self.growth is None or not self._voice_tables.knows(voice):
             return None
         return voice_calibration(self, self._phonemizer, self._stats, voice)

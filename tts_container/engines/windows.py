@@ -19,8 +19,8 @@ What makes windows join without a seam (measured on the int8 export: the level s
   ones (:mod:`tts_container.engines.norm_stats`);
 - consecutive windows overlap by :data:`CROSSFADE_SAMPLES` and are cross-faded (raised cosine).
 
-A segment with context (:mod:`tts_container.utterance`) is rendered whole for its prosody, but only the
-audio of its own words is used: from its first word's onset when words precede it, to the next word's
+A segment with context (:mod:`tts_container.synthesis.utterance`) is rendered whole for its prosody, but only
+the audio of its own words is used: from its first word's onset when words precede it, to the next word's
 onset when words follow (the model's pause between the words stays with the earlier request).
 
 Which statistics, measured against the sentence rendered whole (the level of a piece's words, on the
@@ -62,8 +62,8 @@ from tts_container.engines.norm_stats import (
     NormStatsModel,
     shares,
 )
-from tts_container.g2p import FRAME_SAMPLES, ONSET_LEAD_MS
-from tts_container.utterance import SpokenSegment
+from tts_container.synthesis.utterance import SpokenSegment
+from tts_container.text.g2p import FRAME_SAMPLES, ONSET_LEAD_MS
 
 logger = logging.getLogger(__name__)
 

@@ -1,0 +1,2 @@
+"""What the server reports: its counters, the Prometheus ``/metrics`` text, and the CloudWatch metric
+lines."""
