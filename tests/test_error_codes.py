@@ -97,3 +97,16 @@ def test_the_answer_to_any_other_exception_is_the_fallback_and_leaks_nothing() -
     answer = answer_for(KeyError("text"), AppErrorCode.AGENT_FAILED)
     assert answer == Answer("agent_failed", 200, False)
     assert answer_for(RuntimeError("boom")).code == "internal_error"
+
+
+def test_the_reference_lists_every_code_and_no_other() -> None:
+    """docs/reference.md's table of codes is the tables' members, plus the local-caller guard's HTTP codes."""
+    from kokoro_serving.local_callers import BAD_CONTENT_TYPE, HOST_NOT_ALLOWED, ORIGIN_NOT_ALLOWED
+
+    text = (REPO_ROOT / "docs" / "reference.md").read_text(encoding="utf-8")
+    section = text[text.index("## Error codes") : text.index("\n## ", text.index("## Error codes") + 1)]
+    rows = [line.split(" | ")[-1] for line in section.splitlines() if line.startswith("| ") and "`" in line]
+    listed = [code for row in rows for code in re.findall(r"`([a-z0-9_]+)`", row)]
+    codes = {code.value for table in TABLES for code in table}
+    guard = {ORIGIN_NOT_ALLOWED, BAD_CONTENT_TYPE, HOST_NOT_ALLOWED}
+    assert sorted(listed) == sorted(codes | guard)  # each once, none missing, none made up
