@@ -52,7 +52,7 @@ def assert_spoken_once_in_order(turn: Turn, answer: str) -> None:
 async def test_overloaded_requests_are_resent_and_every_sentence_is_spoken_once_in_order() -> None:
     def refuse(request_id: str, attempt: int) -> bool:
         index = int(request_id.rpartition("-")[2])
-        return (index % 2 == 1 and attempt == 1) or (index == 1 and attempt == 2)  # #1 twice
+        return (index % 2 == 1 and attempt == 1) or (index == 1 and attempt == 2)  # request 1 twice
 
     async with overloading_server(refuse) as server:
         speech = KokoroSpeech(endpoint=server.url, reconnect_backoff_s=0.01)
