@@ -1,17 +1,10 @@
 """How many listeners one model server keeps speaking without a stutter, and what it says when full.
 
-N listeners (default 1, 2, 3, 4, 6, 8, 12, 16) open a WebSocket session each at the same moment and
-send a 4-sentence answer as whole-sentence requests, the way the client's pacer does once the
-sentences are written. Each plays what arrives in real time from its first audio byte (a simulated
-player): any moment it has nothing to play before its last byte is a stall. Per N: first audio
-p50/p95 of the listeners served, the worst single stall, the most-stalled listener's stalls in all,
-how many hear a stutter (a stall over 250 ms), how many were refused and how fast, and the audio
-rendered per wall second. The stall-free capacity is the most listeners served at one N with every
-served listener's worst stall <= 250 ms (architecture §7).
-
-Then, in the same run and on the same weights and voice, the engine's compute per second of audio
-against kokoro-onnx's own ``create()`` and ``create_stream()`` (what most CPU users of Kokoro run):
-the server's side from its engine-busy seconds over the audio it made at N = 1.
+N listeners (default 1, 2, 3, 4, 6, 8, 12, 16) each open a session at the same moment, send a 4-sentence
+answer as whole sentences and play what arrives in real time. Per N: first audio p50/p95, the worst
+stall, stutterers (a stall over 250 ms), refusals and how fast, audio per wall second (architecture §7).
+Then, same run, weights and voice: the engine's compute per audio second against kokoro-onnx's
+``create()`` and ``create_stream()``.
 
     uv run --all-extras python -m benchmarks.capacity
     uv run --all-extras python -m benchmarks.capacity --listeners 1 2 3 4 --url ws://127.0.0.1:8080

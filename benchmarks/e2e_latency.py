@@ -1,29 +1,14 @@
 """End-to-end latency: how much sooner, and how evenly, a listener hears the agent in bidi than in batch.
 
-Everything runs for real on this machine: the embedded LLM (or ``--model``), the agent app over HTTP,
-the Kokoro model server over its WebSocket. For each of 5 fixed prompts (3-5 sentence answers), N trials
-per variant, alternating the order (batch, bidi), the client measures
-(architecture §7):
-
-- TTFA: request sent -> first audio byte at the client; ratio TTFA(batch) / TTFA(bidi);
-- stall: a real-time player starts at the first audio byte; every moment it has nothing to play before
-  the last byte is stall;
-- the bidi floor: LLM time to the first request's last character (when that text_delta reached the
-  client) + the engine's time to first audio for that text alone, synthesized on a warm session in the
-  same run; the gap is TTFA(bidi) - floor (what our plumbing adds);
-- the pacer at work: each request's size (characters, words), the engine's real-time factor as the
-  pacer measured it, and per request the buffer the pacer predicted against the one the listener had;
-- intelligibility: after all timed runs, Whisper-base transcribes each bidi answer's joined audio and
-  the word error rate against the spoken text is recorded (architecture §7: judge speech as a listener would).
-
-The model server gets every core and the embedded LLM runs at nice +10 (the local stack's setting);
-``--tts-threads`` and ``--llm-nice`` measure other splits. Every turn waits until the 1-minute load is
-back under 1.0 (the benchmark's own last turn raised it) and records the load before and after it: a
-figure taken at load > 1 on a 2-core machine is not a measurement.
+The embedded LLM (or ``--model``), the agent app over HTTP and the model server over its WebSocket, all
+real; 5 fixed prompts, N trials per mode in alternating order. Per turn (architecture §7): TTFA and the
+batch/bidi ratio, stall, the bidi floor and the gap to it, each request's size and the pacer's predicted
+against actual buffer; then Whisper WER of each bidi answer. The model server gets every core, the LLM
+runs at nice +10 (``--tts-threads``, ``--llm-nice`` try others); each turn waits for the 1-minute load
+to drop under 1.0 and records it.
 
 Usage: ``uv run --all-extras python -m benchmarks.e2e_latency`` (prints a table, writes JSON to
-benchmarks/results/). Ratios are from one run on one machine; absolute numbers only mean something on
-the hardware they were taken on.
+benchmarks/results/).
 """
 
 from __future__ import annotations

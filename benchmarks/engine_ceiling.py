@@ -1,15 +1,10 @@
 """The most audio the engine makes on this machine, whatever the arrangement of its calls.
 
-The admission serves ``floor(capacity / share)`` listeners (``tts_container/scheduling/admission.py``);
-capacity cannot exceed what the engine makes when nothing waits on anything. This renders the capacity
-benchmark's 16 sentences in-process, back to back, four ways: in windows or whole (a segment's audio in
-one call, the way an engine too fast for windows renders), and as one call at a time on every core or
-as two calls side by side on one core each (the inference pool's lanes). The rounds alternate, so a
-noisy neighbour weighs on every arrangement alike. Per arrangement: audio seconds per wall second,
-each round. An engine that renders whole segments on this machine (the torch engine on a GPU) and has
-one lane is measured the one way it runs. The onnx engine is measured with each vocoder variant it loaded
-(the export's dynamic int8 and the derived static int8: ``tts_container.engines.static_int8``); each
-variant's windows use its own voice statistics.
+Capacity cannot exceed what the engine makes when nothing waits. This renders the capacity benchmark's
+16 sentences in-process four ways, rounds alternating: in windows or whole, one call at a time on every
+core or two side by side (the pool's lanes); an engine with one lane that renders whole is measured the
+one way it runs, and the onnx engine with each vocoder variant it loaded. Per arrangement: audio seconds
+per wall second, each round.
 
     uv run --all-extras python -m benchmarks.engine_ceiling
     uv run --all-extras python -m benchmarks.engine_ceiling --rounds 5 --engine torch

@@ -1,29 +1,15 @@
 """The torch engine's capacity batched across listeners and not, in one run (made for a GPU machine).
 
-Starts the real model server with the torch engine twice: batched (``--max-batch 32`` on CUDA: the
-windows of up to 32 listeners rendered in one forward pass of the generator) and unbatched
-(``--max-batch 1``: one call at a time, the way Kokoro-FastAPI serves one request per worker). Against
-each it drives 1 to 512 simulated listeners with :mod:`benchmarks.capacity`'s rounds: each listener
-sends a four-sentence answer at the same moment and plays what arrives in real time. Per N: served
-and refused (the admission refuses new answers beyond the capacity the server measured), first audio
-p50/p95, the worst stall, audio seconds rendered per wall second; per server, its forward passes and
-the calls they held (``/stats``); and the device (``torch.cuda.get_device_name`` or ``cpu``).
+Starts the real model server with the torch engine batched (``--max-batch 32`` on CUDA) and unbatched
+(``--max-batch 1``, as Kokoro-FastAPI serves), and drives 1 to 512 listeners against each with
+:mod:`benchmarks.capacity`'s rounds. Per N: served and refused, first audio p50/p95, worst stall, audio
+seconds per wall second; per server its forward passes and calls (``/stats``) and the device. One time
+budget (``--budget-s``, 420 s) is split between the servers; no round passes its share or
+``--round-cap-s``, and the larger N after a stopped round are listed unmeasured. Results:
+``benchmarks/results/gpu_capacity.json`` and a copy (with the servers' logs) under ``$OUT`` if set.
 
-Bounded to finish in under 8 minutes: one time budget for the whole run (``--budget-s``, default
-420 s), split between the servers as each starts (its start-up included); no round starts or runs
-past its server's share, none runs longer than ``--round-cap-s``, and once a round is stopped the
-larger N are not measured (listed in the results). Results go to ``benchmarks/results/
-gpu_capacity.json`` (``noisy/`` beside it on a busy machine), and a copy to ``$OUT`` when it is set
-(the servers' logs too; else to the temporary folder).
-
-On the GPU machine (the torch weights in the cache, or in ``$STRANDS_KOKORO_CACHE``), one command:
-
-    uv run --all-extras python -m benchmarks.gpu_capacity
-
-A smoke check on a CPU (tiny N; batched there means ``--max-batch 4``, and the engine is far slower
-than real time, so the admission refuses a second listener):
-
-    uv run --all-extras python -m benchmarks.gpu_capacity --listeners 1 2 --engine torch
+    uv run --all-extras python -m benchmarks.gpu_capacity                                    # on a GPU
+    uv run --all-extras python -m benchmarks.gpu_capacity --listeners 1 2 --engine torch     # CPU smoke
 """
 
 from __future__ import annotations

@@ -2,14 +2,12 @@
 
     uv run --all-extras python -m benchmarks.hangup_cost [--trials 3]
 
-The agent app runs in its own process as ``python -m agentcore_app`` does (with a scripted model that
-writes a 16-sentence answer at once and holds its last token, so the turn is still running when the
-caller leaves: :mod:`tests.faults.agent_app_process`), against the REAL model server (onnx engine). A
-raw TCP client posts a turn and leaves after the first ``audio_chunk`` or the first ``text_delta``, with
-a FIN or a reset. From that moment the model server's ``/stats`` is polled every 20 ms: requests
-completed and engine calls after the hang-up, audio made and never sent, and how long until its
-counters show the cancel and until it is idle (no session, no engine call). Goal: at most
-1 request and 1 s. The load average is recorded; never a timed assert.
+The agent app runs in its own process (:mod:`tests.faults.agent_app_process`: a scripted 16-sentence
+answer whose last token is held, so the turn still runs) against the real model server. A raw TCP client
+posts a turn and leaves after the first ``audio_chunk`` or ``text_delta``, with a FIN or a reset; then
+the server's ``/stats`` is polled every 20 ms: requests completed and engine calls after the hang-up,
+audio made and never sent, time until the cancel shows and until idle. Goal: at most 1 request and 1 s.
+The load is recorded; never a timed assert.
 """
 
 from __future__ import annotations

@@ -1,33 +1,14 @@
 """Joins a listener should not hear: the same sentences spoken whole, and cut as a client would cut them.
 
-The renditions of each held-out sentence, all through the model server's own engine and joiner (the
-audio is what a client receives, at 24 kHz), on the int8 ONNX engine:
-
-- ``whole``: each sentence one request, rendered in one call: the reference (and the batch rendition);
-- ``streamed``: each sentence one request, rendered window by window (what the server does on a CPU, so
-  its first audio comes after one small window): its joins are the windows' seams;
-- ``cut``: the sentence cut into 4-5 word pieces, each a request of its own (the old client's pieces);
-- ``cut+context``: the same pieces with ``previous_text`` and, as ``next_text``, the least lookahead the
-  pacer sends (:data:`~strands_kokoro.pacing.cut_points.MIN_LOOKAHEAD_WORDS` words; cut by durations);
-- ``cut+1 word``: the same with one word of lookahead (what the pacer once sent while a sentence was
-  being written: the reason for the minimum);
-- ``cut+5 words``: the same with five (what waiting for two more written words would buy).
-
-Per cut between two words (from the server's word timings, in each rendition's own audio): the silence
-a listener hears there (the longest run of 10 ms below -40 dBFS between the two words) minus the whole
-rendition's; each of the two words' duration against the whole rendition's; the pitch step across the
-cut (semitones from the word before to the word after, median F0 by autocorrelation) against the whole
-rendition's; and the level step (dB). Per window seam (``streamed``, same timeline as ``whole``): the
-silence and the level on both sides against ``whole`` at the same place. Per rendition: total audio
-length against ``whole``, engine time (single-threaded calls, summed) against ``whole``, the time to the
-first audio of the sentence, and its spectrum against ``whole``'s (octave bands, the level taken out,
-and the share above 5 kHz: windows normalized with a voice's predicted statistics, not the sentence's
-own, can render sibilants brighter); and its level against ``whole``'s, with answers of a word or two
-streamed (:data:`SHORT_ANSWERS`: mostly silence, where the predicted statistics are least sure).
+Each held-out sentence through the model server's engine and joiner (int8 ONNX, 24 kHz): ``whole`` (one
+call: the reference), ``streamed`` (window by window), ``cut`` (4-5 word pieces, no context),
+``cut+context`` (with :data:`~strands_kokoro.pacing.cut_points.MIN_LOOKAHEAD_WORDS` words of lookahead),
+``cut+1 word`` and ``cut+5 words``. Per cut (server word timings): added silence (10 ms runs under
+-40 dBFS), each word's duration, the pitch and level steps, against ``whole``; per window seam, silence
+and level; per rendition, length, engine time, first audio, spectrum (octave bands, share above 5 kHz)
+and level, also on :data:`SHORT_ANSWERS` streamed. Run alone on a quiet machine (architecture §7):
 
     uv run --all-extras python -m benchmarks.joins            # prints a table, writes JSON
-
-Run it alone on a quiet machine (architecture §7); the load average is recorded.
 """
 
 from __future__ import annotations
@@ -75,7 +56,7 @@ SENTENCES = (
 # Answers of a word or two, where the predicted statistics are least sure (mostly silence): their level
 # streamed against rendered whole.
 SHORT_ANSWERS = ("Bye!", "Yes.", "Sure, why not?", "Thanks a lot.", "Hello there, how are you today?")
-PIECE_WORDS = (4, 5)  # the old pacer's first phrases and pieces: 4, 5, 4, 5 ... words
+PIECE_WORDS = (4, 5)  # the ``cut`` rendition's pieces: 4, 5, 4, 5 ... words
 VOICES = ("af_heart", "am_michael")
 
 

@@ -1,18 +1,13 @@
 """What one listener needs of the engine: listeners served while the server is held to fewer cores.
 
-The admission serves ``floor(capacity / share)`` listeners (``tts_container/scheduling/admission.py``);
-``share`` is the audio seconds per second one listener needs for none to stall. A faster or slower machine
-cannot be summoned, so this holds the model server to a fraction of the cores with a CPU quota (a cgroup of
-its own; root and a writable cgroup file system, v1 or v2) and serves the same listeners at each quota, as
-:mod:`benchmarks.capacity` does (4-sentence answers, real-time playback simulated). Per quota: the
-audio made per wall second, each listener's share of it, and the worst stall per round. The share the
-admission uses should lie above every share that stalled and at or below one that did not.
+The admission serves ``floor(capacity / share)`` listeners; this finds ``share`` by holding the model
+server to a fraction of the cores (a CPU quota of a cgroup of its own: root, a writable cgroup file
+system) and serving :mod:`benchmarks.capacity`'s listeners at each quota, its ``--max-listeners`` set so
+its own admission never refuses one. Per quota: audio per wall second, each listener's share, the worst
+stall per round. The admission's share should lie above every share that stalled.
 
     sudo uv run --all-extras python -m benchmarks.listener_share                     # 1.4, 1.6, 1.8 cores
     sudo uv run --all-extras python -m benchmarks.listener_share --cores 1.5 1.7 --rounds 5
-
-The server is started with ``--max-listeners`` set to the listeners of a round, so that its own
-admission (which learns the throttled speed) never refuses one: the question is what they hear.
 """
 
 from __future__ import annotations

@@ -1,13 +1,10 @@
 """The machine a benchmark ran on: what else used it, and a wait for it to be quiet.
 
-A figure taken while the machine is busy (the test suite, another benchmark, a build) measures the
-neighbours, not the code (architecture §7). Every benchmark records the load average before it runs
-and, through :func:`save_results`, what its neighbours used while it ran: every core's busy time (the
-hypervisor's steal included: other machines on the same host) less the benchmark's own CPU time and
-its finished children's (a model server it started). The load average after a run is not recorded:
-a benchmark that keeps every core busy leaves a 1-minute load of ~1.6-2 on 2 cores whatever its
-neighbours did. ``python -m benchmarks.machine`` blocks until the 1-minute load is below a threshold,
-so a series of benchmarks can be run one after another, each on a quiet machine::
+A figure taken on a busy machine measures the neighbours (architecture §7). Every benchmark records the
+load before it runs and, through :func:`save_results`, its neighbours' use meanwhile: every core's busy
+time (steal included) less its own and its finished children's CPU time. The load after a run is not
+recorded (a benchmark that fills the cores raises it itself). ``python -m benchmarks.machine`` blocks
+until the 1-minute load is low, for a series of benchmarks::
 
     for b in joins e2e_latency tts_latency; do
         uv run --all-extras python -m benchmarks.machine && uv run --all-extras python -m benchmarks.$b

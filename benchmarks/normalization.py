@@ -1,19 +1,14 @@
 """Text normalization: this project's rules against other normalizers, on the project's test set.
 
-For each normalizer: coverage (cases whose output says the expected words; "strict" compares every word,
-"lenient" forgives what normalizers legitimately write differently: the small words "and", "the", "of",
-"a", "oh"/"o" for "zero", and spelled letters written apart or together, "P M" or "PM"), per-sentence
-latency (p50/p95 over every case, repeated), start-up time (import and first use in a fresh process;
-for a grammar normalizer, loading its cached grammars), installed size and licence. Ours runs
-in-process; the candidates run under another interpreter (``--candidates PYTHON``, an environment with
-``nemo-text-processing`` and ``wetextprocessing``: never the project's), through
-``benchmarks/normalization_candidates.py``.
+Per normalizer: cases right, strict and lenient (forgiving "and", "the", "of", "a", "oh" for zero and
+spelled letters apart or together), p50/p95 latency per sentence, start-up time, installed size and
+licence. Ours runs in-process; the candidates (``nemo-text-processing``, ``wetextprocessing``) under
+another interpreter (``--candidates PYTHON``, never the project's environment), through
+``benchmarks/normalization_candidates.py``. Writes ``benchmarks/results/normalization.json`` with the
+load at the start and the end.
 
     uv run python -m benchmarks.normalization [--candidates /tmp/norm-eval/bin/python] [--repeats N]
         [--nemo-cache DIR]
-
-Prints a table and writes ``benchmarks/results/normalization.json`` with the load average
-(``os.getloadavg()``) at the start and the end: a figure counts only from a quiet machine.
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """First byte through OpenAI's speech API against first audio over our own WebSocket, for the same text.
 
-The goal (issue "speak the ecosystem's languages"): the OpenAI route's first byte of a 4-sentence text
-within ~1.5x of the WebSocket's first audio. Both start from nothing each trial (a fresh connection),
-alternate route by route so load drifts hit both alike, and time from the request's send to the first
-audio byte the client reads: ``POST /v1/audio/speech`` in ``--format`` (mp3 by default: the codec
-holds its first frame back) and ``pcm``, and a ``synthesize`` on a fresh WebSocket session. Prints a
-table of medians and writes ``benchmarks/results/openai_first_byte.json`` with the load average (a
-figure counts only from a quiet machine: architecture §7)::
+Each trial starts from a fresh connection, routes alternating: ``POST /v1/audio/speech`` in ``--format``
+(mp3 by default) and ``pcm``, and a ``synthesize`` on a fresh WebSocket session, timed from send to the
+first audio byte read. Prints medians and writes ``benchmarks/results/openai_first_byte.json`` with the
+load (architecture §7)::
 
     uv run --all-extras python -m benchmarks.openai_first_byte                  # starts an onnx server
     uv run --all-extras python -m benchmarks.openai_first_byte --url http://127.0.0.1:8080

@@ -1,28 +1,14 @@
 """Soak: many concurrent WebSocket sessions on one model server, every byte checked against its request.
 
-Two runs, each against its own server subprocess (so its RSS is the server's alone):
-
-- ``fake``: 16 sessions x 10 short sentences, all at once, against the real server app with a fast fake
-  engine (:class:`tests.faults.id_engine.IdEngine`) whose audio is noise seeded by the sentence's text.
-  Every sentence names its session and request ("Session 3, request 7."), so every request's PCM has
-  exactly one right value: audio that went to another session, came twice, lost a frame or arrived out
-  of order does not equal it. This run measures the server's own overhead and its ordering under load.
-- ``real``: 4 sessions x 3 sentences against the real onnx engine. Kokoro is deterministic, so after
-  the soak each sentence is synthesized again alone, quietly, and the soaked PCM must equal it byte for
-  byte (cross-talk or a torn frame would not).
-
-Each session sends its sentences one after another (the next when the previous completed). Reported:
-first-audio latency per request (send to first audio byte, p50/p99), errors, content mismatches, the
-server's RSS before/after/peak, wall time; the load average is recorded (architecture §7: a figure counts only
-from a quiet machine, load < 1.0, nothing else running). Never a timed assert.
+Each run has its own server subprocess (its RSS is the server's alone). ``fake``: 16 sessions x 10
+sentences at once on a fast fake engine whose audio is seeded by the text ("Session 3, request 7."), so
+audio sent to another session, twice, torn or out of order differs. ``real``: 4 x 3 on the onnx engine,
+each sentence then synthesized again alone and compared byte for byte. Reported: first audio p50/p99,
+errors, mismatches, RSS before/after/peak, wall time, load (architecture §7); never a timed assert.
 
     uv run --all-extras python -m benchmarks.soak                    # both runs
     uv run --all-extras python -m benchmarks.soak --run fake         # just the fake engine
-    uv run --all-extras python -m benchmarks.soak --run hangup       # half the sessions hang up
-
-The ``hangup`` variant (:mod:`benchmarks.soak_hangups`, its own JSON) measures what sessions that
-vanish at a random moment cost the server (CPU time and engine calls nobody heard) and checks that the
-sessions beside them lose nothing.
+    uv run --all-extras python -m benchmarks.soak --run hangup       # benchmarks.soak_hangups
 """
 
 from __future__ import annotations

@@ -1,23 +1,12 @@
 """The soak with hang-ups: half the sessions vanish at a random moment; what does nobody's audio cost?
 
-``python -m benchmarks.soak --run hangup`` (or ``python -m benchmarks.soak_hangups``). Against the REAL
-model server (onnx engine), three runs on one server, each session sending all its sentences at once
-(as a turn's pacer keeps several requests in flight):
-
-- ``mixed``: ``sessions`` sessions; every second one vanishes (TCP abort, no close frame) at a random
-  moment between its first audio byte and ``max_hang_up_s`` later (seeded, so a rerun is the same);
-- ``listeners``: the listening half alone, the same texts;
-- ``everyone``: all sessions listening to the end (what the vanished half would have cost in full).
-
-CPU time is the server process's own (``utime + stime`` from ``/proc``); the rest comes from its
-``/stats``, which counts the audio the engine made and the part of it a client received. The vanished
-half cost ``mixed - listeners``; of that, what its clients did hear before they left is their received
-audio at the CPU cost per audio second of the ``listeners`` run; the rest is the CPU spent on speech
-nobody heard (the engine call running at each hang-up, at most). Beside it: the audio made and never
-sent, and ``everyone - listeners``, what the vanished half costs heard in full (as every hang-up did
-before the fix). The listening half must lose nothing: every sentence's PCM equals the
-same text synthesized alone on the quiet server (Kokoro is deterministic). The load average is
-recorded; never a timed assert.
+``python -m benchmarks.soak --run hangup`` (or ``python -m benchmarks.soak_hangups``): three runs on one
+real model server, each session sending all its sentences at once. ``mixed``: every second session
+vanishes (TCP abort) at a seeded random moment after its first audio; ``listeners``: the listening half
+alone; ``everyone``: all listening to the end. CPU time is the server's (``/proc``), audio made and
+received its ``/stats``: the vanished half costs ``mixed - listeners``, less what its clients heard,
+against ``everyone - listeners`` heard in full. The listening half must lose nothing: every sentence's
+PCM equals the same text synthesized alone. The load is recorded; never a timed assert.
 """
 
 from __future__ import annotations

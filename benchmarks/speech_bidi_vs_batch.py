@@ -1,13 +1,9 @@
 """First audio, bidi vs batch: the same agent, the same answer, the same server, measured in one run.
 
-A real Strands ``Agent`` whose model streams the tests' 4-sentence answer (``ScriptedModel`` from
-``tests/scripted_model.py``, one word per token) at ``--tokens-per-s``; KokoroSpeech speaks
-it over the REAL model server in ``bidi`` mode (sentence by sentence while the model writes) and in
-``batch`` mode (one synthesis after the whole answer). Turns alternate bidi/batch so drift on a shared
-machine hits both alike; the table reports medians and the batch/bidi ratio of time to first audio.
-
-Also reported (architecture §7): the bidi floor = time for the model to write the first chunk + the engine's
-time to first audio for that chunk alone (measured on a warm session in the same run).
+A real Strands ``Agent`` streams the tests' 4-sentence answer (``ScriptedModel``, one word per token) at
+``--tokens-per-s``; KokoroSpeech speaks it over the real model server in ``bidi`` and ``batch`` mode,
+turns alternating. Reports medians, the batch/bidi ratio of first audio, and the bidi floor: the model's
+time to write the first chunk plus the engine's first audio for that chunk alone (architecture §7).
 
     uv run --all-extras python benchmarks/speech_bidi_vs_batch.py                # starts its own server
     uv run --all-extras python benchmarks/speech_bidi_vs_batch.py --endpoint ws://127.0.0.1:8080

@@ -1,25 +1,12 @@
 """Transport: what reaching the listener costs, over SSE or the WebSocket, in PCM or compressed audio.
 
-The same turns go out every way: a real Strands ``Agent`` whose model streams fixed answers (``ScriptedModel``
-from ``tests/scripted_model.py``, as in ``speech_bidi_vs_batch``) at ``--tokens-per-s``, the real agent
-app over real sockets, the real Kokoro model server. Each answer is asked once per way, the ways in a
-rotated order per answer. For each way (SSE + base64 PCM / Opus / MP3; WebSocket + binary PCM / Opus /
-MP3) the client records:
-
-- **bytes on the wire per second of audio**: everything the transport delivered for the turn (the SSE
-  body, or every WebSocket frame: text events included), over the audio's length; and the longest answer
-  that fits AgentCore's 100 MB response cap at that rate;
-- **first audio**: request sent -> first ``audio_chunk`` at the client, and its difference from PCM on
-  the same transport, turn by turn (median);
-- **the encoder's own share of first audio**, measured apart from the network: each turn's first PCM
-  chunk (what the PCM way received) encoded by a fresh encoder: the time to its first bytes, the audio it
-  holds back, and the codec delay a listener hears as silence (MP3's; Opus' ``pre_skip`` is trimmed);
-- **Whisper WER** of each turn's audio as a listener hears it (compressed streams decoded by FFmpeg)
-  against the answer's spoken text, and its difference from PCM.
-
-The 1-minute load average is recorded at the start, before each turn and at the end (architecture §7: on this
-2-core machine a figure taken above 1.0 is not a measurement; each turn waits, bounded, for the load to
-settle first).
+The same turns (a real Strands ``Agent`` on ``ScriptedModel`` at ``--tokens-per-s``, the real agent app
+and model server) go out every way, in a rotated order per answer: SSE + base64 and WebSocket + binary,
+each in PCM, Opus and MP3. Per way: bytes on the wire per audio second (and the longest answer under
+AgentCore's 100 MB cap), first audio and its difference from PCM, the encoder's own share of first audio
+(a fresh encoder on each turn's first PCM chunk: time to first bytes, audio held back, codec delay), and
+Whisper WER of the decoded audio. The load is recorded at the start, before each turn (each waits for
+it to settle) and at the end (architecture §7).
 
 Usage: ``uv run --all-extras python -m benchmarks.transport`` (prints a table, writes
 benchmarks/results/transport.json).

@@ -1,11 +1,9 @@
 """Isolated TTS latency and throughput of the model server, over its real WebSocket.
 
-Reproduces the seed's measurement (architecture §1): time to first audio byte for a 267-character,
-4-sentence text sent whole vs its first sentence alone, 5 trials each, medians and their ratio. The
-seed's container synthesized the whole text before sending (329.3 ms vs 156.7 ms on a GPU, 2.1x);
-ours streams per segment, so the goal is the whole text within 10% of the first sentence.
-Also: real-time factor and first-audio latency per engine, audio seconds produced per wall second
-with 1, 2 and 4 concurrent sessions, and /ping latency while synthesis runs (SageMaker wants < 250 ms).
+The seed's measurement (architecture §1): first audio of a 267-character, 4-sentence text sent whole
+against its first sentence alone, 5 trials each, medians and their ratio (a server that streams per
+segment keeps the ratio near 1). Also: real-time factor and first audio per engine, audio seconds per
+wall second with 1, 2 and 4 sessions, and ``/ping`` latency while synthesis runs.
 
     uv run --all-extras python benchmarks/tts_latency.py                  # starts an onnx server
     uv run --all-extras python benchmarks/tts_latency.py --engine onnx --engine torch

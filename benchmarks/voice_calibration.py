@@ -1,12 +1,9 @@
 """First audio of a voice other than the default, before and after the server fitted it in idle time.
 
-A new user measured ``bf_emma``'s first audio at 15-18 s for a 230-character sentence against 0.9 s for
-``af_heart``: only the warm-up voice streamed. The model server now fits every voice it is asked for in
-its idle time (:mod:`tts_container.engines.voice_calibration`). This starts a model server on a weight cache
-of its own that knows only ``af_heart``'s statistics (the weight files are linked, not copied), then over
-its WebSocket: ``af_heart`` and ``bf_emma`` before (``bf_emma`` rendered whole), the time the fit took,
-and ``bf_emma`` after. Medians of ``--trials`` each; writes ``benchmarks/results/voice_calibration.json``
-with the load average (a figure counts only from a quiet machine)::
+Starts a model server on a weight cache of its own (weight files linked) that knows only ``af_heart``'s
+statistics (:mod:`tts_container.engines.voice_calibration`), then over its WebSocket times ``af_heart``
+and ``bf_emma`` before (``bf_emma`` rendered whole), the time the fit took, and ``bf_emma`` after.
+Medians of ``--trials`` each; writes ``benchmarks/results/voice_calibration.json`` with the load::
 
     uv run --all-extras python -m benchmarks.voice_calibration
 """

@@ -1,14 +1,10 @@
 """A voice mix's vocoder statistics: fitted like a voice's, or derived from its voices' fitted models?
 
-A mix streams in windows only with a statistics model (:mod:`tts_container.engines.norm_stats`). Two
-ways to have one: fit it on the calibration text rendered with the mix (as any voice is, in idle time),
-or blend its voices' fitted models by their shares (:meth:`NormStatsModel.mixed`: at once, nothing
-rendered). This fits both voices and the mix, then renders held-out sentences with the mix three ways:
-with each sentence's own statistics (the reference: rendered whole), with the fitted model's and with
-the derived model's predictions; it prints how far each is from the reference (level in dB, octave
-bands and the share above 5 kHz in dB: :mod:`benchmarks.spectrum`) and writes
-``benchmarks/results/voice_mix_stats-<mix>.json`` (audio quality, which load does not change; the load
-average is recorded anyway)::
+Fits both voices and the mix, then renders held-out sentences with the mix three ways: each sentence's
+own statistics (the reference, rendered whole), the fitted model's, and the derived model's
+(:meth:`NormStatsModel.mixed`). Prints each one's distance from the reference (level, octave bands and
+the share above 5 kHz, dB: :mod:`benchmarks.spectrum`) and writes
+``benchmarks/results/voice_mix_stats-<mix>.json`` (audio quality, which load does not change)::
 
     uv run --all-extras python -m benchmarks.voice_mix_stats
 """

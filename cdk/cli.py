@@ -1,23 +1,13 @@
 """The two console scripts: ``speech-infra`` and ``agent-infra``; the CDK commands drive the app in order.
 
-    agent-infra demo [--local | --endpoint-url URL] [--prompt P | --turns Q1 Q2 ...] [--session ID] ...
-    agent-infra serve [--local] [--port N] [--speech-endpoint E] ...
-                      (both run ``python -m agentcore_app.local.commands``, the agent app's launcher)
-    speech-infra deploy|diff|synth|destroy kokoro-82m [--instance-type ml.g5.xlarge] [--instance-count 1]
-                 [--max-instance-count 4] [--weights-dir DIR] [--log-retention-days 30]
-                 [--no-network-isolation] [--tts-run-as-root] [--region R] [--profile P] [--output DIR]
-    speech-infra list
-    agent-infra deploy|diff|synth|destroy --bedrock-model-id ID [--endpoint-name kokoro-82m]
-                [--log-retention-days 30] [--conversation-retention-days 2] [...]
+    speech-infra deploy|diff|synth|destroy kokoro-82m [--instance-type ml.g5.xlarge] [...] | list
+    agent-infra deploy|diff|synth|destroy --bedrock-model-id ID [--endpoint-name kokoro-82m] [...]
+    agent-infra demo|serve [--local] [...]   (run ``python -m agentcore_app.local.commands``)
 
-``synth`` runs in-process (aws-cdk-lib + cdk-nag; no npm CLI, no Docker, no AWS account) and prints the
-cdk-nag verdict. ``deploy``, ``diff`` and ``destroy`` run the CDK CLI (``cdk`` or ``npx aws-cdk@2``) with
-this package's app; each first checks what it needs and says what is missing. The agent needs the speech
-endpoint, so ``agent-infra deploy`` refuses until the speech stacks are deployed, and ``speech-infra
-destroy`` refuses while the agent still points at the endpoint.
-
-Importing this module is cheap: the CDK app (jsii, node) is imported only by the commands that synthesize,
-and ``demo``/``serve`` run the agent app's launcher as a child process, so this package imports no other.
+``synth`` runs in-process and prints the cdk-nag verdict; ``deploy``, ``diff`` and ``destroy`` run the
+CDK CLI, each first saying what it lacks. ``agent-infra deploy`` refuses until the speech stacks exist,
+``speech-infra destroy`` while the agent still points at the endpoint. Only the commands that synthesize
+import the CDK app, and no other package of this project is imported.
 """
 
 from __future__ import annotations

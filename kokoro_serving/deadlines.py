@@ -1,35 +1,12 @@
 """Deadlines for callers that go silent: the limits, the coded 408, the request-body and reader deadlines.
 
-Why these values: a request line and its headers are a few hundred bytes that a healthy client sends in
-one packet, and a body here is at most 64 KiB (a 56 kbit/s modem sends that in 9 s). So a request whose
-headers are not complete ``HEADER_TIMEOUT_S`` after its first byte (or after the connection opened), or
-whose body is not complete ``BODY_TIMEOUT_S`` after the app first asked for it, is a stalled or hostile
-peer. Both limits are below what the proxies in front of these servers allow (nginx and an ALB: 60 s;
-API Gateway and CloudFront: about 30 s), so the caller gets this server's coded answer, not a gateway's
-bare 504, and well within the 30 s in which a stalled request must be answered or closed.
-
-A caller can also go silent on the other side: its connection dies without a FIN or a reset (a phone
-leaving coverage, a laptop lid closed, a NAT forgetting the flow), so ``http.disconnect`` never comes.
-The server's writes fill the socket buffers, and the next ``send`` waits for as long as TCP retransmits
-(about 15 minutes on Linux) while the turn goes on speaking to nobody. A ``send`` waits only while the
-transport's buffer is above its high-water mark (asyncio: 64 KiB, resumed below 16 KiB), so one that
-waits ``READER_STALL_S`` means the caller took less than 48 KiB in that time: under 1.6 KB/s, where
-every real reader takes the response at least as fast as it is heard (the thinnest stream here, Opus
-over SSE, is about 5 KB/s of audio). :class:`ReaderDeadline` makes that a hang-up. It can only fire
-once the socket buffers are full (a few MB on a fast link), so it stops long answers, not short ones.
-
-Closing a connection sends what is still buffered first, so a peer that stopped reading would hold a
-closed connection (its buffer, its socket) for good: uvicorn closes with ``transport.close()`` after a
-404, a 408, a hang-up, a WebSocket's 1008 or 1011, and none of them is ever followed by a reset. A
-closing connection whose unsent bytes have not moved for ``CLOSE_STALL_S`` is reset, and the kernel,
-which keeps offering its own buffer once the socket is closed, gives up after three times as long
-(a peer that reads, however slowly, is let finish: a pipe into a player takes its audio as it plays).
-
-Idle WebSocket sessions follow SageMaker's bidirectional-streaming contract: its router pings the
-container every 60 s and closes a connection after 5 pings go unanswered; the container answers every
-ping with a pong (uvicorn does, on the event loop, whatever the engine is doing). The servers ping their
-peers at the same 60 s cadence and drop one that leaves a ping unanswered for ``WS_PING_TIMEOUT_S``; a
-session whose peer answers is never closed for being idle (an agent's session waits between turns).
+The values, and why each is what it is, are in docs/operating.md ("Deadlines"): a healthy client sends
+its headers and a body (at most 64 KiB) well within ``HEADER_TIMEOUT_S`` / ``BODY_TIMEOUT_S``, both
+below what a proxy in front allows, so the caller gets this coded answer and not a gateway's 504. A
+``send`` waits only while the transport's buffer is over its high-water mark, so one that waits
+``READER_STALL_S`` means the caller took under 48 KiB meanwhile, slower than any stream is heard:
+:class:`ReaderDeadline` makes that a hang-up. WebSocket peers are pinged at SageMaker's router cadence
+and dropped after ``WS_PING_TIMEOUT_S`` without a pong; one that answers is never closed for idling.
 """
 
 from __future__ import annotations

@@ -1,15 +1,11 @@
 """What both local servers refuse from a loopback caller: a pure judgment of one request's headers.
 
-Why shared: the model server and the agent app both listen on 127.0.0.1 on a laptop, which every web
-page the user opens can reach, and both close the same doors to a ``POST`` on a loopback connection: a
-``Host`` that is not a loopback name (DNS rebinding), a foreign ``Origin``, and a body that is not
-``application/json`` (a cross-site ``fetch(..., {mode: "no-cors"})`` can send only ``text/plain`` or a
-form without a CORS preflight). Which origins are foreign is each server's policy, and how a refusal is
-answered is each server's format (a wire ``error`` frame, an SSE ``error`` event); the judgment is here.
-
-"Loopback connection" is read from ``scope["server"]`` (the address the client reached): in a container
-the server binds 0.0.0.0 and its callers (SageMaker, AgentCore) arrive on the network address, so these
-checks never apply there.
+A server on 127.0.0.1 is reachable from every web page its user opens, so a ``POST`` on a loopback
+connection is refused for a ``Host`` that is not a loopback name (DNS rebinding), a foreign ``Origin``,
+or a body that is not ``application/json`` (a no-cors ``fetch`` can send only ``text/plain`` or a form).
+Which origins are foreign, and how a refusal is written, is each server's; the judgment is here.
+"Loopback connection" is ``scope["server"]`` (the address the client reached), so in a container bound
+to 0.0.0.0, reached on its network address, these checks never apply.
 """
 
 from __future__ import annotations

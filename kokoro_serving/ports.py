@@ -1,9 +1,7 @@
 """A port a server cannot listen on, found before the server starts.
 
-Why here: uvicorn binds only after the app's start-up, so a taken port was found after the model
-server's engine had loaded (~30 s on a CPU) and reported by uvicorn as a raw ``[Errno 98]`` line, after
-the agent app had already announced the address (``agent-infra serve`` added two tracebacks). Both
-servers and the local launcher ask here first and say it in one line.
+uvicorn binds only after the app's start-up (the model server's engine load), so both servers and the
+local launcher ask here first and say a taken port in one line, before any work or announcement.
 """
 
 from __future__ import annotations

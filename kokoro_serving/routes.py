@@ -1,8 +1,7 @@
 """What both servers say for a path they do not serve or a method they do not take there.
 
-Starlette answers those with plain text, the one answer of either server without a code (a blind fault
-battery found it). Each server writes the refusal in its own format (the model server's JSON error
-frame, the agent app's SSE ``error``); what it says is decided here once.
+Starlette answers those in plain text, without a code; each server writes this refusal in its own
+format (the model server's JSON error frame, the agent app's SSE ``error``); what it says is decided here.
 """
 
 from __future__ import annotations

@@ -1,11 +1,9 @@
 """Awaiting work that cannot be interrupted (a thread's call) through any number of cancellations.
 
-Why one helper: a thread cannot be stopped, so a task that started one must not end before it does,
-whatever cancels it meanwhile (a hang-up, then the server's shutdown). ``asyncio.shield`` alone
-survives one cancellation: a second one, while the task waits in its ``except`` branch, ends the wait
-and the work outlives its owner (a conversation's lock released before its turn is written, an LLM
-still sampling for a turn that is gone). Used by the model server's inference pool, the embedded
-LLM's stream and the conversation store.
+A thread cannot be stopped, so the task that started one must not end before it, whatever cancels it
+meanwhile (a hang-up, then the server's shutdown). ``asyncio.shield`` survives one cancellation only: a
+second, while the task waits in its ``except`` branch, would let the work outlive its owner. Used by the
+model server's inference pool, the embedded LLM's stream and the conversation store.
 """
 
 from __future__ import annotations

@@ -1,21 +1,12 @@
-"""uvicorn's HTTP protocol with a deadline for the request headers, its WebSocket protocol without the
-ERROR logs a caller can cause (refused handshakes, text frames that are not UTF-8), and the settings both
-servers use.
+"""uvicorn's protocols with the deadlines and answers both servers need, and the settings both run with.
 
-Why a protocol subclass: uvicorn has no deadline for a request being received (its ``timeout_keep_alive``
-covers only the idle time between two requests and is reset by every byte; encode/uvicorn#157 asks for
-``--timeout-request-start`` since 2018), and an ASGI middleware cannot help, because the app runs only
-once the headers are complete. So a connection that opens and sends nothing, or sends half a request line
-and stops, was held forever (200 such connections were all held open). Here a timer starts when the
-connection opens and again when the next request's first byte arrives; once the headers are complete (or
-the connection became a WebSocket) it is off. On expiry the server writes its own coded 408
-(``connection: close``) and closes the connection. The body has its own deadline, in the app
-(:class:`kokoro_serving.deadlines.BodyDeadline`), so the answer there can be the app's own.
-
-Only the protocol's public asyncio hooks (``connection_made``, ``data_received``, ``connection_lost``)
-and its ``cycle`` attribute are used, so the same mixin sits on both of uvicorn's HTTP implementations:
-httptools where it is installed (the model server's ``uvicorn[standard]``), h11 otherwise (the agent
-app's image).
+The HTTP protocol gets a deadline for the request headers: uvicorn has none (its keep-alive covers only
+the idle time between requests), and an ASGI middleware runs only once the headers are complete. A timer
+starts when the connection opens and again at the next request's first byte, and stops once the headers
+are complete (or the connection became a WebSocket); on expiry the server writes its coded 408 and
+closes. Only the protocol's public asyncio hooks and ``cycle`` are used, so the mixin fits both httptools
+and h11. The WebSocket protocol logs at INFO what any caller can cause (refused handshakes, text frames
+that are not UTF-8) and answers a handshake its parser refuses with a coded 431.
 """
 
 from __future__ import annotations
@@ -190,11 +181,11 @@ if WebSocketsSansIOProtocol is not None:
           protocol does not; the fix is proposed upstream in Kludex/uvicorn#3138). Both servers refuse
           cross-site handshakes that way, with a coded body.
         - A text frame that is not UTF-8 is closed 1007 as uvicorn does, logged at INFO: uvicorn logs it
-          with ``logger.exception`` (a traceback at ERROR per frame, found by a blind fault battery).
+          with ``logger.exception`` (a traceback at ERROR per frame).
         - A handshake the ``websockets`` parser refuses before any request event (a request line or a
           header over its 8,192 bytes) is answered with ``handshake_refusal`` and closed: uvicorn 0.54
-          wrote nothing and kept the connection open for good (a fourth fault battery held one 75 s), so
-          one write per connection could hold any number of them.
+          writes nothing and keeps the connection open for good, so one write per connection could
+          hold any number of them.
         """
 
         handshake_refusal: bytes = b""  # the server's coded answer; set by :func:`uvicorn_settings`

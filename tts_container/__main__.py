@@ -103,8 +103,8 @@ def _load(engine: str, threads: int | None, max_batch: int | None = None) -> Eng
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
-    # Before the model loads: uvicorn binds only after the app's start-up, and the engine's load (~30 s
-    # on a CPU) cannot be interrupted on the way out.
+    # Before the model loads: uvicorn binds only after the app's start-up, and the engine's load (tens of
+    # seconds on a CPU) cannot be interrupted on the way out.
     if (refused := unusable_port(args.host, args.port)) is not None:
         print(f"error: {refused}", file=sys.stderr)
         raise SystemExit(3)

@@ -362,8 +362,8 @@ async def _sentence_first_audio_ms(synthesizer: Synthesizer, windowed: bool) -> 
     Measured on a short and a long sentence, three times each, alternating (only the long one's first
     frame is synthesized; the fastest of each, since load only ever adds time). An engine that renders
     in ``windowed`` mode streams by construction: its long sentence's time is reported as it is, never
-    judged, because a loaded machine (a test suite starting beside it) once made such an engine look
-    as if it did not stream, which turned its clients back to cutting sentences. An engine that renders
+    judged, since a loaded machine can make it look as if it did not stream, and its clients would then
+    go back to cutting sentences. An engine that renders
     whole segments counts as streaming only when it is fast enough that the long sentence starts about
     as soon as the short one. A client told so speaks whole sentences instead of cutting them
     (``session_start``).

@@ -1,13 +1,9 @@
 """Log groups the stacks own, so every log the deployment writes expires.
 
-Why the stacks create groups that AWS services would create on their own: a group a service creates
-on first use keeps its logs forever, and CloudFormation cannot set a retention on a group it did not
-create. So each group is created here, under the exact name the service writes to, before the service
-first writes (the stacks add the dependency), with the configured retention.
-
-They are deleted with their stack (``RemovalPolicy.DESTROY``): the SageMaker group's name is fixed by
-the endpoint name, so a retained group would make the next deploy of the same endpoint fail with
-"already exists". Export logs before ``destroy`` if they must outlive the deployment.
+A group a service creates on first use keeps its logs forever, and CloudFormation cannot set a retention
+on a group it did not create; so each is created here, under the exact name the service writes to, before
+it first writes, with the configured retention. They are deleted with their stack: the SageMaker group's
+name is fixed by the endpoint name, and a retained one would fail the next deploy ("already exists").
 """
 
 from __future__ import annotations

@@ -1,22 +1,12 @@
 """Model cache: copy the pinned, sha256-checked Kokoro weights from the local cache into the bucket.
 
-Why a ``BucketDeployment`` from the local cache rather than a build job that pulls a hub revision:
-
-* one provenance path: ``kokoro-weights fetch`` already pins every file by sha256 and records it in
-  ``manifest.json``; the bytes a developer tested locally are the bytes the endpoint serves;
-* it works where the hub is unreachable (the registry fallback fills the same cache), and a build job
-  would add a CodeBuild project, its role, logs and internet egress to secure for a one-off copy;
-* the asset hash is the content hash, so an unchanged cache uploads nothing on the next deploy.
-
-Only the manifest and the files it pins are copied (:func:`not_weights`): the same cache directory also
-holds the agent app's local conversations, the test suite's Whisper model and the voices' fitted vocoder
-statistics, none of which belongs in the bucket (a user's chat history least of all).
-
-The price is one upload of the weights from the deployer's machine, once per weight revision.
-
-Each revision lands under its own prefix (``kokoro-82m/<revision>/``, revision = hash of the manifest),
-so new weights create a new SageMaker model and the endpoint rolls over instead of silently serving
-whatever the prefix holds when an instance restarts; old revisions stay for rollback.
+A ``BucketDeployment`` from the local cache, not a build job: the bytes ``kokoro-weights fetch`` pinned
+and a developer tested are the bytes the endpoint serves, it works where the hub is unreachable, and the
+asset hash is the content hash (an unchanged cache uploads nothing), at the price of one upload per weight
+revision. Only the manifest and the files it pins are copied (:func:`not_weights`): the cache also holds
+local conversations, test models and fitted statistics. Each revision lands under
+``kokoro-82m/<revision>/`` (the manifest's hash), so new weights make a new SageMaker model and the
+endpoint rolls over; old revisions stay for rollback.
 """
 
 from __future__ import annotations

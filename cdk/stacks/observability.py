@@ -1,26 +1,12 @@
 """Alarms and a dashboard for the speech endpoint that stay meaningful when sessions last minutes.
 
-Why not SageMaker's ``ModelLatency``: it is documented for InvokeEndpoint requests (the whole
-request, in microseconds). Nothing in SageMaker's documentation says what it measures for a
-bidirectional stream, and no SageMaker metric for the first chunk of a stream is documented
-(checked 2026-11-30: the SageMaker CloudWatch metrics page, the InvokeEndpointWithBidirectionalStream
-API reference and launch post, and the SageMaker guide of AWS's bidi partner Deepgram, which lists
-ModelLatency for pre-recorded InvokeEndpoint requests only and relies on ConcurrentRequestsPerModel
-for streams). An alarm on it could fire on every long session, or never. So:
-
-* first audio is measured where it is defined for every request on every path: the model server's
-  own ``synthesis_complete.first_audio_ms`` (architecture §3). The server logs one JSON line per completed
-  request (:data:`FIRST_AUDIO_LOG_FIELDS`); a metric filter on the endpoint's log group turns it into
-  :data:`FIRST_AUDIO_METRIC`. ``ModelLatency`` stays on the dashboard, for reference only;
-* errors: ``Invocation5XXErrors`` (any, three minutes running) and the share of
-  ``Invocation4XXErrors`` (SageMaker sends 1 per 4XX and 0 otherwise, so the Average is the rate);
-* saturation: the share of the measured capacity in use (:data:`UTILIZATION_METRIC`, from the model
-  server's ``listener_load`` line, the metric the scaling policy tracks) at 1.0 or more, averaged over
-  the instances, for 5 minutes: every instance refuses new answers and scaling cannot keep up;
-* the dashboard adds the scaling state: instances in service (``Invocations`` /
-  ``InvocationsPerInstance``, which SageMaker defines as 1/instances per request) against the
-  scaling bounds, the capacity each instance measured, and ``ConcurrentRequestsPerModel`` for
-  reference (an open session counts for its whole life, speaking or not).
+SageMaker documents ``ModelLatency`` for InvokeEndpoint requests only and no first-chunk metric for a
+stream, so first audio comes from the model server's own ``synthesis_complete.first_audio_ms``: a metric
+filter on the endpoint's log group turns its JSON line (:data:`FIRST_AUDIO_LOG_FIELDS`) into
+:data:`FIRST_AUDIO_METRIC`. Alarms: first audio, ``Invocation5XXErrors``, the share of
+``Invocation4XXErrors``, and saturation (:data:`UTILIZATION_METRIC` at 1.0 or more for 5 minutes). The
+dashboard adds the scaling state; ``ModelLatency`` and ``ConcurrentRequestsPerModel`` are there for
+reference only. Why and the sources: docs/deploy.md, "Alarms, dashboard, logs".
 """
 
 from __future__ import annotations

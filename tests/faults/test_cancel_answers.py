@@ -1,4 +1,4 @@
-"""Issue 23 item 3: every ``cancel`` gets its ``cancelled``, in order (40 interleaved cancels got 2 before).
+"""Every ``cancel`` gets its ``cancelled``, in order, however many are interleaved.
 
 The protocol (``strands_kokoro.protocol.Cancelled``): exactly one answer per cancel read, also one that
 drops nothing and one sent after ``close``; only a session that ends first leaves a cancel unanswered.

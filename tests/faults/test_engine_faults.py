@@ -81,7 +81,7 @@ async def test_post_raw_audio_engine_failure_mid_request_ends_the_body_early(fmt
 
 @pytest.mark.parametrize("fmt", ["pcm", "wav", "sse"])
 async def test_post_engine_failure_before_any_audio_is_a_coded_500(fmt: str) -> None:
-    """Nothing synthesized yet: the status line can still say so (the issue saw an empty 200)."""
+    """Nothing synthesized yet: the status line can still say so (never an empty 200)."""
     async with running_app(create_app(lambda: failing_on(1))) as address, httpx.AsyncClient() as client:
         url = f"http://{address}/invocations"
         refused = await client.post(url, json={"text": THREE, "format": fmt, "request_id": "r"})

@@ -1,14 +1,12 @@
-"""Issue 11 item 1: a client that floods bad messages and never reads the errors.
+"""A client that floods bad messages and never reads the errors: the server's memory stays bounded.
 
-Before the fix the server queued every error frame (each echoing up to 60 KB of the client's request id)
-while its sender was blocked on the client: +282 MiB in 25 s, no plateau. Now errors are never echoes,
-at most ``MAX_UNREAD_ERRORS`` wait to be sent (then the server stops reading: the flooder's own TCP
-window throttles it), a send stuck on the client closes the session with 1008 ``error_flood``, and
-permessage-deflate is off (with it, tiny frames inflated to 60 KB messages held +107 MiB whether or not
-the client read). Measured on the REAL model server process (``/proc/<pid>/status``), while a second,
-well-behaved session keeps asking for audio and getting it.
+Errors never echo the client's request id, at most ``MAX_UNREAD_ERRORS`` wait to be sent (then the
+server stops reading: the flooder's own TCP window throttles it), a send stuck on the client closes the
+session with 1008 ``error_flood``, and permessage-deflate is off (with it, tiny frames would inflate to
+60 KB messages, read or not). Measured on the REAL model server process (``/proc/<pid>/status``), while a
+second, well-behaved session keeps asking for audio and getting it.
 
-The flood mixes the issue's 60,000-character request id with small messages whose errors are as large
+The flood mixes 60,000-character request ids with small messages whose errors are as large
 as an error gets (the fastest way to fill the server's send buffer, which a client that does not read
 must do before the server can tell it is not reading).
 """
@@ -37,7 +35,7 @@ pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 FLOOD_S = 10.0
 MAX_GROWTH_BYTES = 50 * 1024 * 1024
-# What the issue sent: a synthesize whose 60,000-character request id the old server echoed whole.
+# A synthesize with a 60,000-character request id: the largest error an echoing server would send.
 BIG = dumps(type="synthesize", text="hi", request_id="x" * 60_000)
 SMALL = dumps(type="t" * 80, request_id="r" * 100)  # unknown_type: ~300 bytes of error for 200 sent
 FLOOD = [SMALL] * 9 + [BIG]
@@ -171,9 +169,9 @@ async def test_a_non_reading_flood_is_closed_with_a_code_and_memory_stays_flat(
 
 
 async def test_inflating_frames_cannot_make_the_server_hold_memory(model_server: RunningServer) -> None:
-    """The issue's own flood, only 60,000-character request ids, as fast as a client can send them: with
-    permessage-deflate each 60 KB message crossed the wire as ~100 bytes, and uvicorn inflated and queued
-    every frame of a 256 KB read at once (+107 MiB RSS, reading or not). The server now refuses deflate."""
+    """Only 60,000-character request ids, as fast as a client can send them: with permessage-deflate each
+    60 KB message would cross the wire as ~100 bytes, and uvicorn inflates and queues every frame of a
+    256 KB read at once, so the server refuses deflate."""
     url = model_server.ws_url + WS_PATH
     async with (
         RssPeak(model_server.process.pid) as rss,

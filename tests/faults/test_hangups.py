@@ -1,4 +1,4 @@
-"""Issue 23: a caller who hangs up costs nothing; the real servers over real sockets.
+"""A caller who hangs up costs nothing; the real servers over real sockets.
 
 Each hang-up is made with a raw TCP client (:mod:`tests.faults.raw_http`) that leaves the way real
 callers do: a closed tab (FIN) or a dropped connection (reset), after the first ``audio_chunk`` or the

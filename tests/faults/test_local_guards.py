@@ -1,4 +1,4 @@
-"""Issue 11 item 7: a locally bound server refuses browser requests from origins it does not serve.
+"""A locally bound server refuses browser requests from origins it does not serve.
 
 What a hostile page can do, each as a real request to a real server on 127.0.0.1: a ``no-cors`` POST
 (``Content-Type: text/plain``), a DNS-rebound ``Host``, a foreign ``Origin``, a WebSocket from any page.

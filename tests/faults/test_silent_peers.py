@@ -1,4 +1,4 @@
-"""Issue 23 item 2: callers that go silent are answered (408, coded) or dropped within a bound.
+"""Callers that go silent are answered (408, coded) or dropped within a bound.
 
 Against the servers as they are started for real: the REAL model server (``python -m tts_container``, the
 ``model_server`` fixture) and the agent app in its own process (as ``python -m agentcore_app`` runs it).

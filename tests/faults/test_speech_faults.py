@@ -1,9 +1,9 @@
-"""Issue 11 items 5 and 6, on the client side: a turn whose speech server refuses or cannot be set up.
+"""On the client side: a turn whose speech server refuses or cannot be set up.
 
-- ``overloaded`` (item 5): the turn re-sends a refused request, keeps its place in the order, and the
+- ``overloaded``: the turn re-sends a refused request, keeps its place in the order, and the
   listener hears every sentence once, in order: checked on the received PCM, which the stand-in server
   makes from each request's own text. And a well-behaved turn never fills the real server's queue.
-- setup errors (item 6): an endpoint no session understands, a bad ``?option``, a missing extra: one coded
+- setup errors: an endpoint no session understands, a bad ``?option``, a missing extra: one coded
   ``speech_error`` in words (no URL, no exception class), and the text answer completes.
 """
 
@@ -52,7 +52,7 @@ def assert_spoken_once_in_order(turn: Turn, answer: str) -> None:
 async def test_overloaded_requests_are_resent_and_every_sentence_is_spoken_once_in_order() -> None:
     def refuse(request_id: str, attempt: int) -> bool:
         index = int(request_id.rpartition("-")[2])
-        return (index % 2 == 1 and attempt == 1) or (index == 1 and attempt == 2)  # #1 twice
+        return (index % 2 == 1 and attempt == 1) or (index == 1 and attempt == 2)  # request 1 twice
 
     async with overloading_server(refuse) as server:
         speech = KokoroSpeech(endpoint=server.url, reconnect_backoff_s=0.01)
@@ -91,7 +91,7 @@ async def test_a_fast_writer_never_fills_the_servers_queue() -> None:
     assert_spoken_once_in_order(turn, answer)
 
 
-# ------------------------------------------------------------------------------------------ item 6
+# ------------------------------------------------------------------------------------ setup errors
 
 
 @pytest.mark.parametrize(

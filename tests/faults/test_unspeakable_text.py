@@ -1,4 +1,4 @@
-"""Issue 23 item 3: text with nothing speakable, or in a script the voice cannot read, gets a code; and
+"""Text with nothing speakable, or in a script the voice cannot read, gets a code; and
 what the server leaves out or reads differently before G2P (emoji, doubled marks, line breaks).
 
 Against the REAL model server (onnx engine, misaki G2P), on both routes, with the same code for the same

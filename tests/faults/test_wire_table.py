@@ -101,9 +101,9 @@ WS_ROWS = [
     Row("100 KB binary frame", b" " * 100_000, "message_too_large"),
     Row("2 MB frame", b"{" + b" " * TWO_MB + b"}", TOO_BIG_FOR_THE_SOCKET),
     Row("control characters", synth(text="Bell\u0007 null\u0000 escape\u001b done."), SPOKEN, real=True),
-    # Nothing a voice can say (issue 23): coded, never a silent completion; the real G2P and the
+    # Nothing a voice can say: coded, never a silent completion; the real G2P and the
     # fake engine answer alike, because the text is judged before any engine sees it. Emoji are not
-    # read aloud (eSpeak said their names), so emoji alone is nothing to say.
+    # read aloud (eSpeak says their names), so emoji alone is nothing to say.
     Row("emoji only", synth(text="😀🎉🐙", request_id="e"), "nothing_to_say", "e", real=True),
     Row("punctuation only", synth(text="?!... ;;; --", request_id="p"), "nothing_to_say", "p"),
     Row("combining marks only", synth(text="\u0301\u0308\u0323"), "nothing_to_say"),

@@ -1,4 +1,4 @@
-"""A start re-hashes the cache it loads (issue 11, item 8): sizes alone let a same-size swap through.
+"""A start re-hashes the cache it loads : sizes alone would let a same-size swap through.
 
 The cache here stands for the folders a container loads from without having filled them itself: a baked
 image layer, or ``/opt/ml/model`` that SageMaker downloaded from the weights bucket (manifest included).

@@ -1,7 +1,7 @@
-"""Concurrent writers and killed writers (issue 11, item 8), with real processes on a real cache folder.
+"""Concurrent writers and killed writers, with real processes on a real cache folder.
 
-* Two fetches of different parts at once must both end up in ``manifest.json``: before the cache lock,
-  each wrote back the table it had read and the later one dropped the other's entries.
+* Two fetches of different parts at once must both end up in ``manifest.json``: without the cache lock,
+  each would write back the table it had read and the later one drop the other's entries.
 * A fetch killed mid-download leaves its ``.staging-*`` folder; the next fill (or the next start, when the
   cache is already complete) removes it, but never the folder of a writer that is still alive.
 """

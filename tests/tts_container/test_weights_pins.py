@@ -1,4 +1,4 @@
-"""Pinned sha256s win over a source's own ``manifest.json`` (issue 11, item 8: weight integrity).
+"""Pinned sha256s win over a source's own ``manifest.json`` (weight integrity).
 
 A directory or bucket carries its manifest beside the files it describes, so whoever can replace a file
 can rewrite its entry too. These tests build such a source on disk (real files in tmp dirs; S3 through a

@@ -66,7 +66,7 @@ class Segment:
 @dataclass(frozen=True, slots=True)
 class VoiceCalibration:
     """What an engine needs done before ``voice`` streams, in ``steps`` small enough to run between
-    requests (each renders one calibration sentence, ~0.3-2 s on two CPU cores), then ``finish`` (fits
+    requests (each renders one calibration sentence), then ``finish`` (fits
     and saves what the steps measured). Each is blocking: the server runs them on its inference pool."""
 
     voice: str

@@ -1,22 +1,13 @@
 """Batching across listeners: engine calls that meet inside the engine share one forward pass.
 
-On a GPU a forward pass of the generator over one window leaves most of the device idle, so the engine's
-throughput grows with the number of calls each pass renders (the field's figure on an H100: ~130 audio
-s/s one request at a time against ~700 batched; ours: ``benchmarks.gpu_capacity``). The server's pool
-runs up to ``max_batch`` calls side by side (:attr:`~tts_container.engines.base.Engine.lanes`), each on a
-worker thread of its own; each call runs its own prosody, then hands its window to
-:meth:`MicroBatcher.submit`.
-
-Why a leader and no thread of its own: the first call to arrive while nobody is rendering becomes
-the leader. It waits, at most :data:`GATHER_WAIT_S`, for the calls already inside the engine that have
-not submitted yet (they are running their prosody), takes every window waiting, renders them (grouped
-by length, :func:`buckets`), hands each caller its result, and steps down. Calls that arrive meanwhile
-wait; when the leader steps down, one of them leads the next batch with every window that gathered
-during the pass before. So the engine is never idle while windows wait, a call alone pays no wait,
-and no thread, queue or event loop of the batcher's own outlives a call.
-
-What a call renders never depends on its batch: the generator gives each window in a batch what it
-gives it alone (:mod:`tts_container.engines.torch_vocoder`), so a request rendered again is the same.
+On a GPU one window leaves most of the device idle, so the pool runs up to ``max_batch`` calls side by
+side, each on its own worker thread; each runs its prosody, then hands its window to
+:meth:`MicroBatcher.submit`. The first to arrive while nobody renders leads: it waits at most
+:data:`GATHER_WAIT_S` for the calls still in their prosody, renders every waiting window (grouped by
+length, :func:`buckets`), hands out the results and steps down; one of those that arrived meanwhile leads
+the next batch. The engine is never idle while windows wait, a call alone pays no wait, and the batcher
+has no thread of its own. A window's audio never depends on its batch
+(:mod:`tts_container.engines.torch_vocoder`).
 """
 
 from __future__ import annotations

@@ -1,30 +1,12 @@
 """The vocoder's instance-norm statistics: what lets one sentence be rendered window by window.
 
-Kokoro's generator normalizes the activations of every AdaIN layer by their mean and variance over the
-whole sequence. A window of a sentence rendered with its *own* statistics comes out louder or softer
-than its neighbours (measured on the int8 export: level steps of ~6 dB at the joins of 0.4-3 s windows),
-so the windows of one sentence must share one set. The exact set needs the whole sentence rendered (the
-very cost a stream avoids), so it is predicted, per voice, from what is known before any audio: how
-much of the segment is silence (its edge pads and punctuation pauses) and how much is sibilant (/s z ʃ ʒ
-tʃ dʒ/), both from the model's durations.
-
-Why that predictor: a sequence's statistics are a mixture of its parts', weighted by their shares, so
-each layer's mean and mean square are linear in the shares. A voice's :class:`NormStatsModel` holds
-three components (speech, silence, sibilants), fitted by least squares over a calibration text rendered
-whole, sentence by sentence. Measured first with two (speech and silence) on eight held-out sentences
-(two voices), against each sentence rendered whole: level within 0.64-0.68 dB on average (1.1 dB at
-worst) and log-mel distance 1.7 dB, where one pooled set for all sentences gave 1.5-1.8 dB (2.5 at
-worst) and 2.3 dB, and another voice's statistics are 4-10 dB off (so the model is per voice). Windows
-normalized alike show no level step at their joins (< 0.1 dB). But what two components cannot know is
-how much hiss a sentence has: "She sells sea shells by the sea shore." came out with +8.6 dB more
-energy above 5 kHz than rendered whole. With the sibilant share (and sibilant-rich calibration
-sentences), on twelve sentences (the eight, and four full of /s/; af_heart, am_michael): energy above
-5 kHz +2.5/+2.3 dB median, +9.6/+7.7 worst before, +0.5/+0.6 median, +5.2/+5.6 worst after; octave
-bands (level taken out) 1.3 dB median, 4.0 worst before, 0.8 and 2.1-2.7 after.
-
-A segment rendered in one call keeps its own (exact) statistics; only windowed ones use the model.
-:class:`VoiceNormStats` keeps one model per voice, fitted once per model file and voice and saved next
-to the weights, so a restarted server renders the same audio as before.
+Every AdaIN layer normalizes over the whole sequence, so the windows of one sentence must share one set
+of statistics or their levels step at the joins. The exact set needs the whole sentence rendered, so it
+is predicted per voice from what the durations tell before any audio: the segment's shares of silence and
+of sibilants. A voice's :class:`NormStatsModel` mixes three components (speech, silence, sibilants)
+fitted by least squares on a calibration text rendered whole; :class:`VoiceNormStats` keeps one per voice,
+saved next to the weights and keyed by model file and calibration text. A segment rendered in one call
+keeps its own statistics. Why this predictor: docs/architecture.md, "Predicted norm statistics".
 """
 
 from __future__ import annotations
@@ -48,8 +30,8 @@ Array = npt.NDArray[np.float32]
 
 # Rendered whole, one sentence per call, to learn a voice's statistics: ~40 s of varied speech, short
 # and long sentences (so the silence share varies), questions, lists, numbers, three full of sibilants
-# (so their share varies too) and one-word answers (mostly silence: without them "Yes." was predicted
-# past the fit); about 12 s of work on two CPU cores, once per voice and model.
+# (so their share varies too) and one-word answers (mostly silence, so "Yes." lies inside the fit);
+# rendered once per voice and model.
 CALIBRATION_TEXT = (
     "Good morning, and thank you for calling. "
     "I can help you with that right away, if you give me a moment to look it up. "
@@ -176,10 +158,8 @@ class NormStatsModel:
     Bounded to what calibration saw: the shares are clamped into the ranges its sentences covered, and
     every variance is at least the smallest that channel had in any of them. Why: a linear fit
     extrapolated past its data predicts a mean square below the squared mean, floored at 1e-6, and the
-    vocoder then divides by almost nothing. Heard by a listener before these bounds: "Yes." (silence
-    0.51, sibilants 0.24 of the segment) was 70-190 ms of full-scale noise with ``af_heart``, and a
-    60-word sentence without a comma (silence 0.03; calibration 0.10-0.56) seven seconds of it with
-    ``bf_emma``.
+    vocoder then divides by almost nothing: full-scale noise for a segment whose shares lie outside the
+    calibration's (a one-word answer, a long sentence without a comma).
     """
 
     speech_means: tuple[Array, ...]

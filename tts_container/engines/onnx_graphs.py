@@ -1,34 +1,13 @@
 """The int8 Kokoro ONNX export, cut at load into the two halves a streaming synthesis needs.
 
-Why cut it: the export is one graph (phonemes in, a whole segment's audio out), so a sentence's first
-sample exists only once all of it is synthesized: ~2 s for a 6 s sentence on 2 CPU cores. Kokoro decides
-everything a listener hears as prosody (how long each phoneme lasts, the pitch and energy curves, the
-decoder features) in its cheap first half; its vocoder (the iSTFTNet generator, ~90% of the compute)
-only renders those features, and each output sample depends on a few frames around it. So:
-
-- **prosody** (tokens, style, speed → per-token durations, the generator's input features, the pitch
-  curve): run once per segment, on all of it, exactly as the whole graph would (~5% of the work);
-- **vocoder** (features, pitch, style → audio) over any window of time steps, so a sentence can be
-  rendered window by window and its first audio sent after one small window.
-
-Two things the generator computes over the whole sequence are made explicit inputs, the two traps of
-streaming this model (CorentinJ/TorchStream names them):
-
-- its **sine source's phase** is a cumulative sum over the pitch curve: ``phase_offset`` (per harmonic,
-  in the cumsum's units) adds what the steps before the window contributed, so windows continue each
-  other's waveform instead of restarting it;
-- its **instance norms** (AdaIN) take mean and variance over time: each is exposed as outputs
-  (``norm{i}_mean``/``_var``, the statistics of this call's input) and can be replaced by inputs of the
-  same names with ``use_stats`` true, so every window of a segment is normalized alike (see
-  :mod:`tts_container.engines.norm_stats`).
-
-With ``use_stats`` false and a zero phase offset the vocoder over all steps gives the whole graph's audio
-bit for bit (``tests/tts_container/test_engine_windows.py``).
-
-Where the cut is: the export's tensor names for the generator's input and the decoder's pitch curve,
-and the shapes of computation for the rest (duration rounding, the sine source's cumsum, each instance
-norm's mean/variance). The export is pinned by sha256, so names are stable; any other graph raises
-:class:`UnexpectedGraph` and the engine synthesizes whole segments instead.
+**prosody** (tokens, style, speed → durations, the generator's input features, the pitch curve) runs
+once per segment, exactly as the whole graph would; the **vocoder** (features, pitch, style → audio) runs
+over any window of steps. What the generator computes over the whole sequence becomes explicit: the sine
+source's ``phase_offset`` and every AdaIN norm's statistics (outputs ``norm{i}_mean``/``_var``, replaced
+by inputs of those names when ``use_stats``; :mod:`tts_container.engines.norm_stats`). With ``use_stats``
+false and a zero offset the vocoder over all steps is the whole graph bit for bit. The export is pinned by
+sha256; any other graph raises :class:`UnexpectedGraph` and the engine renders whole segments. Why:
+architecture §5, "Streaming inside one synthesis".
 """
 
 from __future__ import annotations

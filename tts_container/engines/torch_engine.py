@@ -1,25 +1,12 @@
 """The GPU engine: hexgrad's ``kokoro`` (``KModel``, fp32) on torch; the ``auto`` default when CUDA is there.
 
-Why ``KModel`` and not ``KPipeline``: the pipeline brings its own misaki G2P (whose constructor downloads
-a spaCy model when the name ``en_core_web_sm`` is not installed, see :mod:`tts_container.text.g2p`), its own
-chunking, and voices fetched from the hub by name. We need none of that: phonemes come from the shared
-:class:`~tts_container.text.g2p.Phonemizer` and :func:`~tts_container.text.g2p.split_phonemes`, so this
-engine and the onnx one say the same sounds and cut segments at the same places, and voices come from the
-shared cache's ``voices.npz``. What is left of the pipeline is one line (pick the style row, call the model).
-
-Expected cache files (see :mod:`tts_container.weights.cache`; real ones come from the hub
-``hexgrad/Kokoro-82M`` or an ``s3://`` model cache; where neither has the checkpoint, provisioning derives it
-from the int8 ONNX export, :mod:`tts_container.weights.conversion`)::
-
-    config.json       vocab + hyper-parameters of Kokoro-82M
-    kokoro-v1_0.pth   torch.save({"bert": ..., "bert_encoder": ..., "predictor": ..., "text_encoder": ...,
-                      "decoder": ...}) with each component's state dict (keys may carry DataParallel's
-                      ``module.`` prefix, as the hub file does)
-    voices.npz        float32 style tables (510, 1, 256) keyed by voice name
-
-Importing this module imports ``kokoro``, which imports ``misaki.en`` and therefore spaCy, transformers
-and huggingface_hub; none of them touches the network at import. ``KModel`` downloads only when its
-``config`` or ``model`` argument is missing, and :func:`load_kmodel` always passes both.
+``KModel``, not ``KPipeline``: phonemes come from the shared :class:`~tts_container.text.g2p.Phonemizer`
+and :func:`~tts_container.text.g2p.split_phonemes` (so both engines say the same sounds and cut at the
+same places), voices from the cache's ``voices.npz``; the pipeline's own G2P would download a spaCy model.
+It loads ``config.json`` and ``kokoro-v1_0.pth`` (each component's state dict, DataParallel's ``module.``
+prefix allowed) from the cache (:mod:`tts_container.weights.cache`). Importing it imports spaCy and
+transformers, none of which touches the network; :func:`load_kmodel` always passes ``config`` and ``model``,
+so ``KModel`` never downloads.
 """
 
 from __future__ import annotations

@@ -1,32 +1,12 @@
 """hexgrad's ``KModel`` in the two halves the windowed path needs (the torch twin of ``onnx_graphs``).
 
-``KModel.forward_with_tokens`` runs text to audio in one go; :func:`decoder_inputs` runs the same steps
-up to the generator (durations, the decoder's features and its pitch curve), and
-:class:`BatchedGenerator` runs the generator on windows of time steps, several calls' windows in one
-forward pass, with the things it computes over the whole sequence made explicit, as the onnx engine's
-graph edit does:
-
-- the sine source's phase: the harmonics start where the steps before the window left them (the offset
-  :func:`tts_container.engines.windows.phase_offset` computes), and with no random initial phase
-  (kokoro draws one per call; the int8 ONNX export has none either), so windows continue each other;
-- the source's noise: kokoro draws it with ``randn`` on every call; here it is a function of the
-  segment (its seed) and of each sample's place in it (:func:`source_noise`), so a segment rendered
-  again, alone or in a batch, whole or in windows, hears the same noise sample for sample;
-- every AdaIN layer's instance norm: normalized either by the statistics the call brings or by its
-  own input's mean and variance over the call's steps (then returned).
-
-Why calls of different lengths can share a forward pass (each padded to the longest): everything the
-generator does is pointwise or a convolution along time, except the instance norms and the sine
-source's cumulative phase. So the padded steps are zeroed before every convolution (exactly the zero
-padding the call alone would see past its end), each norm's statistics are taken over the call's own
-steps only, the pitch is padded with zeros (a flat phase past the end: what the call alone's
-interpolation clamps to), the source signal past each call's end is its reflection (what the STFT's
-centring pads the call alone with), and the inverse STFT normalizes each call by the frames it has.
-A call's audio in a batch is then its audio alone up to float rounding
-(``tests/tts_container/test_torch_batching.py``).
-
-Kept apart from :mod:`tts_container.engines.torch_engine` because it is the model's anatomy, tied to
-kokoro 0.9.4's module layout (pinned), while the engine is about the server's contract.
+:func:`decoder_inputs` runs ``KModel`` up to the generator (durations, the decoder's features, the pitch
+curve); :class:`BatchedGenerator` runs the generator on windows of steps, several calls' windows in one
+forward pass, with the sine source's phase given (no random initial phase), its noise a function of the
+segment and sample (:func:`source_noise`), and each AdaIN norm's statistics given or measured over the
+call's own steps. A call's audio in a batch is its audio alone up to float rounding: how padding keeps it
+so is in docs/architecture.md, "Batching calls of different lengths". Tied to kokoro 0.9.4's module
+layout (pinned), apart from the engine's contract (:mod:`tts_container.engines.torch_engine`).
 """
 
 from __future__ import annotations

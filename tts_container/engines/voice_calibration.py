@@ -1,23 +1,12 @@
 """Every voice streams: a voice's vocoder statistics are fitted in the server's idle time.
 
-Why: on a CPU the engine renders a long segment window by window, its first words heard after one small
-window, but only with the voice's instance-norm statistics (:mod:`tts_container.engines.norm_stats`).
-Warm-up fits the default voice's; any other voice was rendered whole, its first audio after the whole
-sentence was synthesized (measured by a new user: 15-18 s for a 230-character sentence with ``bf_emma``,
-0.9 s with ``af_heart``). Fitting renders ~15 calibration sentences whole (15-30 s of work on two
-cores): too long to hold a request for. So the first request for a voice asks for it and is itself
-rendered whole; :class:`VoiceCalibrator` renders the calibration sentences one at a time whenever no
-request is being synthesized, and the voice's long segments stream from then on. The result is saved
-next to the weights, so it is paid once per voice and model file, not per start.
-
-A voice mix (``af_bella(2)+af_sky(1)``) needs nothing of its own: its statistics are derived from its
-voices' (:meth:`~tts_container.engines.norm_stats.NormStatsModel.mixed`), so it streams as soon as
-every voice in it does, and asking for it readies those voices.
-
-What it may cost a listener: a request that arrives while a calibration sentence renders waits for
-that one sentence (0.3-2 s on two cores), and only while a voice is being fitted. A step starts only
-after :data:`QUIET_S` with no request in synthesis, so the gaps between one request's segments, or
-between the requests of one answer, are not taken for idle time.
+Windows need the voice's norm statistics (:mod:`tts_container.engines.norm_stats`); warm-up fits the
+default voice's. The first request for another voice asks for its fit and is rendered whole;
+:class:`VoiceCalibrator` renders the calibration sentences one per engine call, each only after
+:data:`QUIET_S` with no request in synthesis, and the voice streams from then on. The fit is saved
+next to the weights (once per voice and model file). A mix needs no fit of its own: its statistics are
+derived from its voices'. A request arriving mid-step waits for that one sentence, only while a voice is
+being fitted.
 """
 
 from __future__ import annotations

@@ -1,14 +1,10 @@
 """Kokoro voices: names, and the style vector each synthesis call conditions on.
 
-A voice is a table of 510 style vectors (shape ``(510, 1, 256)``), one per utterance length: a segment
-of ``n`` phoneme tokens uses row ``n - 1`` (what hexgrad's ``KPipeline.infer`` does, so the onnx and the
-torch engine pick the same row for the same phonemes). The tables live in the cache's ``voices.npz``
-(see :mod:`tts_container.weights.cache`); all 54 are read eagerly (28 MB) because a fully loaded dict is
-safe to share between worker threads, while lazy ``NpzFile`` reads from one zip handle are not.
-
-A voice mix (``af_bella(2)+af_sky(1)``, :func:`strands_kokoro.protocol.parse_voice`) is the shares'
-weighted mean of its voices' tables, what Kokoro-FastAPI and hexgrad's pipeline do; the last
-:data:`MIXES_KEPT` mixes asked for are kept, built under a lock.
+A voice is 510 style vectors ``(510, 1, 256)``; a segment of ``n`` phoneme tokens uses row ``n - 1``
+(as ``KPipeline.infer``: both engines pick the same row). All voices of the cache's ``voices.npz`` are
+read eagerly: a loaded dict is safe to share between threads, lazy ``NpzFile`` reads are not. A mix
+(``af_bella(2)+af_sky(1)``) is the weighted mean of its voices' tables; the last :data:`MIXES_KEPT` are
+kept, built under a lock.
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
-"""JSON lines on stdout that CloudWatch turns into metrics: one per completed request (the endpoint's
-first-audio alarm) and one every :data:`LOAD_INTERVAL_S` with the listeners against the measured
-capacity (what the endpoint scales on).
+"""JSON lines on stdout that CloudWatch turns into metrics: one per completed request, and one every
+:data:`LOAD_INTERVAL_S` with the listeners against the measured capacity (what the endpoint scales on).
 
-Why a log line and not a CloudWatch API call: SageMaker ships the container's stdout to CloudWatch Logs
-with no credentials or SDK in the container, and a metric filter on the log group turns the line into a
-metric (``cdk/stacks/observability.py`` matches ``"event": "synthesis_complete"`` and ``first_audio_ms``).
-CloudWatch only reads a line as JSON when the whole line is one object, so these lines bypass the
-server's usual log format. No client data (text, request id) is written.
+SageMaker ships stdout to CloudWatch Logs with no credentials in the container, and a metric filter
+(``cdk/stacks/observability.py``) turns the line into a metric. CloudWatch reads a line as JSON only when
+the whole line is one object, so these bypass the server's log format. No client data is written.
 """
 
 from __future__ import annotations

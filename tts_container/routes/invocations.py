@@ -1,18 +1,11 @@
 """POST /invocations: one whole text in, audio streamed back as the engine produces it.
 
-Five response formats (architecture §3): ``pcm`` (raw s16le), ``wav`` (a streaming header whose sizes
-are unknown, written 0xFFFFFFFF as streaming WAV writers do, then raw PCM), ``sse`` (base64 audio in
-``data: {json}\\n\\n`` events for browser pipelines), and the compressed streams ``opus`` (Ogg Opus,
-``audio/ogg``) and ``mp3`` (``audio/mpeg``), encoded segment by segment as the PCM comes
-(:mod:`strands_kokoro.audio_encoding`). Validation errors are answered before any audio with the same
-coded error frame the WebSocket session sends.
-
-A client that hangs up mid-stream is a barge-in: Starlette's ``StreamingResponse`` watches for the
-disconnect and cancels the body, which stops the engine at its next segment (the one running is waited
-out by the inference pool); the request counts as cancelled on ``/stats``, a finished one as completed.
-A client that stops reading is one too, once the reader deadline gives up on it
-(:class:`kokoro_serving.deadlines.ReaderDeadline`); the body is pulled, so until then the
-engine waits with it.
+Formats (architecture §3): ``pcm``, ``wav`` (a streaming header, sizes 0xFFFFFFFF), ``sse`` (base64
+audio in JSON events), ``opus`` and ``mp3`` (encoded as the PCM comes,
+:mod:`strands_kokoro.audio_encoding`). A refusal comes before any audio, as the WebSocket's coded error
+frame. A caller who hangs up, or stops reading past the reader deadline
+(:class:`kokoro_serving.deadlines.ReaderDeadline`), is a barge-in: the body is cancelled, the engine
+stops at its next segment, and the request counts as cancelled on ``/stats``.
 """
 
 from __future__ import annotations

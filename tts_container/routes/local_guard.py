@@ -1,26 +1,11 @@
 """Browsers may not drive the model server: refuse cross-origin WebSockets and local-only POST tricks.
 
-Why: a model server on a laptop listens on 127.0.0.1, and every web page the user opens can reach that
-address. A page cannot read a cross-origin answer, but it does not need to: starting synthesis is the
-harm (CPU for minutes, a queue full of someone else's text). Three doors are closed here:
-
-- **WebSocket with an ``Origin``.** Browsers always send ``Origin`` on a WebSocket handshake and the
-  server gets no CORS protection there, so any ``Origin`` is refused (HTTP 403, ``origin_not_allowed``)
-  unless named with ``--allow-origin``. SageMaker's router and the Python clients send none, so they are
-  never affected, wherever the server runs.
-- **POST /invocations (or OpenAI's ``/v1/audio/speech``) that is not ``application/json``** on a loopback
-  connection: a cross-site
-  ``fetch(..., {mode: "no-cors"})`` can only send ``text/plain`` (or a form) without a CORS preflight,
-  which this server never grants; requiring JSON forces that preflight (415, ``bad_content_type``).
-- **A ``Host`` that is not a loopback name** on a loopback connection: DNS rebinding points an
-  attacker's name at 127.0.0.1 and then the page is "same-origin" with us (421, ``host_not_allowed``).
-  A POST that carries a foreign ``Origin`` is refused too (403).
-
-"Loopback connection" is read per connection from ``scope["server"]`` (the address the client reached):
-in a SageMaker container the server binds 0.0.0.0 and its callers arrive on the network address, so the
-POST checks never apply there. Refusals are the same coded error objects as every other refusal. The
-judgment of a loopback POST is shared with the agent app (:mod:`kokoro_serving.local_callers`).
-On OpenAI's paths a refusal has OpenAI's error shape, as every answer there does.
+A page cannot read a cross-origin answer, but starting synthesis is the harm. A WebSocket handshake with
+an ``Origin`` is refused (403, ``origin_not_allowed``) unless named by ``--allow-origin``: SageMaker and
+the Python clients send none. On a loopback connection a POST is refused for a non-JSON body (415), a
+``Host`` that is not a loopback name (421) or a foreign ``Origin`` (403), judged by
+:mod:`kokoro_serving.local_callers`; in a container bound to 0.0.0.0 these never apply. Refusals are the
+server's coded errors, in OpenAI's shape on OpenAI's paths.
 """
 
 from __future__ import annotations

@@ -1,28 +1,12 @@
 """OpenAI's speech API on the model server: ``POST /v1/audio/speech``, ``GET /v1/audio/voices``, models.
 
-Why: the OpenAI SDK (``client.audio.speech.with_streaming_response.create(...)``), Open WebUI and the
-OpenAI TTS plugins of LiveKit and Pipecat speak this API, as Kokoro-FastAPI does; with it they use this
-server unchanged (``base_url="http://host:8080/v1"``).
-
-The request (OpenAI's fields): ``input`` (the text), ``voice`` (a Kokoro voice, a mix such as
-``af_bella(2)+af_sky(1)``, or one of OpenAI's names that Kokoro has a namesake for: ``alloy`` is
-``af_alloy``), ``model`` (``kokoro``, or one of OpenAI's names: all are this one model), ``response_format``
-(``mp3`` by default, ``opus``, ``aac``, ``flac``, ``wav``, ``pcm``: 24 kHz s16le), ``speed`` (0.5-2.0 here),
-``stream_format`` (``audio``, or ``sse``: OpenAI's ``speech.audio.delta`` events), ``instructions``
-(accepted, not used: Kokoro takes no style prompt). Added here: ``lexicon`` (as on the other routes)
-and Kokoro-FastAPI's ``lang_code``.
-
-**One admission path.** The request is mapped onto the fields of a ``synthesize`` request and goes
-exactly where ``POST /invocations`` goes (:func:`tts_container.routes.invocations.open_audio`: the same
-checks in the same order as every route, :mod:`tts_container.scheduling.admission`, the same queue, limits and
-engine; the body is read as that route reads it, :mod:`tts_container.routes.post_body`); the local-caller
-guard covers this path as it covers that one, and a caller who hangs up stops the engine at its next
-segment (:class:`BodyClosingResponse`). The audio is streamed as it is rendered, encoded as it comes
-(:mod:`strands_kokoro.audio_encoding`): the first bytes leave after the first window, not after the
-whole text.
-
-**Errors** have OpenAI's shape, ``{"error": {"message", "type", "param", "code"}}``, with this server's
-stable codes and statuses (an unknown voice is a 400, ``overloaded`` a 429 with ``Retry-After``).
+OpenAI's SDK, Open WebUI and LiveKit's and Pipecat's OpenAI TTS plugins use this server unchanged
+(``base_url="http://host:8080/v1"``). OpenAI's fields (``input``, ``voice`` incl. mixes and OpenAI's
+names with a Kokoro namesake, ``model``, ``response_format``, ``speed`` 0.5-2.0, ``stream_format``,
+``instructions`` accepted and unused) plus ``lexicon`` and ``lang_code`` map onto a ``synthesize``
+request that goes where ``POST /invocations`` goes (:func:`tts_container.routes.invocations.open_audio`:
+same checks, queue and engine); audio is encoded as rendered, and a hang-up stops the engine at its next
+segment. Errors have OpenAI's shape with this server's codes (docs/openai-api.md).
 """
 
 from __future__ import annotations

@@ -1,38 +1,13 @@
-"""One bidirectional WebSocket session (architecture §3): three tasks in one task group.
+"""One bidirectional WebSocket session (architecture §3): reader, synthesizer and sender in one task group.
 
-- the reader parses every frame (text or binary: SageMaker sends binary), answers bad ones with a
-  coded error at once and queues valid ``synthesize`` requests;
-- the synthesizer takes requests in order and pulls their audio segment by segment, so request k+1
-  is synthesized while request k's audio is still being sent (pipelining);
-- the sender writes everything to the socket in the order it was queued, so requests complete in
-  the order they were sent.
-
-Why the reader never waits on the other two: a ``cancel`` must be read while audio flows. Cancel
-bumps the session's *epoch*: queued requests are dropped, audio frames already queued are discarded
-(the listener barged in; stale speech must stop now), and the request in flight stops at its next
-segment. Frames carry the epoch they were made in; the sender skips stale ones. The ``cancelled``
-answer itself is never discarded by a later cancel: every cancel gets its own answer, in order.
-
-A session ends only on ``{"type": "close"}`` (queued requests finish first, then the socket closes;
-a ``cancel`` read before the close frame went out is answered first) or on a disconnect (everything
-stops; the task group cancels the rest, and the inference pool waits out the one engine call already
-running, so no work leaks). After ``close`` the reader goes on reading,
-for two things only: a ``cancel`` (a client that closes an abandoned turn says ``cancel`` first, or
-right after) and the disconnect, which stops the queued work at once. A disconnect is a barge-in: the
-requests it leaves unfinished count as cancelled on ``/stats``.
-
-Bounded memory, whatever the client does: queued requests (``MAX_QUEUED_REQUESTS``), queued audio
-(``MAX_BUFFERED_AUDIO_BYTES``) and error frames not yet sent (``MAX_UNREAD_ERRORS``) all have a limit,
-each counted by the queue that holds them (:mod:`tts_container.routes.session_queue`).
-At that many unsent errors the reader stops reading until the sender makes room, so a flooding client
-is throttled by its own TCP window, not buffered. "Unsent" alone proves nothing (a burst of bad frames
-arrives in one read, faster than the sender gets a turn; refusals wait for earlier audio): the client
-is judged not to read only when one send to it has been stuck for ``STALLED_SEND_S``. Then the session
-is closed with code 1008 and the reason ``error_flood``; a client that reads gets every error and goes on.
-
-Order: a refused request (unknown voice, unsupported language, queue full) is answered in its place in
-the request order, after the audio of the requests before it (architecture §3); only errors about messages
-that are not requests at all are answered at once.
+The reader parses every frame, answers bad ones at once and queues requests; the synthesizer renders
+them in order (request k+1 while k's audio is sent); the sender writes in queue order. A ``cancel`` bumps
+the session's epoch: queued requests and stale audio frames are dropped, the request in flight stops at
+its next segment, and every cancel gets its own ``cancelled``. The session ends on ``close`` (queued work
+first) or a disconnect (a barge-in). Queued requests, audio and unsent errors are bounded
+(:mod:`tts_container.routes.session_queue`); a client whose send is stuck ``STALLED_SEND_S`` behind its
+errors is closed 1008 ``error_flood``. Refusals keep the request order. Details: docs/architecture.md,
+"The WebSocket session".
 """
 
 from __future__ import annotations

@@ -1,33 +1,13 @@
 """Admission: a new answer is served only while the engine can keep every listener playing.
 
-Capacity is measured, not configured: :class:`Capacity` keeps a running ratio of the audio the engine
-made to the engine time it took (seconds of audio per second, per engine and machine, from every call it
-runs, the warm-up's first; a call's engine time is its share of the engine's busy time,
-:class:`~tts_container.scheduling.inference.CallShare`). On an engine with several lanes the ratio that
-counts is the one measured with the engine full (two calls side by side on a CPU's two lanes; at least half a
-batch on an engine that batches across listeners, whose throughput grows with the batch): the engine's
-throughput when it serves many listeners, which the warm-up measures once. Each listener inside an answer
-needs :attr:`Capacity.share` seconds of audio per second of it (:func:`listener_share`), so the server
-serves at most ``capacity / share`` listeners at once. A request that starts a new answer
-(:meth:`~tts_container.scheduling.listener.ListenerClock.in_answer` is false) beyond that is refused at once
-with the retryable ``overloaded`` and a ``retry_after_ms``; a request inside an answer already admitted is
-never refused for capacity (its listener would hear the answer stop mid-way). One listener is always
-admitted, however slow the engine: speech late is better than none.
-
-Every route enters a request through :func:`enter`: one order of checks, written once.
-
-A request bad in two ways gets the same code on the WebSocket session, ``POST /invocations`` and
-OpenAI's ``POST /v1/audio/speech``, because each route parses it in its own wire form and then hands it
-to :func:`enter`, which checks in this order and answers with the first refusal:
-
-1. parse: the route's own (a ``synthesize`` message, an invocation body, OpenAI's body), before this
-   path: its ``ProtocolError`` codes come first;
-2. the engine: the voice and the language (:meth:`Synthesizer.refusal`), then the text itself
-   (:func:`tts_container.text.speakable.screen`: nothing to say, a script the language cannot read);
-3. the audio format the route will send: its encoder must be installed (``format_unavailable``);
-4. the route's own room (a session's queue of requests): ``overloaded``;
-5. admission: a new answer past the server's capacity is refused ``overloaded`` with a retry time
-   (:meth:`Admission.admit`), so a request that could never be served is never told to retry.
+:class:`Capacity` is measured, not configured: the audio the engine made over its engine time (each
+call's :class:`~tts_container.scheduling.inference.CallShare`), taken with the engine full on an engine
+with lanes. A listener inside an answer needs :func:`listener_share` audio seconds per second, so at
+most ``capacity / share`` are served; a request that starts a new answer past that is refused
+``overloaded`` with ``retry_after_ms``, one inside an admitted answer never, and one listener always is.
+Every route enters a request through :func:`enter`, so a request bad in two ways gets the same code on
+every route: parse, voice and language, the text (:mod:`tts_container.text.speakable`), the audio format,
+the route's own room, then capacity (docs/operating.md, "Many listeners").
 """
 
 from __future__ import annotations
@@ -70,11 +50,9 @@ def listener_share(renders_in_windows: bool) -> float:
     """Seconds of audio per second one listener needs from the engine for none to stall.
 
     Rendered in windows, a listener needs more than real time: each window is :data:`WINDOW_GROWTH`
-    times the one before and must be ready before that one has played. Measured on 2 cores
-    (``benchmarks.listener_share``: two listeners, the server held to fewer cores), a listener stutters
-    (a stall over 250 ms) at 1.14-1.19 audio seconds per second and not at 1.23 or more; at 1.5 its
-    worst stall stays under 61 ms, and a noisier run stuttered once at 1.32. The admission takes
-    :data:`WINDOW_GROWTH`: the margin is for a machine noisier than the one measured.
+    times the one before and must be ready before that one has played. The admission takes
+    :data:`WINDOW_GROWTH`, a margin over the share below which a listener stutters, for a machine
+    noisier than the one measured (docs/benchmarks.md, "What a listener needs of the engine").
     """
     return WINDOW_GROWTH if renders_in_windows else WHOLE_SEGMENT_SHARE
 

@@ -1,41 +1,13 @@
 """One bounded executor in front of the one shared engine, serving the earliest deadline first.
 
-Why a pool of its own: the engine is blocking, so it must never run on the event loop (SageMaker
-expects ``/ping`` and new connections answered within 250 ms while synthesis runs). Every request
-pulls ONE piece (a window or a segment) per call and asks for the next only after it got the previous
-one, so each request has at most one call waiting.
-
-Why earliest deadline first: the waiting calls belong to listeners in very different states. One has
-80 ms of audio left before it hears silence, another has six seconds buffered, a newcomer is waiting for
-its first word. Every call carries the moment its listener needs its audio
-(:class:`~tts_container.scheduling.listener.ListenerClock`), and the pool always starts the call whose
-moment comes first: a listener about to run dry goes before one far ahead, and a newcomer's first
-window (due at its first-audio target) goes before a listener with seconds to spare. Nothing waits while
-the engine is free (work-conserving): a listener far ahead is served whenever nobody is due sooner.
-
-Why lanes: an engine whose runtime scales poorly across cores renders more audio per second as two
-calls at once, each on half the cores, than as one call on all of them (the int8 ONNX vocoder on 2
-cores: ~25% more; :attr:`~tts_container.engines.base.Engine.lanes`). So while more than one request
-is rendering (:meth:`InferencePool.rendering`), the pool runs their calls side by side, each told its
-share (:data:`~tts_container.engines.base.call_lanes`); a request rendering alone has every core, so
-a single listener's first audio costs what it always did. The requests count, not the calls waiting
-at the moment: a request asks for its next call only after it has passed the previous piece on, so
-two listeners' calls are seldom waiting at the same instant though both are always rendering.
-Work nobody listens to (:data:`IDLE`) runs alone and on every core. What a call renders never depends
-on its lane: the runtime gives the same samples on any number of threads. An engine that batches
-across listeners (the torch engine on a GPU) has as many lanes as calls one forward pass renders: the
-pool then runs that many calls at once and the engine renders their windows together
-(:mod:`tts_container.engines.micro_batch`).
-
-What a call cost the engine (:class:`CallShare`, what the capacity estimate is fed): its share of the
-engine's busy time, each moment divided equally among the calls running then. Two calls side by side
-for a second cost half a second each; thirty-two calls batched for a second, 1/32 s each; the shares of
-all calls add up to the engine's busy time, so audio over shares is what the engine makes per second
-at the load it had.
-
-Cancellation rule: a call that has not started is withdrawn; a call already running is waited for
-before the cancellation goes on, so no engine work outlives the request that asked for it and the
-engine's iterator is never touched by two threads at once.
+The engine is blocking, so it never runs on the event loop (``/ping`` answers while synthesis runs). A
+request pulls one piece (a window or a segment) per call, so it has at most one call waiting; each call
+carries the moment its listener needs it (:class:`~tts_container.scheduling.listener.ListenerClock`) and
+the pool starts the one due first, never idling while work waits. While more than one request renders,
+up to :attr:`~tts_container.engines.base.Engine.lanes` calls run side by side; :data:`IDLE` work runs
+alone. :class:`CallShare` is a call's share of the engine's busy time (what capacity is fed). A call not
+started is withdrawn on cancellation; a running one is waited for. Why: docs/architecture.md, "The
+inference pool".
 """
 
 from __future__ import annotations

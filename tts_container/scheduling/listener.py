@@ -1,16 +1,11 @@
 """One listener's playback clock, as the server sees it: when its audio runs out.
 
-A listener plays a session's audio back to back from its first byte, so from the audio made for it and
-when, the server knows the moment its buffer runs dry (``dry_at``). That moment is the deadline of the
-listener's next engine call (:class:`~tts_container.scheduling.inference.InferencePool` serves the earliest
-first), and audio made after it is a stall the listener heard (an estimate: the network and the client's own
-buffer are not seen).
-
-A request that arrives while its listener is still playing continues what it hears: its first piece is
-due when the audio before it runs out. A request that arrives after the listener went quiet starts a
-new stretch of speech: its first piece is due :data:`FIRST_AUDIO_TARGET_S` after it arrived, which
-puts a newcomer ahead of every listener with more than that buffered and behind every one about to
-run dry.
+A listener plays its session's audio back to back from the first byte, so the audio made for it says
+when its buffer runs dry (``dry_at``): the deadline of its next engine call
+(:class:`~tts_container.scheduling.inference.InferencePool` serves the earliest first); audio made later
+is an estimated stall. A request that arrives while its listener plays is due when the audio before it
+runs out; one that arrives after is new speech, due :data:`FIRST_AUDIO_TARGET_S` after it arrived
+(ahead of listeners with more buffered, behind those about to run dry).
 """
 
 from __future__ import annotations

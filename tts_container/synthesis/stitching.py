@@ -20,7 +20,7 @@ from tts_container.engines.base import NATIVE_SAMPLE_RATE, Audio, Segment
 
 # Below this level (about -46 dBFS, RMS over SOUND_FRAME_SAMPLES) audio counts as silence. Measured in
 # frames, not samples: the vocoder's leading silence holds lone blips of 0.01 (a sample or two every few
-# ms), which a sample threshold takes for the first sound (keeping up to 90 ms of silence before it).
+# ms), which a sample threshold would take for the first sound, keeping silence before it.
 SILENCE_THRESHOLD = 0.005
 SOUND_FRAME_SAMPLES = 120  # 5 ms at 24 kHz
 # Silence kept before the first sound of a segment: enough for the fade, short for a fast first sound.

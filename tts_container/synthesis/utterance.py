@@ -1,16 +1,10 @@
 """What one request asks the model to say: its segments, each with the words around it as context.
 
-Why context: Kokoro speaks every segment as a complete utterance. A piece of a sentence synthesized on
-its own therefore *ends* like a sentence (measured: +227 ms of silence and its last word 2.15x as long)
-and *starts* like one. A segment rendered together with the words on either side of it (the model sees
-"... carried | farmers and their goats | across the river") gets the durations, pitch and pauses of the
-whole sentence at its edges; :mod:`tts_container.engines.windows` then keeps only the audio of the
-segment's own words, cut at the word boundaries the model's durations give.
-
-Context comes from two places: the request (``previous_text`` / ``next_text``, when a client had to cut
-a sentence into several requests) and the request's own text (a sentence over the model's 510-phoneme
-limit is split in segments, each rendered with its neighbours' edge words). A sentence end is never
-bridged: what follows it is a new sentence, rendered on its own.
+Kokoro speaks every segment as a whole utterance, so a piece of a sentence alone starts and ends like a
+sentence. A segment is rendered with the words on either side (from ``previous_text`` / ``next_text``,
+or its neighbours when a sentence over the 510-phoneme limit is split) and only its own words' audio is
+kept (:mod:`tts_container.engines.windows`); a sentence end is never bridged. Why and how the cut
+falls: architecture §5, "Joins a listener cannot hear".
 """
 
 from __future__ import annotations
@@ -22,11 +16,10 @@ from strands_kokoro.protocol import CONTEXT_WORDS_AFTER, CONTEXT_WORDS_BEFORE
 from tts_container.engines.base import Ending
 from tts_container.text.g2p import MAX_SEGMENT_TOKENS, Phonemes, Phonemizer
 
-# The voice's style row follows the utterance's length and sets its speaking rate (measured, af_heart:
-# the same sentence with the row of 30 tokens lasts 22% less than with its own row of 82, and rows past
-# ~110 differ by a few percent). A piece of a sentence takes the row of the sentence as far as it is
-# known (the text before it, its own, the next words), and at least this: a sentence a client had to
-# cut is a long one.
+# The voice's style row follows the utterance's length and sets its speaking rate (rows of short
+# utterances speak faster; docs/benchmarks.md, "Facts behind the code's rules"). A piece of a sentence
+# takes the row of the sentence as far as it is known (the text before it, its own, the next words), and
+# at least this: a sentence a client had to cut is a long one.
 TYPICAL_SENTENCE_TOKENS = 80
 _SENTENCE_MARKS = frozenset(".!?…")
 _CLAUSE_MARKS = frozenset(",;:—–")

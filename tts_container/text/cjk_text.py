@@ -1,15 +1,10 @@
 """Japanese and Mandarin text as it is said, and its phonemes mapped back to the words as written.
 
-Both readers (:mod:`tts_container.text.japanese`, :mod:`tts_container.text.mandarin`) first rewrite what their
-G2P would misread (numbers, the full-width forms) into the words said for it, then hand the spoken text
-to misaki's reader word by word. Captions and word timings must still show the text as written ("3本",
-not "サンボン"), so the rewriting keeps, for every spoken character, the written span it stands for
-(:class:`SpokenText`), and :func:`assemble` joins the words' phonemes into one
-:class:`~tts_container.text.g2p.Phonemes` whose words are written slices.
-
-A written word is the written span of a spoken word (a Japanese morpheme group, a Mandarin jieba word).
-Two spoken words that come from one rewritten span ("二零" and "二四" of "2024") are one written word:
-a caption never shows the same written characters twice.
+Both readers rewrite what their G2P would misread (numbers, full-width forms) into the words said for
+it, keeping for every spoken character the written span it stands for (:class:`SpokenText`), so captions
+show "3本", not "サンボン". :func:`assemble` joins the words' phonemes into one
+:class:`~tts_container.text.g2p.Phonemes` whose words are written slices; spoken words from one rewritten
+span ("二零" and "二四" of "2024") are one written word.
 """
 
 from __future__ import annotations

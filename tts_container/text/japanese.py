@@ -1,22 +1,12 @@
 """Japanese text to Kokoro phonemes: misaki's cutlet reader, with numbers read by OpenJTalk.
 
-**Which reader.** misaki has two: ``JAG2P()`` (its default, and what hexgrad's pipeline uses for the
-``j*`` voices) reads through cutlet (MeCab via ``fugashi`` with a UniDic dictionary, kana to IPA), and
-``JAG2P(version="pyopenjtalk")`` writes symbols (``ᶄ``, ``ᶃ``, ``ƫ``...) that Kokoro-82M v1.0's
-vocabulary does not have, so they would be dropped before the model. We use cutlet. Its dictionary comes
-from ``unidic-lite`` (inside its wheel; ``unidic`` would download one at run time) and nothing is fetched.
-
-**Numbers.** cutlet reads digits with a small converter that knows no counters ("3本" is "san hon",
-not "san bon"), drops a thousands comma's meaning ("1,000" is "ichi, zero") and gives up past nine
-digits with an English sentence. OpenJTalk (``pyopenjtalk-plus``, whose dictionary ships in its wheel)
-reads a number together with its counter ("3本" サンボン, "30分" サンジュップン, "2024年" ニセンニジュー
-ヨネン, "3.14" サンテンイチヨン), so each number and its counter are rewritten into OpenJTalk's
-katakana before cutlet sees the text. Numbers longer than :data:`MAX_NUMBER_DIGITS` digits are read digit
-by digit. Half-width katakana and full-width Latin letters are folded as cutlet folds them.
-
-**Words.** A word is one of cutlet's groups (a MeCab morpheme, or a few merged into a known word):
-"今日 は いい 天気 です ね". Its written span is where it came from in the request's text
-(:mod:`tts_container.text.cjk_text`).
+cutlet (MeCab via ``fugashi``, ``unidic-lite``'s dictionary from its wheel) is misaki's default reader;
+its ``pyopenjtalk`` version writes symbols Kokoro v1.0's vocabulary lacks. cutlet reads numbers without
+counters ("3本" as "san hon"), so each number and its counter are first rewritten into OpenJTalk's
+katakana (``pyopenjtalk-plus``: "3本" サンボン, "2024年" ニセンニジューヨネン); past
+:data:`MAX_NUMBER_DIGITS` digits a number is read digit by digit. Half-width katakana and full-width
+Latin are folded as cutlet folds them. A word is one of cutlet's groups, its written span where it came
+from (:mod:`tts_container.text.cjk_text`). Nothing is downloaded.
 """
 
 from __future__ import annotations

@@ -1,18 +1,10 @@
 """Mandarin text to Kokoro phonemes: misaki's ``zh`` reader as hexgrad's pipeline runs it for Kokoro-82M.
 
-For the v1.0 model (the one this server runs) hexgrad's pipeline builds ``ZHG2P(version=None)``: numbers
-in characters by ``cn2an``, Chinese punctuation mapped to the marks the model knows, ``jieba`` words,
-each word's pinyin (``pypinyin``, tone sandhi included in its phrase data) turned into IPA with tone
-arrows. This module does the same steps with misaki's own functions, keeping where each word came from:
-a word is a jieba word ("今天天气 很 好"), its written span the characters it was read from.
-
-**Numbers.** Each number is read by ``cn2an`` with the character after it, so a year is read digit by
-digit ("2024年" 二零二四年), a range before a measure word with 到 ("3-5个" 三到五个), a percent as 百分之
-("10%"), a decimal with 点. Thousands commas are dropped first ("1,000" 一千); past
-:data:`MAX_NUMBER_DIGITS` digits a number is read digit by digit (``cn2an`` reads no further).
-
-Latin letters inside Mandarin text go to the model as they are, as misaki's reader leaves them: an
-English word in a Mandarin sentence is not read as English.
+The same steps as ``ZHG2P(version=None)`` (numbers by ``cn2an``, Chinese punctuation mapped, ``jieba``
+words, ``pypinyin`` to IPA with tone arrows), keeping where each word came from: a word is a jieba word,
+its written span the characters it was read from. A number is read with the character after it ("2024年"
+二零二四年, "3-5个" 三到五个, "10%" 百分之十), thousands commas dropped; past :data:`MAX_NUMBER_DIGITS`
+digits, digit by digit. Latin letters go to the model as they are, as misaki's reader leaves them.
 """
 
 from __future__ import annotations

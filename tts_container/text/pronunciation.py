@@ -1,19 +1,13 @@
-"""Pronunciation control in a request's text: inline phonemes, a lexicon, and pauses.
+"""Pronunciation control in a request's text: inline phonemes, a lexicon, and pauses (docs/pronunciation.md).
 
-- **Inline phonemes**, misaki's own form: ``[Kokoro](/kˈOkəɹO/)`` says "Kokoro" with those phonemes
-  (Kokoro's phoneme symbols, as misaki writes them). misaki's English G2P reads the form itself; this
-  module keeps it intact on the way there (the speech screen and the normalizer leave it alone), and for
-  the languages read by eSpeak it splices the phonemes in itself (:func:`with_inline_phonemes`).
-- **A lexicon** (``{"Kokoro": "kˈOkəɹO"}``, a request's ``lexicon``): each whole word of the text it names
-  (any capitalization) becomes the inline form before G2P (:func:`apply_lexicon`), so both are one
-  mechanism, and a word written inline keeps its own phonemes.
-- **Pauses**: ``[pause:0.5s]`` or ``[pause:300ms]`` is that much silence (at most :data:`MAX_PAUSE_S`).
-  The text on either side is spoken as separate utterances with the silence between
-  (:func:`spoken_parts`).
+- Inline phonemes, misaki's form ``[Kokoro](/kˈOkəɹO/)``: kept intact on the way to misaki's English G2P;
+  for the eSpeak languages spliced in here (:func:`with_inline_phonemes`).
+- A lexicon (``{"Kokoro": "kˈOkəɹO"}``): each whole word it names becomes the inline form
+  (:func:`apply_lexicon`); a word written inline keeps its own phonemes.
+- ``[pause:0.5s]`` / ``[pause:300ms]``: that much silence (at most :data:`MAX_PAUSE_S`) between the
+  parts, spoken apart (:func:`spoken_parts`).
 
-Word timings and captions show the written word ("Kokoro"), never the marker. A marker that is not
-well formed (``[Kokoro](/kˈOk``, ``[pause:soon]``) is ordinary text: it is read as written, never
-refused, so a typo cannot cost the sentence.
+Captions show the written word, never the marker; a malformed marker is read as written, never refused.
 """
 
 from __future__ import annotations

@@ -1,40 +1,12 @@
 """Is there anything a voice can say in this text? Checked when a request is accepted, before any work.
 
-Why: the engine speaks whatever its G2P makes of the text, and two kinds of text make nothing useful.
-
-- **Nothing to say.** Text of only combining marks, zero-width spaces, format or private-use characters,
-  or punctuation has no letter, digit or symbol: the engine made 0 bytes of audio and the server answered
-  a silent ``synthesis_complete`` (WebSocket) or an empty 200 (POST). It is refused with
-  ``nothing_to_say`` instead. Text that passes this check and still makes no audio (``$`` or ``#`` alone:
-  the G2P has no sound for them) gets the same code from the routes, so every such input is answered alike.
-- **A script the language cannot read.** misaki and eSpeak spell what they cannot read letter by letter
-  ("Arabic letter mim, Arabic letter ra...", "Chinese letter" per character): 30 characters of Arabic,
-  Hebrew or CJK with an English voice were 13-18 s of letter names, first audio after 8-11 s. When most
-  of the sayable characters are in a script the request's language does not read, the request is
-  refused with ``unsupported_script`` (Japanese or Chinese with an English voice and no ``lang``, Arabic
-  with any voice); when they are a minority (a name or a word in an English
-  sentence), those runs are left out and the rest is spoken.
-
-- **Emoji** are not read aloud (eSpeak says their names: "😀🐱🎉" was "grinning cat party", with no
-  written word to caption it): pictographs and what glues or modifies them (ZWJ, variation selectors,
-  skin tones, flags, tags, keycaps) are left out first, as the client's speech filter does; ©, ® and ™
-  stay (a person says "copyright"), in English also the arrows the normalizer reads ("↔" is "to and
-  from"), and ‼ and ⁉ are read as the ! and ? they double. Text of only emoji has nothing to say.
-  Control characters go too, and terminal colour codes whole (``ESC[31m`` was heard as "31 meters";
-  a NUL reached a caption).
-- **Line breaks** are read as a reader reads them: a blank line ends a sentence where its line has no
-  mark of its own, and a single line break is a space. misaki merged the words on either side of a line
-  break into one token ("nice\nBerlin": one caption word, no pause), so markdown sent straight to the
-  server ran a heading into the next words ("Getting Started\n\nHere are the steps").
-- **Invisible characters** go as well (zero-width spaces and joiners, soft hyphens, byte order and
-  direction marks: Unicode ``Cf``), and every other space is a plain one: a zero-width joiner split
-  "Hel\u200dlo" into two words (a quarter longer), a no-break space merged five caption words into two,
-  and a right-to-left override inside a caption word would draw it backwards.
-
-"Sayable" is a letter, a number or a symbol (Unicode ``L``, ``N``, ``S``); its script decides whether
-the language reads it (``Common`` and ``Inherited`` characters, such as digits, math letters and
-combining accents, belong to every language). The scripts come from Unicode's Script property via the
-``regex`` package.
+:func:`screen` first leaves out what is never read aloud: emoji and what glues or modifies them (©, ®
+and ™ stay), control characters and terminal colour codes, invisible characters (Unicode ``Cf``); other
+spaces become plain ones, a blank line ends a sentence, a single line break is a space. Then it refuses
+text with no letter, number or symbol (``nothing_to_say``) and text mostly in a script the request's
+language does not read (``unsupported_script``); a minority of such runs is left out and the rest spoken.
+Scripts come from Unicode's Script property (``regex``); ``Common`` and ``Inherited`` suit every language.
+Why each rule: docs/architecture.md, "What the model server will say".
 """
 
 from __future__ import annotations

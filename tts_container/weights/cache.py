@@ -1,26 +1,12 @@
 """The Kokoro weight cache: one directory both engines load from, filled from the first source that works.
 
-Why a cache of our own instead of each library's downloader: the container must start offline (the model
-baked in at build time or pulled from S3), the same files must serve the onnx and the torch engine, and a
-failed start must say *every* place that was tried. So provisioning is explicit: the caller hands
-:func:`ensure_weights` its sources in order (this module imports none of them: the real ones live in
-:mod:`tts_container.weights.sources`, wired together by :mod:`tts_container.weights.provisioning`), each
-checks the sha256 of what it brings, and the result is recorded in ``manifest.json``. Each start re-hashes
-the files it is about to load against the manifest (and, when asked, the pins), because a cache may be a
-folder someone else filled; writers take the cache lock (:mod:`tts_container.weights.lock`).
-
-Layout (also the layout of an explicit source directory and of an ``s3://`` model cache)::
-
-    config.json             Kokoro config: vocab and hyper-parameters (hexgrad/Kokoro-82M)
-    kokoro-v1.0.int8.onnx   int8 ONNX export (onnx engine)
-    kokoro-v1_0.pth         fp32 checkpoint (torch engine; from a directory, S3 or the hub, else derived
-                            from the int8 export, see
-    :class:`tts_container.weights.sources.OnnxDerivedSource`) voices.npz              every voice's style
-    table, float32 (510, 1, 256), keyed by voice name manifest.json           name -> {sha256, size, source[,
-    derived_from: {name: sha256}]}
-
-A file computed from other files of the cache (not fetched) records their sha256s under ``derived_from``;
-it counts as bad once one of them is in the manifest with another sha256, so it is computed again.
+:func:`ensure_weights` takes its sources in order (it imports none; :mod:`tts_container.weights.provisioning`
+wires the real ones), each checks the sha256 of what it brings, and ``manifest.json`` records the result;
+a failed start names every source tried. Each start re-hashes the files it loads (a cache may be a folder
+someone else filled); writers hold the cache lock (:mod:`tts_container.weights.lock`). The layout, also that
+of a source directory and an ``s3://`` cache: ``config.json``, ``kokoro-v1.0.int8.onnx``,
+``kokoro-v1_0.pth``, ``voices.npz`` (float32 ``(510, 1, 256)`` per voice) and ``manifest.json`` (name ->
+sha256, size, source, ``derived_from``). A derived file is bad once an input it lists changed its sha256.
 """
 
 from __future__ import annotations
@@ -199,7 +185,7 @@ def cache_problems(root: Path, names: Iterable[str], *, pins: Pins | None = None
 
     Every present file is re-hashed, not only sized: a cache may be a folder someone else filled (a model
     dir SageMaker downloaded from a bucket, a baked image layer), and a same-size swap or bit flip must not
-    be loaded. ~1.5 GB/s here, so the onnx part costs ~0.1 s per start. With ``pins``, a pinned file must
+    be loaded. With ``pins``, a pinned file must
     also hash to one of its pins, whatever the manifest beside it claims.
     """
     manifest = read_manifest(root)

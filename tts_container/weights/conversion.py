@@ -1,37 +1,12 @@
 """Kokoro-82M's torch checkpoint rebuilt from its int8 ONNX export, for machines that cannot download it.
 
-Contract: :func:`convert_onnx_to_state_dict` reads the int8 export (``kokoro-v1.0.int8.onnx``: hexgrad's
-model through ``torch.onnx``, then onnxruntime's dynamic quantization) and returns, per ``KModel``
-component (``bert``, ``bert_encoder``, ``predictor``, ``text_encoder``, ``decoder``), a float32 state dict
-whose names and shapes are exactly those of a ``KModel`` built from ``config.json``. A weight it cannot
-fill, a tensor of the export it cannot place, or a shape that differs raises :class:`ConversionError`
-listing every one. :func:`save_checkpoint` writes the result as the hub's ``kokoro-v1_0.pth`` is written,
-so :func:`tts_container.engines.torch_engine.load_kmodel` loads it like the real file. The values are the
-export's int8 weights dequantized: the torch model computes what the int8 model computes, in float (its
-activations are not quantized), not what the original fp32 weights would. Same export in, same bytes out
-(numpy arithmetic only; the file's bytes also depend on torch's serialization format).
-
-How each weight is found, never from its shape alone: ``torch.onnx`` names every node after the module
-that ran it (``/decoder/decoder/generator/resblocks.0/convs1.0/Conv_quant`` ran
-``decoder.generator.resblocks.0.convs1.0``), and the quantizer keeps those names. So each node that takes
-a weight (ConvInteger, MatMulInteger, DynamicQuantizeLSTM, a Gather from a table, float Conv,
-ConvTranspose and MatMul, the layer norms) is mapped to its module by :func:`module_path`, and reads:
-
-- an integer op: the uint8/int8 weight, its zero point, and its scale (the constant half of the Mul that
-  rescales the op's int32 output); a ConvInteger's bias is the float initializer the graph divides by
-  that scale at run time, a MatMulInteger's is the Add (or FastGelu) right after the rescaling;
-- weight_norm: the export folded ``g * v / ||v||`` into one weight ``W``; the checkpoint gets ``v = W`` and
-  ``g = ||W||`` per output channel, so the module computes ``W`` again;
-- LSTMs: onnxruntime stores ``W`` as ``[directions, input, 4 * hidden]`` and ``R`` likewise, with gates in
-  ONNX's order i, o, f, c and ``B = [W biases, R biases]``; torch wants ``[4 * hidden, input]`` in the
-  order i, f, g(=c), o, one tensor per direction (``_reverse`` for the second).
-
-Parameters used directly (the Snake activations' ``alpha``) keep their state-dict names as initializer
-names (``decoder.`` or ``encoder.``, the export wrapper's attributes, in front); where a traced weight's
-initializer carries such a name too, it must name the same weight. Two kinds of weight are absent from the
-export by design and are filled here: AdaIN's ``InstanceNorm1d`` affine (kokoro declares it only to work
-around an old exporter bug, its own comment says; the export normalizes without it, i.e. scale 1, shift
-0), and ALBERT's pooler (``KModel`` never runs it; zeros).
+:func:`convert_onnx_to_state_dict` returns, per ``KModel`` component, a float32 state dict whose names
+and shapes are exactly a ``KModel``'s from ``config.json``; a weight it cannot fill, a tensor it cannot
+place or a shape that differs raises :class:`ConversionError` listing every one. :func:`save_checkpoint`
+writes it as the hub's ``kokoro-v1_0.pth``. The values are the int8 weights dequantized (the torch model
+computes what the int8 model does, in float), and the same export gives the same bytes. Each weight is
+found by the module that ran its node (:func:`module_path`), never by its shape: docs/architecture.md,
+"The checkpoint derived from the ONNX export".
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
 """Who may write into a weight cache, and tidying up after writers that died.
 
-Why a lock: filling a cache is read-modify-write on ``manifest.json`` (read the table, add this fetch's
-files, write it back). Two ``kokoro-weights fetch`` runs (a Docker build step and a test, two server
-processes on one host) would each write the table they read, and the later one silently drops the
-other's entries. One exclusive lock per cache serialises every writer; readers need no lock because files
-and the manifest are installed by atomic renames.
-
-The lock is ``filelock.FileLock`` (``flock(2)`` on Unix, with filelock's own fallback where a filesystem
-has none), the same lock the hub cache uses. A ``flock`` dies with its process, so a killed fetch never
-leaves the cache locked, and whoever holds the lock knows that every ``.staging-*`` folder it sees belongs
-to a writer that is gone: they are removed then, not after a guessed age.
+Filling a cache is a read-modify-write of ``manifest.json``, so one exclusive lock per cache
+(``filelock.FileLock``: ``flock(2)``) serialises writers; readers need none, since files and the manifest
+are installed by atomic renames. A ``flock`` dies with its process, so a killed fetch never leaves the
+cache locked, and every ``.staging-*`` folder the holder sees belongs to a dead writer: removed then.
 """
 
 from __future__ import annotations

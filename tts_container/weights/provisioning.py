@@ -1,23 +1,11 @@
-"""Production weight provisioning: the cache mechanism of :mod:`tts_container.weights.cache` with the real
-sources.
+"""Production weight provisioning: the cache of :mod:`tts_container.weights.cache` with the real sources.
 
-Why a module of its own: :mod:`tts_container.weights.cache` (cache, manifest, lock) takes its sources as a
-parameter so it never imports them, and :mod:`tts_container.weights.sources` builds on the cache's
-vocabulary. Something has to put the two together with the production defaults; doing it here, once,
-keeps the import graph one-way (``weights`` <- ``weight_sources`` <- ``provisioning`` <- engines, the CLI,
-the local stack) and gives every caller that wants "the real thing" the same order and the same pin
-policy instead of each spelling ``sources=default_sources()`` (and forgetting the pins) on its own.
-
-Pins at load time: every start re-hashes the cached files against the cache's manifest. Setting
-``STRANDS_KOKORO_REQUIRE_PINNED=1`` also refuses a cached file that has a pin (config, onnx, torch
-checkpoint) unless it hashes to one of its pins, then re-provisions it from the pinned sources. Meant for a
-container whose cache is a folder it did not fill itself (``STRANDS_KOKORO_CACHE=/opt/ml/model``: the
-model data SageMaker copied from the bucket, manifest included). It is opt-in because a cache filled on
-purpose from a custom source (a test's own checkpoint) is legitimate everywhere else.
-
-The torch part: the real checkpoint from the sources first; when none has it, the onnx part is
-provisioned (from the same sources) and the checkpoint derived from its int8 export
-(:class:`tts_container.weights.sources.OnnxDerivedSource`), both loaded by the same code afterwards.
+One place gives every caller (engines, the CLI, the local stack) the same source order and pin policy,
+and keeps the imports one-way (cache <- sources <- provisioning). Every start re-hashes the cached files
+against the manifest; ``STRANDS_KOKORO_REQUIRE_PINNED=1`` also refuses a pinned file that does not hash
+to a pin and provisions it again from the pinned sources (for a cache it did not fill, such as SageMaker's
+``/opt/ml/model``; opt-in, since a cache filled from a custom source is legitimate elsewhere). The torch
+checkpoint comes from the sources first, else derived from the onnx part's int8 export.
 """
 
 from __future__ import annotations

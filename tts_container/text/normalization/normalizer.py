@@ -1,27 +1,11 @@
 """Text as a person reads it aloud: numbers, units, times, dates, symbols and abbreviations in words.
 
-Runs on the model server between the speech filter and G2P
-(:meth:`tts_container.text.g2p.Phonemizer.phonemes`): "Drive 60 km/h." becomes "Drive sixty kilometers per
-hour.", "Meet me at 3:45 pm." "Meet me at three forty five P M.". English only (``en-us``, ``en-gb``); other
-languages pass through untouched.
-
-Two views of the same work:
-
-- :func:`normalize` returns the spoken text (what G2P is given);
-- :func:`spoken_words` returns each written word with the words spoken for it, so captions and word
-  timings can show "km/h" while "kilometers per hour" is heard (:class:`NormalizedText` is what G2P uses
-  to map its tokens back to written words).
-
-**Why our own rules.** Measured against NVIDIA's ``nemo-text-processing`` (WFST grammars on pynini, the
-reference in TTS) and ``wetextprocessing`` on this project's test set (see ``benchmarks/normalization.py``
-and docs/benchmarks.md): the grammars need pynini (~650 MB installed), compile for tens of seconds,
-take tens of milliseconds per sentence on these CPUs, and still misread several of the things LLM answers
-are full of (phone numbers, units after numbers, Roman numerals, URLs). These rules run in well under a
-millisecond per sentence, add no dependency (num2words comes with misaki) and are ordered regular
-expressions with context checks, one module per family (:mod:`tts_container.text.normalization`).
-
-Spelled letters are written as spaced capitals ("P M", "W W W"): misaki reads a lone capital as its
-letter name, and a lone small "a" as the article.
+Runs between the speech filter and G2P: "Drive 60 km/h." is read "Drive sixty kilometers per hour.";
+English only, other languages pass through. :func:`normalize` returns the spoken text;
+:func:`spoken_words` each written word with the words said for it, so captions show "km/h"
+(:class:`NormalizedText` maps G2P's tokens back). Ordered regular expressions with context checks, one
+module per family; spelled letters are spaced capitals ("P M": misaki reads a lone capital as its letter
+name). Why our own rules and not a WFST normalizer: docs/benchmarks.md, "Text normalization".
 """
 
 from __future__ import annotations
