@@ -39,7 +39,7 @@ from strands.types.content import ContentBlock, Message, Messages
 from strands.types.tools import ToolResult, ToolSpec, ToolUse
 
 from strands_kokoro.listening.events import SpeechErrorEvent
-from strands_kokoro.listening.playout import Playout
+from strands_kokoro.listening.playout import Playout, joined
 from strands_kokoro.speech import KokoroSpeech
 from strands_kokoro.turn.speech_turn import SpeechTurn
 
@@ -152,7 +152,7 @@ class SpokenAnswer:
 
     def _give(self, text: str) -> None:
         if text:
-            delta = f" {text}" if self._heard else text
+            delta = f" {text}" if self._heard and (text[0].isalnum() or text[0] in "\"'(") else text
             self._heard.append(text)
             self._emit(BidiTranscriptDeltaEvent(delta, "assistant", self._transcript_id))
 
@@ -228,7 +228,7 @@ class SpokenAnswer:
                 message = {"role": "assistant", "content": _tool_uses(message)}
             added.append(message)
         if self.barged_in:
-            heard = " ".join(self._heard).strip()
+            heard = joined(self._heard)
         else:
             last = self._written[-1] if self._written else None
             heard = "".join(c.get("text", "") for c in last["content"]) if last is not None else ""

@@ -101,7 +101,16 @@ class Playout:
             r.words_out += count
             out.extend(heard)
             break
-        return " ".join(piece for piece in out if piece)
+        return joined(out)
+
+
+def joined(pieces: list[str]) -> str:
+    """Words and sentences joined with a space, punctuation on its own joined to what precedes it."""
+    text = ""
+    for piece in (p.strip() for p in pieces):
+        if piece:
+            text += piece if not text or (not piece[0].isalnum() and piece[0] not in "\"'(") else f" {piece}"
+    return text
 
 
 def _rest_of(text: str, said: list[str]) -> str:

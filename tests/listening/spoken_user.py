@@ -58,20 +58,29 @@ def noise_burst(seconds: float = 0.2, *, level: float = 6000.0, seed: int = 11) 
     return np.random.default_rng(seed).normal(0.0, level, n).clip(-32768, 32767).astype("<i2").tobytes()
 
 
+class Utterance:
+    """Audio queued on a :class:`Microphone`: where it starts and ends in the microphone's stream (s)."""
+
+    def __init__(self) -> None:
+        self.done = asyncio.Event()
+        self.started_s = 0.0
+        self.ended_s = 0.0
+
+
 class Microphone:
     """Feeds audio to ``send`` in 32 ms frames at real-time pace; room tone whenever nothing is queued."""
 
     def __init__(self, send: Callable[[bytes], Awaitable[None]]) -> None:
         self._send = send
-        self._queue: asyncio.Queue[tuple[bytes, asyncio.Event]] = asyncio.Queue()
+        self._queue: asyncio.Queue[tuple[bytes, Utterance]] = asyncio.Queue()
         self._tone = room_tone(1.0)
         self.sent_s = 0.0  # audio sent so far, in seconds
 
-    def say(self, pcm: bytes) -> asyncio.Event:
-        """Queue ``pcm``; the event is set once its last frame went out."""
-        done = asyncio.Event()
-        self._queue.put_nowait((pcm, done))
-        return done
+    def say(self, pcm: bytes) -> Utterance:
+        """Queue ``pcm``; the utterance says when its first frame went out and when its last did."""
+        utterance = Utterance()
+        self._queue.put_nowait((pcm, utterance))
+        return utterance
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
@@ -80,10 +89,12 @@ class Microphone:
         step = 2 * FRAME_SAMPLES
         while True:
             if not self._queue.empty():
-                pcm, done = self._queue.get_nowait()
+                pcm, utterance = self._queue.get_nowait()
+                utterance.started_s = self.sent_s
                 for i in range(0, len(pcm), step):
                     next_at = await self._frame(pcm[i : i + step], next_at)
-                done.set()
+                utterance.ended_s = self.sent_s
+                utterance.done.set()
                 continue
             frame = self._tone[tone_at : tone_at + step]
             tone_at = (tone_at + step) % (len(self._tone) - step)
