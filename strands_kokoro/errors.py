@@ -20,7 +20,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Final
 
-__all__ = ["SETUP_FAILURES", "CodedError", "SessionErrorCode", "TurnErrorCode"]
+__all__ = ["SETUP_FAILURES", "CodedError", "ListeningErrorCode", "SessionErrorCode", "TurnErrorCode"]
 
 
 class CodedError(Exception):
@@ -83,6 +83,23 @@ class TurnErrorCode(StrEnum):
     SPEECH_SETUP_FAILED = "speech_setup_failed"
     # ``error``: the agent's own turn failed (the model, a tool); an ``agent_end`` still follows.
     AGENT_FAILED = "agent_failed"
+
+
+class ListeningErrorCode(StrEnum):
+    """Codes of the ``listening_error`` events a cascade (:mod:`strands_kokoro.listening`) raises about the
+    user's audio; the conversation goes on after each."""
+
+    # The audio is not what the cascade takes (16 kHz mono s16le PCM): dropped.
+    UNSUPPORTED_AUDIO = "unsupported_audio"  # another format or sample rate
+    NOT_AUDIO = "not_audio"  # bytes that cannot be s16le samples (an odd length, not bytes)
+    # The user spoke past the longest utterance the cascade transcribes: the turn ends there.
+    UTTERANCE_TOO_LONG = "utterance_too_long"
+    # Speech-to-text failed on an utterance: the turn is dropped, listening goes on.
+    TRANSCRIPTION_FAILED = "transcription_failed"
+    # The input came faster than real time and filled the buffer: the newest audio is dropped.
+    AUDIO_OVERRUN = "audio_overrun"
+    # Something the cascade does not take (an image block, a tool result nobody asked for).
+    UNSUPPORTED_INPUT = "unsupported_input"
 
 
 # What a listener's app can say when a session cannot even be set up, by the code the session raised.

@@ -21,7 +21,7 @@ import asyncio
 import contextlib
 import uuid
 import weakref
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from contextvars import ContextVar
 from functools import partial
 from typing import Any
@@ -227,6 +227,19 @@ class KokoroSpeech(HookProvider):
             request_id=uuid.uuid4().hex[:12], options=self.options, endpoints=self._ring.cursor()
         )
         return SpokenTurn(turn, self._speak(turn, agent_stream))
+
+    def speak(self, writer: Callable[[SpeechTurn], AsyncIterator[Any]]) -> SpokenTurn:
+        """Speak what ``writer`` writes, for a caller that drives a model itself (no Strands ``Agent``).
+
+        ``writer(turn)`` is iterated as the turn's agent stream; it hands the text to the turn's text
+        side (``turn.on_text(delta)``, ``turn.end_segment()`` when a model call ends, ``await
+        turn.wait_flushed()`` and ``turn.tool_started(id)`` / ``turn.tool_finished(id)`` around a tool).
+        The events are ``events()``'s.
+        """
+        turn = SpeechTurn(
+            request_id=uuid.uuid4().hex[:12], options=self.options, endpoints=self._ring.cursor()
+        )
+        return SpokenTurn(turn, self._speak(turn, writer(turn)))
 
     async def _speak(self, turn: SpeechTurn, agent_stream: AsyncIterator[Any]) -> AsyncGenerator[Event, None]:
         runner = asyncio.create_task(self._run(turn, agent_stream), name="kokoro-turn")

@@ -16,7 +16,7 @@ from enum import StrEnum
 import pytest
 
 from agentcore_app.errors import Answer, AppErrorCode, answer_for
-from strands_kokoro.errors import CodedError, SessionErrorCode, TurnErrorCode
+from strands_kokoro.errors import CodedError, ListeningErrorCode, SessionErrorCode, TurnErrorCode
 from strands_kokoro.protocol import ErrorCode, ProtocolError
 from tests.import_graph import REPO_ROOT, python_files
 
@@ -24,6 +24,7 @@ TABLES: dict[type[StrEnum], str] = {
     ErrorCode: "strands_kokoro/protocol/errors.py",
     TurnErrorCode: "strands_kokoro/errors.py",
     SessionErrorCode: "strands_kokoro/errors.py",
+    ListeningErrorCode: "strands_kokoro/errors.py",
     AppErrorCode: "agentcore_app/errors.py",
 }
 NOT_YET_TABLED: tuple[str, ...] = ()

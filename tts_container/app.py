@@ -54,7 +54,8 @@ from tts_container.routes.invocations import error_response, invocations
 from tts_container.routes.local_guard import LocalRequestGuard
 from tts_container.routes.post_body import model_unavailable
 from tts_container.routes.session import Session
-from tts_container.scheduling.admission import Admission, Capacity, full_at, listener_share
+from tts_container.scheduling.admission import Admission
+from tts_container.scheduling.capacity import Capacity, full_at, listener_share
 from tts_container.scheduling.inference import InferencePool
 from tts_container.synthesis.synthesizer import Synthesizer
 from tts_container.text.g2p import dialect_for

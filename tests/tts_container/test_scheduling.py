@@ -13,13 +13,8 @@ import pytest
 
 from strands_kokoro.protocol import ErrorCode
 from tts_container.engines.base import call_lanes
-from tts_container.scheduling.admission import (
-    WHOLE_SEGMENT_SHARE,
-    Admission,
-    Capacity,
-    full_at,
-    listener_share,
-)
+from tts_container.scheduling.admission import Admission
+from tts_container.scheduling.capacity import WHOLE_SEGMENT_SHARE, Capacity, full_at, listener_share
 from tts_container.scheduling.inference import IDLE, CallShare, InferencePool
 from tts_container.scheduling.listener import ANSWER_GAP_S, FIRST_AUDIO_TARGET_S, ListenerClock
 

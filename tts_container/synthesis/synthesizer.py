@@ -27,7 +27,7 @@ from strands_kokoro.protocol import (
 )
 from tts_container.engines.base import NATIVE_SAMPLE_RATE, Audio, Context, Engine, Segment
 from tts_container.engines.voice_calibration import VoiceCalibrator
-from tts_container.scheduling.admission import Capacity
+from tts_container.scheduling.capacity import Capacity
 from tts_container.scheduling.inference import InferencePool
 from tts_container.scheduling.listener import ListenerClock
 from tts_container.synthesis.stitching import SegmentJoiner, split_frames

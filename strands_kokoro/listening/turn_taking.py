@@ -1,0 +1,113 @@
+"""When the user speaks, interrupts and has finished: the turn-taking rules over voice-activity frames.
+
+:class:`UtteranceCollector` reads one frame at a time (its PCM and the voice-activity model's speech
+probability) and says what happened, as :class:`Signal` values:
+
+- ``speech``: a frame was voiced after silence (an utterance may be starting; nothing is decided yet);
+- ``interruption``: the utterance holds ``min_interruption_ms`` of voiced frames: it is speech, enough to
+  stop an agent that is talking (a cough or a 200 ms noise burst never gets there);
+- ``utterance``: the user was silent for ``end_of_turn_ms`` after at least ``min_speech_ms`` of voiced
+  frames: the turn is the user's, ``audio`` holds it (with ``pre_roll_ms`` before its first voiced frame);
+- ``noise``: the same silence after fewer voiced frames: not a turn, dropped;
+- ``too_long``: the utterance reached ``max_utterance_ms``: it ends here (an ``utterance`` follows).
+
+Voiced means a probability of at least ``threshold``; silence below ``threshold - 0.15`` (the gap between
+holds the state, as silero's own ``get_speech_timestamps`` does). Times are milliseconds of audio read so
+far (``at_ms``), so the rules are the same in real time and faster. Pure Python: no model, no clock.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from typing import Literal
+
+from strands_kokoro.listening.options import ListeningOptions
+
+SignalKind = Literal["speech", "interruption", "utterance", "noise", "too_long"]
+SILENCE_MARGIN = 0.15
+
+
+@dataclass(frozen=True, slots=True)
+class Signal:
+    """One turn-taking fact: ``kind``, when (ms of input audio), and for ``utterance`` the audio and when
+    its speech started and ended."""
+
+    kind: SignalKind
+    at_ms: float
+    audio: bytes = b""
+    speech_start_ms: float = 0.0
+    speech_end_ms: float = 0.0
+
+
+class UtteranceCollector:
+    """The turn-taking state over a stream of equal frames of s16le PCM (see the module docstring)."""
+
+    def __init__(self, options: ListeningOptions, *, frame_ms: float) -> None:
+        self.options = options
+        self.frame_ms = frame_ms
+        self.now_ms = 0.0
+        self._recent: deque[bytes] = deque(maxlen=max(0, round(options.pre_roll_ms / frame_ms)))
+        self._reset()
+
+    @property
+    def in_utterance(self) -> bool:
+        """Is an utterance under way (voiced frames since the last silence long enough to end one)?"""
+        return self._audio is not None
+
+    def _reset(self) -> None:
+        self._audio: list[bytes] | None = None
+        self._voiced_ms = 0.0
+        self._silence_ms = 0.0
+        self._voiced = False
+        self._interrupted = False
+        self._start_ms = 0.0
+        self._last_voiced_end_ms = 0.0
+
+    def feed(self, frame: bytes, probability: float) -> list[Signal]:
+        """Read one frame; return what it decided (usually nothing)."""
+        o = self.options
+        start = self.now_ms
+        self.now_ms += self.frame_ms
+        if probability >= o.threshold:
+            self._voiced = True
+        elif probability < o.threshold - SILENCE_MARGIN:
+            self._voiced = False
+        signals: list[Signal] = []
+        if self._audio is None:
+            if not self._voiced:
+                self._recent.append(frame)
+                return signals
+            self._audio = list(self._recent)
+            self._recent.clear()
+            self._start_ms = start
+            signals.append(Signal("speech", start))
+        self._audio.append(frame)
+        if self._voiced:
+            self._voiced_ms += self.frame_ms
+            self._silence_ms = 0.0
+            self._last_voiced_end_ms = self.now_ms
+            if not self._interrupted and self._voiced_ms >= o.min_interruption_ms:
+                self._interrupted = True
+                signals.append(Signal("interruption", self.now_ms))
+        else:
+            self._silence_ms += self.frame_ms
+        if self._silence_ms >= o.end_of_turn_ms:
+            signals.append(self._end())
+        elif self.now_ms - self._start_ms >= o.max_utterance_ms:
+            signals.append(Signal("too_long", self.now_ms))
+            signals.append(self._end())
+        return signals
+
+    def _end(self) -> Signal:
+        audio = b"".join(self._audio or ())
+        enough = self._voiced_ms >= self.options.min_speech_ms
+        signal = Signal(
+            "utterance" if enough else "noise",
+            self.now_ms,
+            audio if enough else b"",
+            speech_start_ms=self._start_ms,
+            speech_end_ms=self._last_voiced_end_ms,
+        )
+        self._reset()
+        return signal

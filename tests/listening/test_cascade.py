@@ -1,0 +1,216 @@
+"""The cascade with real audio: the user's speech rendered by the REAL model server in another voice, with
+noise, fed as a microphone to ``BidiAgent(model=KokoroCascade(...))`` that answers with the embedded
+SmolLM2 and speaks through the same server. Transcript, answer and barge-in are read from the events."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from strands.bidi import BidiAgent
+from strands.bidi.types import AudioDelta, BidiMessage
+from strands.tools import tool
+from strands.types.media import ImageBlock
+
+from agentcore_app.agent.local_llm import LocalSmolLM2Model
+from benchmarks.speech_check import word_error_rate
+from strands_kokoro.listening import KokoroCascade
+from tests.listening.spoken_user import Microphone, noise_burst, render_user_speech, room_tone, with_noise
+from tests.model_server_process import RunningServer
+from tests.scripted_model import ScriptedCall, ScriptedModel, ToolCall
+
+pytestmark = [pytest.mark.slow, pytest.mark.anyio, pytest.mark.timeout(240)]
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+QUESTION = "What is the capital of France?"
+STORY = "Please tell me a long story about a brave little dragon."
+SYSTEM = "You are a helpful voice assistant. Answer in a few short sentences."
+
+
+@pytest.fixture(scope="module")
+def spoken(model_server: RunningServer) -> dict[str, bytes]:
+    async def render() -> dict[str, bytes]:
+        return {
+            text: with_noise(await render_user_speech(model_server.ws_url, text))
+            for text in (QUESTION, STORY)
+        }
+
+    return asyncio.run(render())
+
+
+class Conversation:
+    """A started BidiAgent on the cascade, a live microphone feeding it, and its events as they come."""
+
+    def __init__(self, agent: BidiAgent) -> None:
+        self.agent = agent
+        self.events: list[dict[str, Any]] = []
+        self._queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self.mic = Microphone(self._send)
+
+    async def _send(self, frame: bytes) -> None:
+        await self.agent.send(AudioDelta(format="pcm", source={"bytes": frame}))
+
+    async def receive(self) -> None:
+        async for event in self.agent.receive():
+            self.events.append(dict(event))
+            self._queue.put_nowait(dict(event))
+
+    async def until(self, kind: str, **fields: Any) -> dict[str, Any]:
+        while True:
+            event = await self._queue.get()
+            if event.get("type") == kind and all(event.get(k) == v for k, v in fields.items()):
+                return event
+
+    def of(self, kind: str, **fields: Any) -> list[dict[str, Any]]:
+        return [
+            e for e in self.events if e.get("type") == kind and all(e.get(k) == v for k, v in fields.items())
+        ]
+
+
+@contextlib.asynccontextmanager
+async def conversation(
+    model_server: RunningServer, text_model: Any = None, **agent_options: Any
+) -> AsyncIterator[Conversation]:
+    model = KokoroCascade(text_model or LocalSmolLM2Model(), endpoint=model_server.ws_url)
+    agent = BidiAgent(model=model, system_prompt=SYSTEM, **agent_options)
+    await agent.start()
+    talk = Conversation(agent)
+    try:
+        async with asyncio.TaskGroup() as tasks:
+            mic = tasks.create_task(talk.mic.run())
+            receiver = tasks.create_task(talk.receive())
+            try:
+                yield talk
+            finally:
+                mic.cancel()
+                receiver.cancel()
+    finally:
+        await agent.stop()
+
+
+def transcripts(talk: Conversation, role: str) -> list[str]:
+    return [e["transcript"] for e in talk.of("bidi_transcript_block", role=role)]
+
+
+async def test_a_spoken_question_is_transcribed_answered_and_spoken(
+    model_server: RunningServer, spoken: dict[str, bytes]
+) -> None:
+    async with conversation(model_server) as talk:
+        talk.mic.say(spoken[QUESTION])
+        user = await talk.until("bidi_transcript_block", role="user")
+        assert word_error_rate(QUESTION, user["transcript"]) <= 0.15, user["transcript"]
+        stop = await talk.until("bidi_response_stop")
+        answer = transcripts(talk, "assistant")
+        audio = b"".join(base64.b64decode(e["audio"]) for e in talk.of("bidi_audio_delta"))
+    assert answer and answer[0].strip(), talk.events
+    assert len(audio) > 24_000 * 2  # over a second of voice
+    assert {e["response_id"] for e in talk.of("bidi_response_start")} == {stop["response_id"]}
+    assert not talk.of("bidi_barge_in")
+    history = talk.agent.messages
+    assert history[0]["role"] == "user" and history[0]["content"][0]["text"] == user["transcript"]
+    assert any(m["role"] == "assistant" and m["content"][0].get("text") == answer[0] for m in history)
+
+
+async def test_speech_over_the_answer_barges_in_a_noise_burst_does_not_and_history_keeps_what_was_heard(
+    model_server: RunningServer, spoken: dict[str, bytes]
+) -> None:
+    async with conversation(model_server) as talk:
+        talk.mic.say(spoken[STORY])
+        await talk.until("bidi_audio_delta")
+        burst = talk.mic.say(noise_burst(0.2))
+        await burst.done.wait()
+        after_burst = len(talk.events)
+        talk.mic.say(room_tone(1.0))
+        question = talk.mic.say(spoken[QUESTION])
+        await talk.until("bidi_barge_in")
+        at_barge_in = len(talk.events)
+        await talk.until("bidi_transcript_block", role="user")
+        await talk.until("bidi_response_stop")
+    events = talk.events
+    types = [e.get("type") for e in events]
+    assert types.count("bidi_barge_in") == 1
+    # the burst stopped nothing: the story's audio went on after it, up to the question's barge-in
+    assert "bidi_audio_delta" in types[after_burst:at_barge_in]
+    # the speech that barged in is the question's, not the burst's
+    speech_starts = [e["input_ms"] for e in events[:at_barge_in] if e.get("type") == "user_speech"]
+    assert speech_starts and speech_starts[-1] >= question.started_s * 1000 - 100
+    # no audio of the story after the barge-in: the next audio is the next answer's
+    story_stop = types.index("bidi_response_stop", at_barge_in)
+    assert "bidi_audio_delta" not in types[at_barge_in:story_stop]
+    user_turns = transcripts(talk, "user")
+    assert len(user_turns) == 2 and word_error_rate(QUESTION, user_turns[1]) <= 0.15, user_turns
+    heard_story, answer = transcripts(talk, "assistant")
+    assert heard_story.strip() and answer.strip()
+    # the history keeps the story as far as it was heard, then the question and its answer
+    said = [(m["role"], m["content"][0].get("text")) for m in talk.agent.messages]
+    assert said[:4] == [
+        ("user", user_turns[0]),
+        ("assistant", heard_story),
+        ("user", user_turns[1]),
+        ("assistant", answer),
+    ]
+    cascade = talk.agent.model
+    assert isinstance(cascade, KokoroCascade)
+    assert cascade.messages[1] == {"role": "assistant", "content": [{"text": heard_story}]}
+
+
+async def test_a_spoken_turn_calls_a_tool_through_the_bidi_agent(
+    model_server: RunningServer, spoken: dict[str, bytes]
+) -> None:
+    asked: list[str] = []
+
+    @tool
+    def capital_of(country: str) -> str:
+        """The capital city of a country."""
+        asked.append(country)
+        return "Paris"
+
+    script = ScriptedModel(
+        [
+            ScriptedCall("Let me look that up.", tool=ToolCall("capital_of", {"country": "France"})),
+            ScriptedCall("The capital of France is Paris."),
+        ]
+    )
+    async with conversation(model_server, script, tools=[capital_of]) as talk:
+        talk.mic.say(spoken[QUESTION])
+        uses = await talk.until("bidi_tool_use_blocks")
+        await talk.until("bidi_response_stop")
+    assert asked == ["France"]
+    assert [u["name"] for u in uses["tool_uses"]] == ["capital_of"]
+    (answer,) = transcripts(talk, "assistant")
+    assert "Let me look that up." in answer and "Paris" in answer
+    cascade = talk.agent.model
+    assert isinstance(cascade, KokoroCascade)
+    roles = [(m["role"], next(iter(m["content"][-1]))) for m in cascade.messages]
+    assert roles == [
+        ("user", "text"),
+        ("assistant", "toolUse"),
+        ("user", "toolResult"),
+        ("assistant", "text"),
+    ]
+    assert cascade.messages[2]["content"][0]["toolResult"]["content"] == [{"text": "Paris"}]
+
+
+async def test_bad_input_gets_a_coded_error_and_the_conversation_goes_on(
+    model_server: RunningServer, spoken: dict[str, bytes]
+) -> None:
+    async with conversation(model_server) as talk:
+        await talk.agent.send(AudioDelta(format="pcm", source={"bytes": b"\x01\x02\x03"}))
+        await talk.agent.send(AudioDelta(format="mp3", source={"bytes": b"ID3"}))
+        await talk.agent.model.send(BidiMessage(content=[ImageBlock(format="png", source={"bytes": b"x"})]))
+        codes = [(await talk.until("listening_error"))["code"] for _ in range(3)]
+        talk.mic.say(spoken[QUESTION])
+        user = await talk.until("bidi_transcript_block", role="user")
+        await talk.until("bidi_response_stop")
+    assert codes == ["not_audio", "unsupported_audio", "unsupported_input"]
+    assert word_error_rate(QUESTION, user["transcript"]) <= 0.15
+    assert transcripts(talk, "assistant")
