@@ -13,14 +13,17 @@ What it does with the user's audio (16 kHz mono s16le, ``AudioDelta``): voice ac
 frame (:mod:`~strands_kokoro.listening.voice_activity`), turn-taking over it
 (:mod:`~strands_kokoro.listening.turn_taking`: end of turn after ``end_of_turn_ms`` of silence, barge-in
 after ``min_interruption_ms`` of speech), Whisper on each utterance
-(:mod:`~strands_kokoro.listening.speech_to_text`), then one :class:`~strands_kokoro.listening.answer.
-SpokenAnswer` per user turn. A ``BidiMessage`` of text is a typed user turn; one of tool results answers
-the tools the current answer asked for.
+(:mod:`~strands_kokoro.listening.speech_to_text`; started at the pause that may end the turn, after
+``transcribe_after_ms`` of silence, so that the end-of-turn wait and the transcription overlap), then
+one :class:`~strands_kokoro.listening.answer.SpokenAnswer` per user turn. A ``BidiMessage`` of text is a
+typed user turn; one of tool results answers the tools the current answer asked for.
 
 Events out (``receive``): Strands' ``bidi_connection_start``, the user's ``bidi_transcript_*``, the
 answer's events (:mod:`~strands_kokoro.listening.answer`), ``bidi_barge_in``, and the cascade's own
 (:mod:`~strands_kokoro.listening.events`): ``user_speech`` (start/end), ``listening_error`` for input it
-refuses or cuts (the conversation goes on), ``speech_error``.
+refuses or cuts (the conversation goes on), ``speech_error``. A text model with a
+``warm_up(system_prompt)`` (the embedded SmolLM2) reads the system prompt at ``start``, so the first turn
+costs what later ones do.
 
 The conversation the text model reads is the cascade's own: the ``messages`` it was started with (the
 agent's history), the user's turns, and each answer's tool exchanges and the text the listener heard.
@@ -133,7 +136,12 @@ class KokoroCascade(BidiModel):
         self._answer = None
         self._vad = await asyncio.to_thread(SileroVoiceActivity)
         self._collector = UtteranceCollector(self.listening, frame_ms=FRAME_MS)
-        await self.transcriber.load()
+        self._early: tuple[float, asyncio.Task[str | None]] | None = None
+        async with asyncio.TaskGroup() as loading:
+            loading.create_task(self.transcriber.load())
+            warm_up = getattr(self.text_model, "warm_up", None)  # the embedded model reads the prompt now
+            if callable(warm_up):
+                loading.create_task(warm_up(system_prompt))
         self._connection_id = uuid.uuid4().hex[:12]
         self._runner = asyncio.create_task(self._run(), name="kokoro-cascade")
         self._events.put_nowait(BidiConnectionStartEvent(self._connection_id, self.config["model_id"]))
@@ -239,11 +247,17 @@ class KokoroCascade(BidiModel):
 
     def _on_signal(self, signal: Signal) -> None:
         answer = self._answer
+        listening = answer is None or answer.barged_in  # the user's speech can be a turn
         if signal.kind == "speech":
             self._events.put_nowait(UserSpeechEvent("start", signal.at_ms))
         elif signal.kind == "interruption":
             if answer is not None and not answer.barged_in:
                 answer.barge_in()
+        elif signal.kind == "pause":
+            if listening:  # the transcription starts while the end-of-turn silence runs on
+                assert self._tasks is not None
+                reading = self._tasks.create_task(self._read(signal.audio), name="cascade-transcribe-early")
+                self._early = (signal.speech_end_ms, reading)
         elif signal.kind == "too_long":
             self._refuse(
                 ListeningErrorCode.UTTERANCE_TOO_LONG,
@@ -251,17 +265,28 @@ class KokoroCascade(BidiModel):
                 "ends there and what follows is the next one",
             )
         elif signal.kind == "utterance":
+            early, self._early = self._early, None
             self._events.put_nowait(UserSpeechEvent("end", signal.speech_end_ms))
-            if answer is not None and not answer.barged_in:
+            if not listening:
                 return  # said over the answer, too short to stop it (a backchannel): not a turn
             assert self._tasks is not None
-            self._tasks.create_task(self._transcribe(signal.audio), name="cascade-transcribe")
+            if early is not None and early[0] == signal.speech_end_ms:
+                reading = early[1]  # no voiced frame since the pause: its transcription is the turn's
+            else:
+                reading = self._tasks.create_task(self._read(signal.audio), name="cascade-transcribe")
+            self._tasks.create_task(self._user_turn(reading), name="cascade-user-turn")
 
-    async def _transcribe(self, pcm: bytes) -> None:
+    async def _read(self, pcm: bytes) -> str | None:
+        """The words in ``pcm``; None when the transcription failed."""
         try:
-            text = await self.transcriber.transcribe(pcm)
+            return await self.transcriber.transcribe(pcm)
         except Exception as exc:
             logger.warning("transcription failed: %s: %s", type(exc).__name__, exc)
+            return None
+
+    async def _user_turn(self, reading: asyncio.Task[str | None]) -> None:
+        text = await reading
+        if text is None:
             self._refuse(ListeningErrorCode.TRANSCRIPTION_FAILED, "the utterance could not be transcribed")
             return
         if not text:

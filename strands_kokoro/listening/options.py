@@ -17,6 +17,9 @@ class ListeningOptions:
     - ``end_of_turn_ms``: silence after speech that ends the user's turn;
     - ``min_speech_ms``: voiced audio an utterance needs to be a turn (less is noise, dropped);
     - ``min_interruption_ms``: voiced audio that stops an agent that is talking (barge-in);
+    - ``transcribe_after_ms``: silence after speech from which the utterance so far is transcribed ahead
+      of the end of the turn (thrown away if the user speaks on); ``end_of_turn_ms`` or more: only once
+      the turn ended;
     - ``threshold``: the voice-activity probability from which a frame is voiced;
     - ``pre_roll_ms``: audio kept from before the first voiced frame (the onset of the first word);
     - ``max_utterance_ms``: the longest utterance transcribed as one turn (Whisper reads 30 s windows);
@@ -26,6 +29,7 @@ class ListeningOptions:
     end_of_turn_ms: float = 500.0
     min_speech_ms: float = 250.0
     min_interruption_ms: float = 500.0
+    transcribe_after_ms: float = 200.0
     threshold: float = 0.5
     pre_roll_ms: float = 300.0
     max_utterance_ms: float = 30_000.0

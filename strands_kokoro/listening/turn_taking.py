@@ -8,6 +8,10 @@ probability) and says what happened, as :class:`Signal` values:
   stop an agent that is talking (a cough or a 200 ms noise burst never gets there);
 - ``utterance``: the user was silent for ``end_of_turn_ms`` after at least ``min_speech_ms`` of voiced
   frames: the turn is the user's, ``audio`` holds it (with ``pre_roll_ms`` before its first voiced frame);
+- ``pause``: the utterance holds ``min_speech_ms`` of voiced frames and the user has been silent for
+  ``transcribe_after_ms``: ``audio`` holds the utterance so far, so its transcription can start while the
+  end-of-turn silence runs on (if the user speaks again, it was a pause within the turn; if not, the
+  ``utterance`` that follows has the same ``speech_end_ms``: no voiced frame came after);
 - ``noise``: the same silence after fewer voiced frames: not a turn, dropped;
 - ``too_long``: the utterance reached ``max_utterance_ms``: it ends here (an ``utterance`` follows).
 
@@ -24,14 +28,14 @@ from typing import Literal
 
 from strands_kokoro.listening.options import ListeningOptions
 
-SignalKind = Literal["speech", "interruption", "utterance", "noise", "too_long"]
+SignalKind = Literal["speech", "interruption", "pause", "utterance", "noise", "too_long"]
 SILENCE_MARGIN = 0.15
 
 
 @dataclass(frozen=True, slots=True)
 class Signal:
-    """One turn-taking fact: ``kind``, when (ms of input audio), and for ``utterance`` the audio and when
-    its speech started and ended."""
+    """One turn-taking fact: ``kind``, when (ms of input audio), and for ``utterance`` and ``pause`` the
+    audio and when its speech started and ended."""
 
     kind: SignalKind
     at_ms: float
@@ -92,12 +96,27 @@ class UtteranceCollector:
                 signals.append(Signal("interruption", self.now_ms))
         else:
             self._silence_ms += self.frame_ms
+            if (
+                self._silence_ms - self.frame_ms < o.transcribe_after_ms <= self._silence_ms
+                and self._voiced_ms >= o.min_speech_ms
+                and o.transcribe_after_ms < o.end_of_turn_ms
+            ):
+                signals.append(self._pause())
         if self._silence_ms >= o.end_of_turn_ms:
             signals.append(self._end())
         elif self.now_ms - self._start_ms >= o.max_utterance_ms:
             signals.append(Signal("too_long", self.now_ms))
             signals.append(self._end())
         return signals
+
+    def _pause(self) -> Signal:
+        return Signal(
+            "pause",
+            self.now_ms,
+            b"".join(self._audio or ()),
+            speech_start_ms=self._start_ms,
+            speech_end_ms=self._last_voiced_end_ms,
+        )
 
     def _end(self) -> Signal:
         audio = b"".join(self._audio or ())

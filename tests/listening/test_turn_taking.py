@@ -24,8 +24,10 @@ def test_speech_then_silence_is_one_utterance_ended_by_the_silence() -> None:
     signals = []
     for _ in range(round(640 / FRAME_MS)):
         signals += collector.feed(FRAME, 0.0)
-    (utterance,) = signals
-    assert utterance.kind == "utterance"
+    pause, utterance = signals
+    assert pause.kind == "pause" and utterance.kind == "utterance"
+    assert pause.at_ms - pause.speech_end_ms == 224  # transcribe_after_ms (200), in whole frames
+    assert pause.speech_end_ms == utterance.speech_end_ms and utterance.audio.startswith(pause.audio)
     assert utterance.speech_start_ms == 640 and utterance.speech_end_ms == 640 + 1280
     assert utterance.at_ms - utterance.speech_end_ms >= 500  # the end-of-turn silence
     # pre-roll (300 ms: 9 frames) + speech + the silence read before the turn ended
@@ -47,7 +49,24 @@ def test_a_pause_shorter_than_the_end_of_turn_keeps_one_utterance() -> None:
         + run(collector, 0.9, 320)
         + run(collector, 0.0, 800)
     )
-    assert kinds == ["speech", "interruption", "utterance"]
+    assert kinds == ["speech", "pause", "interruption", "pause", "utterance"]  # a pause of 480 ms too
+
+
+def test_a_pause_within_the_turn_is_one_where_the_speech_goes_on() -> None:
+    collector = UtteranceCollector(ListeningOptions(end_of_turn_ms=700), frame_ms=FRAME_MS)
+    signals = []
+    for probability, ms in ((0.9, 320), (0.0, 480), (0.9, 320), (0.0, 800)):
+        for _ in range(round(ms / FRAME_MS)):
+            signals += collector.feed(FRAME, probability)
+    first, second, utterance = [s for s in signals if s.kind in ("pause", "utterance")]
+    assert first.speech_end_ms == 320 and second.speech_end_ms == utterance.speech_end_ms == 1120
+
+
+def test_no_pause_before_the_speech_is_long_enough_nor_when_it_is_turned_off() -> None:
+    collector = UtteranceCollector(ListeningOptions(), frame_ms=FRAME_MS)
+    assert run(collector, 0.9, 192) + run(collector, 0.0, 800) == ["speech", "noise"]
+    late = UtteranceCollector(ListeningOptions(transcribe_after_ms=500), frame_ms=FRAME_MS)
+    assert run(late, 0.9, 640) + run(late, 0.0, 800) == ["speech", "interruption", "utterance"]
 
 
 def test_five_minutes_of_silence_decide_nothing() -> None:
@@ -62,6 +81,7 @@ def test_two_minutes_of_talk_without_a_pause_are_cut_into_utterances_at_the_limi
     assert kinds.count("too_long") == 4  # at 30, 60, 90 and 120 s
     assert kinds.count("utterance") == 4
     assert kinds[:4] == ["speech", "interruption", "too_long", "utterance"]
+    assert "pause" not in kinds  # the last cut came with the last voiced frame
 
 
 def test_the_hysteresis_holds_the_state_between_the_thresholds() -> None:
