@@ -56,6 +56,7 @@ from agentcore_app.errors import AppErrorCode, answer_for
 from agentcore_app.hangup import HangUpWatcher, hangup_of, until_hung_up
 from agentcore_app.local_guard import LocalCallerGuard
 from agentcore_app.payload import PayloadError, Turn, parse_turn
+from agentcore_app.voice_input import Listening, spoken_conversation
 from agentcore_app.ws_turns import turn_socket_handler
 from kokoro_serving.deadlines import (
     BODY_TIMED_OUT,
@@ -77,6 +78,7 @@ if TYPE_CHECKING:
     from strands.models.model import Model
 
     from strands_kokoro.events import Event
+    from strands_kokoro.listening import ListeningOptions
     from strands_kokoro.speech import KokoroSpeech
 
 logger = logging.getLogger(__name__)
@@ -183,6 +185,7 @@ def create_app(
     speech_options: dict[str, Any] | None = None,
     tools: Sequence[Any] | None = None,
     conversations: ConversationSettings | ConversationStore | None = None,
+    listening: ListeningOptions | None = None,
 ) -> BedrockAgentCoreApp:
     """Build the AgentCore app. Settings are read now (not per request) so a process serves one config.
 
@@ -195,6 +198,7 @@ def create_app(
     ``STRANDS_KOKORO_TOOLS``, checked now). ``conversations``: where conversations are kept and how they
     are bounded (default: the ``STRANDS_KOKORO_CONVERSATION*`` settings; ``location=None`` turns them
     off), or a ready store. A request without a runtime session id is always a single turn.
+    ``listening``: the turn-taking settings of the spoken conversations on ``/ws`` (``audio_start``).
     A speech endpoint no session can open (``unknown_endpoint_scheme``) fails here too, as a
     :class:`~strands_kokoro.sessions.EndpointError`.
     """
@@ -225,10 +229,10 @@ def create_app(
     )
     for status in ROUTE_STATUSES:  # the SDK's constructor takes no exception_handlers
         agentcore.add_exception_handler(status, refuse_route)
-    turns = AgentTurns(agentcore, endpoint, new_model, agent_tools, spoken_options, store)
+    turns = AgentTurns(agentcore, endpoint, new_model, agent_tools, spoken_options, store, listening)
     agentcore.entrypoint(turns.invoke)
     # The WebSocket: its own reader sees a hang-up (websocket.disconnect) and cancels the turn's task.
-    agentcore.websocket(turn_socket_handler(agentcore, turns.spoken))
+    agentcore.websocket(turn_socket_handler(agentcore, turns.spoken, turns.listened))
     return agentcore
 
 
@@ -264,6 +268,7 @@ class AgentTurns:
     tools: list[Any]
     speech_options: dict[str, Any]
     store: ConversationStore | None
+    listening: ListeningOptions | None = None
 
     async def invoke(
         self, payload: Any, context: RequestContext | None = None
@@ -329,6 +334,41 @@ class AgentTurns:
             yield events.error(
                 answer_for(failed, AppErrorCode.AGENT_FAILED).code, "the agent failed to answer"
             )
+        finally:
+            self.agentcore.complete_async_task(task_id)
+
+    async def listened(
+        self, listening: Listening, session_id: str | None
+    ) -> AsyncGenerator[Mapping[str, Any]]:
+        """A spoken conversation on ``/ws``: the user's audio in ``listening.inbox``, heard by the library's
+        ``KokoroCascade`` (Whisper, the app's model and tools, the app's speech endpoint) under a
+        ``BidiAgent``; its events (:func:`~agentcore_app.voice_input.spoken_conversation`). Its turns are
+        the connection's: they are not written to the conversation store."""
+        task_id = self.agentcore.add_async_task("listening", {})
+        try:
+            from strands.bidi import BidiAgent
+
+            from strands_kokoro.listening import KokoroCascade
+            from strands_kokoro.speech import KokoroSpeech
+
+            speech = KokoroSpeech(
+                endpoint=self.endpoint,
+                voice=listening.voice or DEFAULT_VOICE,
+                speed=listening.speed or 1.0,
+                **{**self.speech_options, "mode": "bidi", "audio_format": "pcm"},
+            )
+            cascade = KokoroCascade(self.new_model(), speech=speech, listening=self.listening)
+            agent = BidiAgent(model=cascade, tools=list(self.tools), system_prompt=SYSTEM_PROMPT)
+            async with aclosing(spoken_conversation(agent, listening.inbox)) as stream:
+                async for event in stream:
+                    yield event
+        except ImportError:
+            logger.exception("the listen extra is missing")
+            yield events.error(AppErrorCode.LISTENING_UNAVAILABLE, "this app cannot listen (no listen extra)")
+        except Exception as failed:
+            logger.exception("a spoken conversation failed")
+            code = answer_for(failed, AppErrorCode.AGENT_FAILED).code
+            yield events.error(code, "the agent failed to listen")
         finally:
             self.agentcore.complete_async_task(task_id)
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from strands_kokoro.errors import CodedError, TurnErrorCode
+from strands_kokoro.errors import CodedError, ListeningErrorCode, TurnErrorCode
 from strands_kokoro.protocol import ErrorCode
 from strands_kokoro.sessions import EndpointError
 
@@ -44,6 +44,11 @@ class AppErrorCode(StrEnum):
     BAD_VOICE = ErrorCode.BAD_VOICE
     FORMAT_UNAVAILABLE = ErrorCode.FORMAT_UNAVAILABLE  # a compressed format without PyAV here
     TOO_MANY_TURNS = "too_many_turns"  # a /ws connection already has its queue of turns
+    # The user's voice on /ws (the audio's own faults are the cascade's ListeningErrorCode).
+    UNSUPPORTED_AUDIO = ListeningErrorCode.UNSUPPORTED_AUDIO  # audio_start with another rate or format
+    AUDIO_NOT_ANNOUNCED = "audio_not_announced"  # a binary audio frame with no microphone open
+    MICROPHONE_OPEN = "microphone_open"  # audio_start while one is open on the connection
+    LISTENING_UNAVAILABLE = "listening_unavailable"  # the app was installed without the listen extra
     # The conversation the turn belongs to.
     BAD_SESSION_ID = "bad_session_id"
     CONVERSATION_BUSY = "conversation_busy"  # another turn of it is still running: retry after it

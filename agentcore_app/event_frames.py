@@ -7,7 +7,10 @@ them with :class:`FrameReader`. The rules:
 - Client → app: a turn request ``{"type": "turn", "prompt", "mode"?, "voice"?, "speed"?, "format"?,
   "request_id"?}`` (a message with ``prompt`` and no ``type`` is one too) and ``{"type": "cancel"}``
   (barge-in: the running turn stops, queued ones are dropped). Text or binary frames (AgentCore may
-  deliver either), one JSON object each.
+  deliver either), one JSON object each. The user's voice: ``{"type": "audio_start", "sample_rate":
+  16000, "channels"?: 1, "format"?: "pcm_s16le", "voice"?, "speed"?, "request_id"?}`` opens the
+  microphone (a request like a turn, ended by its ``turn_end``); every binary frame that is not one JSON
+  object is then its audio; ``{"type": "audio_stop"}`` closes it.
 - App → client: every event of a turn is a JSON text frame carrying the turn's ``request_id`` (the
   client's, or one the app chose): ``agent_start``'s too, so on this transport it is the request's id. An
   ``audio_chunk`` is the event without ``audio`` plus ``bytes`` (its length), and the very next frame is a
@@ -62,13 +65,27 @@ def refusal(request_id: str | None, code: str, message: str) -> str:
     return json_text({"type": "error", "request_id": request_id, "code": code, "message": message})
 
 
+def listening_error(request_id: str | None, code: str, message: str) -> str:
+    """A ``listening_error`` about audio the microphone ``request_id`` refused (the microphone stays open)."""
+    return json_text({"type": "listening_error", "request_id": request_id, "code": code, "message": message})
+
+
 def turn_request(payload: Mapping[str, Any], request_id: str | None = None) -> str:
     """A client's turn request (``payload`` as for POST /invocations)."""
     named = {} if request_id is None else {"request_id": request_id}
     return json_text({"type": "turn", **payload, **named})
 
 
+def audio_start(request_id: str | None = None, **speech: Any) -> str:
+    """A client's microphone opening: 16 kHz mono s16le in binary frames after it (``speech``: voice,
+    speed of the answers)."""
+    named = {} if request_id is None else {"request_id": request_id}
+    opening = {"type": "audio_start", "sample_rate": 16_000, "channels": 1, "format": "pcm_s16le"}
+    return json_text({**opening, **speech, **named})
+
+
 CANCEL = json_text({"type": "cancel"})
+AUDIO_STOP = json_text({"type": "audio_stop"})
 
 
 @dataclass(frozen=True, slots=True)

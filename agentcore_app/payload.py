@@ -7,6 +7,7 @@ half-started turn that already opened a speech session.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -81,6 +82,20 @@ def parse_turn(payload: Any) -> Turn:
     if not isinstance(mode, str) or mode not in SPEECH_MODES:
         shown = repr(mode[:32]) if isinstance(mode, str) else json_type(mode)
         raise PayloadError(AppErrorCode.UNKNOWN_MODE, f"'mode' must be 'bidi' or 'batch', got {shown}")
+    voice, speed = parse_speech_choice(payload)
+    try:
+        audio_format = parse_audio_format(payload.get("format"))
+    except ProtocolError as refused:
+        raise PayloadError(refused.code, refused.message) from None
+    if not encoder_available(audio_format):
+        raise PayloadError(
+            AppErrorCode.FORMAT_UNAVAILABLE, f"this app cannot encode {audio_format!r} (PyAV is missing)"
+        )
+    return Turn(prompt=prompt, mode=mode, voice=voice, speed=speed, format=audio_format)
+
+
+def parse_speech_choice(payload: Mapping[str, Any]) -> tuple[str | None, float | None]:
+    """A request's ``voice`` and ``speed`` (None: the default), or raise :class:`PayloadError`."""
     voice = payload.get("voice")
     if voice is not None and (not isinstance(voice, str) or not voice or len(voice) > MAX_VOICE_CHARS):
         raise PayloadError(
@@ -93,11 +108,6 @@ def parse_turn(payload: Any) -> Turn:
             raise PayloadError(AppErrorCode.BAD_VOICE, exc.message) from None
     try:
         speed = None if payload.get("speed") is None else parse_speed(payload["speed"])
-        audio_format = parse_audio_format(payload.get("format"))
     except ProtocolError as refused:
         raise PayloadError(refused.code, refused.message) from None
-    if not encoder_available(audio_format):
-        raise PayloadError(
-            AppErrorCode.FORMAT_UNAVAILABLE, f"this app cannot encode {audio_format!r} (PyAV is missing)"
-        )
-    return Turn(prompt=prompt, mode=mode, voice=voice, speed=speed, format=audio_format)
+    return voice, speed

@@ -19,6 +19,10 @@ Why it is built the way it is:
   connection.
 - Every bad message is answered with a coded ``error`` frame and the connection goes on; an internal
   failure is ``agent_failed`` (never ``str(exc)``).
+- **The user's voice** (:mod:`agentcore_app.voice_input`): ``audio_start`` is a request like a turn
+  (queued, ``cancel``-able, ended by one ``turn_end``) that runs a spoken conversation on the cascade;
+  every binary frame that is not a JSON object is its audio (``audio_not_announced`` with no microphone
+  open), and ``audio_stop`` closes it.
 """
 
 from __future__ import annotations
@@ -42,9 +46,11 @@ from agentcore_app.errors import AppErrorCode
 from agentcore_app.event_frames import TurnStatus, WsFrame
 from agentcore_app.payload import PayloadError, Turn, parse_turn
 from agentcore_app.runtime_session import SESSION_HEADER
+from agentcore_app.voice_input import Listening, parse_audio_start
 from strands_kokoro.protocol import (
     MAX_REQUEST_ID_CHARS,
     ProtocolError,
+    control_object,
     decode_text,
     json_type,
     utf8_encodable,
@@ -59,11 +65,14 @@ POLICY_VIOLATION = 1008
 TurnRunner = Callable[[Turn, "str | None"], AsyncGenerator[Mapping[str, Any]]]
 """The app's turn: a validated request and its conversation -> architecture §4 events (as SSE gets them)."""
 
+VoiceRunner = Callable[[Listening, "str | None"], AsyncGenerator[Mapping[str, Any]]]
+"""The app's spoken conversation: an ``audio_start`` and its conversation -> its events."""
+
 
 @dataclass(slots=True)
 class _Request:
     request_id: str
-    turn: Turn
+    turn: Turn | Listening
 
 
 class _Gone(Exception):
@@ -85,9 +94,12 @@ class TurnSocket:
         *,
         session_id: str | None,
         worker_loop: asyncio.AbstractEventLoop | None,
+        listen: VoiceRunner | None = None,
     ) -> None:
         self._ws = websocket
         self._run_turn = run_turn
+        self._listen = listen
+        self._microphone: _Request | None = None  # the open audio_start (queued or running)
         self._session_id = session_id
         self._worker = worker_loop
         self._loop = asyncio.get_running_loop()
@@ -128,6 +140,9 @@ class TurnSocket:
                 raise _Gone
             payload = message.get("bytes")
             try:
+                if payload is not None and control_object(payload) is None:
+                    await self._on_audio(payload)
+                    continue
                 await self._on_message(message.get("text", "") if payload is None else payload)
             except Exception:  # a fault of the app's own: this message is answered, the connection stays
                 logger.exception("could not take a WebSocket message")
@@ -155,12 +170,36 @@ class TurnSocket:
             await self._cancel()
         elif kind == "turn":
             await self._accept(obj)
+        elif kind == "audio_start":
+            await self._accept(obj, voice=True)
+        elif kind == "audio_stop":
+            self._close_microphone()
         else:
             shown = repr(kind[:32]) if isinstance(kind, str) else json_type(kind)
-            message = f"unknown message type {shown}; expected turn or cancel"
+            message = f"unknown message type {shown}; expected turn, cancel, audio_start or audio_stop"
             await self._outbox.put(event_frames.refusal(None, AppErrorCode.UNKNOWN_TYPE, message))
 
-    async def _accept(self, obj: dict[str, Any]) -> None:
+    async def _on_audio(self, pcm: bytes) -> None:
+        """A binary frame that is no message: the open microphone's audio."""
+        microphone = self._microphone
+        if microphone is None or not isinstance(microphone.turn, Listening):
+            message = "audio came with no microphone open: send audio_start first"
+            await self._outbox.put(event_frames.refusal(None, AppErrorCode.AUDIO_NOT_ANNOUNCED, message))
+            return
+        inbox = microphone.turn.inbox
+        refused = inbox.refusal(pcm)
+        if refused is not None:
+            code, message = refused
+            await self._outbox.put(event_frames.listening_error(microphone.request_id, code, message))
+        else:
+            inbox.put(pcm)
+
+    def _close_microphone(self) -> None:
+        microphone, self._microphone = self._microphone, None
+        if microphone is not None and isinstance(microphone.turn, Listening):
+            microphone.turn.inbox.close()
+
+    async def _accept(self, obj: dict[str, Any], *, voice: bool = False) -> None:
         raw_id = obj.pop("request_id", None)
         bad_id = not isinstance(raw_id, str) or not 0 < len(raw_id) <= MAX_REQUEST_ID_CHARS
         if raw_id is not None and bad_id:
@@ -174,8 +213,12 @@ class TurnSocket:
             return
         request_id = raw_id or uuid.uuid4().hex[:12]
         obj.pop("type", None)
+        if voice and (self._microphone is not None or self._listen is None):
+            message = "a microphone is already open on this connection: send audio_stop first"
+            await self._refuse(request_id, AppErrorCode.MICROPHONE_OPEN, message)
+            return
         try:
-            turn = parse_turn(obj)
+            turn = parse_audio_start(obj) if voice else parse_turn(obj)
         except PayloadError as refused:
             await self._refuse(request_id, refused.code, refused.message)
             return
@@ -186,7 +229,10 @@ class TurnSocket:
             message = f"{MAX_QUEUED_TURNS} turns are already waiting on this connection; cancel or wait"
             await self._refuse(request_id, AppErrorCode.TOO_MANY_TURNS, message)
             return
-        self._queued.append(_Request(request_id, turn))
+        request = _Request(request_id, turn)
+        if voice:
+            self._microphone = request
+        self._queued.append(request)
         self._wake.set()
 
     async def _refuse(self, request_id: str | None, code: str, message: str) -> None:
@@ -198,6 +244,8 @@ class TurnSocket:
         dropped = list(self._queued)
         self._queued.clear()
         running = self._running is not None
+        if self._microphone is not None and self._microphone in (*dropped, self._running):
+            self._close_microphone()
         if running:  # stopped first: the answers below may wait on a full outbox (a slow reader)
             self._waiting_cancels.append(len(dropped))
             self._stopping = True
@@ -227,6 +275,8 @@ class TurnSocket:
                 status = await self._run(request)
             finally:
                 self._running = None
+                if request is self._microphone:  # it ended on its own (a fault): audio now is refused
+                    self._close_microphone()
             await self._outbox.put(event_frames.turn_end(request.request_id, status))
             answers, self._waiting_cancels = self._waiting_cancels, []
             for index, dropped in enumerate(answers):  # the first cancel also stopped the running turn
@@ -253,7 +303,12 @@ class TurnSocket:
             if self._stopping:  # cancelled before it started
                 status = "cancelled"
                 return
-            async with aclosing(self._run_turn(request.turn, self._session_id)) as events:
+            events_of = (
+                self._listen(request.turn, self._session_id)
+                if isinstance(request.turn, Listening) and self._listen is not None
+                else self._run_turn(request.turn, self._session_id)  # type: ignore[arg-type]
+            )
+            async with aclosing(events_of) as events:
                 async for event in events:
                     if event.get("type") == "error":
                         status = "failed"
@@ -310,7 +365,9 @@ def worker_loop_of(app: Any) -> Callable[[], asyncio.AbstractEventLoop]:
     return ensure
 
 
-def turn_socket_handler(app: Any, run_turn: TurnRunner) -> Callable[[WebSocket, Any], Any]:
+def turn_socket_handler(
+    app: Any, run_turn: TurnRunner, listen: VoiceRunner | None = None
+) -> Callable[[WebSocket, Any], Any]:
     """The ``@app.websocket`` handler: one :class:`TurnSocket` per connection."""
     worker_loop = worker_loop_of(app)  # checked when the app is built, started on the first connection
 
@@ -321,6 +378,7 @@ def turn_socket_handler(app: Any, run_turn: TurnRunner) -> Callable[[WebSocket, 
             run_turn,
             session_id=session_of(websocket, header),
             worker_loop=worker_loop(),
+            listen=listen,
         )
         await socket.serve()
 

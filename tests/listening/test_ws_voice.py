@@ -1,0 +1,160 @@
+"""The agent app's ``/ws`` listens: the user's speech, rendered by the REAL model server in another voice
+with noise, streamed in real time as binary frames after ``audio_start``, heard by the library's cascade
+in the real app on a real socket; the answer is ``ScriptedModel``'s (a test double with a known text),
+spoken by the real server. Everything is asserted from the frames."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import wave
+from collections.abc import AsyncIterator
+from io import BytesIO
+from pathlib import Path
+from typing import Any
+
+import pytest
+from websockets.asyncio.client import ClientConnection, connect
+
+from agentcore_app import event_frames
+from agentcore_app.app import create_app
+from agentcore_app.conversation.settings import ConversationSettings
+from agentcore_app.local.stack import serve_asgi
+from agentcore_app.local.ws_client import local_ws_url
+from benchmarks.speech_check import word_error_rate
+from strands_kokoro.listening import ListeningOptions
+from tests.listening.spoken_user import Microphone, render_user_speech, with_noise
+from tests.model_server_process import RunningServer
+from tests.scripted_model import ScriptedModel
+
+pytestmark = [pytest.mark.slow, pytest.mark.anyio, pytest.mark.timeout(300)]
+
+QUESTION = "What is the capital of France?"
+STORY = "Please tell me a long story about a brave little dragon."
+ANSWER = "Paris is the capital of France."
+MAX_UTTERANCE_MS = 5_000.0  # the app's limit in this test (30 s by default): the story twice passes it
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+def spoken(model_server: RunningServer) -> dict[str, bytes]:
+    async def render() -> dict[str, bytes]:
+        return {
+            text: with_noise(await render_user_speech(model_server.ws_url, text))
+            for text in (QUESTION, STORY)
+        }
+
+    return asyncio.run(render())
+
+
+class VoiceSocket:
+    """A client of ``/ws``: its frames read as events (the framing rules checked), a microphone on it."""
+
+    def __init__(self, ws: ClientConnection) -> None:
+        self.ws = ws
+        self.events: list[dict[str, Any]] = []
+        self.audio: list[bytes] = []
+        self._queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self.mic = Microphone(self.ws.send)
+
+    async def read(self) -> None:
+        reader = event_frames.FrameReader()
+        async for frame in self.ws:
+            read = reader.feed(frame)
+            if read is None:
+                continue
+            if read.audio is not None:
+                self.audio.append(read.audio)
+            self.events.append(read.event)
+            self._queue.put_nowait(read.event)
+
+    async def until(self, kind: str, **fields: Any) -> dict[str, Any]:
+        while True:
+            event = await self._queue.get()
+            if event.get("type") == kind and all(event.get(k) == v for k, v in fields.items()):
+                return event
+
+    def of(self, kind: str, **fields: Any) -> list[dict[str, Any]]:
+        return [
+            e for e in self.events if e.get("type") == kind and all(e.get(k) == v for k, v in fields.items())
+        ]
+
+
+@contextlib.asynccontextmanager
+async def voice_socket(model_server: RunningServer, state: Path) -> AsyncIterator[VoiceSocket]:
+    app = create_app(
+        speech_endpoint=model_server.ws_url,
+        model=lambda: ScriptedModel(answer=ANSWER),
+        conversations=ConversationSettings(location=state),
+        listening=ListeningOptions(max_utterance_ms=MAX_UTTERANCE_MS),
+    )
+    async with serve_asgi(app) as url, connect(local_ws_url(url)) as ws:
+        client = VoiceSocket(ws)
+        async with asyncio.TaskGroup() as tasks:
+            reading = tasks.create_task(client.read())
+            try:
+                yield client
+            finally:
+                reading.cancel()
+
+
+def wav_file(pcm: bytes) -> bytes:
+    out = BytesIO()
+    with wave.open(out, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(16_000)
+        w.writeframes(pcm)
+    return out.getvalue()
+
+
+async def test_a_spoken_conversation_over_the_socket_with_bad_input_on_the_way(
+    model_server: RunningServer, spoken: dict[str, bytes], tmp_path: Path
+) -> None:
+    async with voice_socket(model_server, tmp_path) as talk:
+        # audio with no microphone open; a microphone at another rate; both refused, the socket goes on
+        await talk.ws.send(spoken[QUESTION][:3200])
+        not_announced = await talk.until("error")
+        await talk.ws.send(json.dumps({"type": "audio_start", "sample_rate": 44_100, "request_id": "cd"}))
+        wrong_rate = await talk.until("error", request_id="cd")
+        await talk.until("turn_end", request_id="cd")
+        await talk.ws.send(event_frames.audio_start("mic"))
+        await talk.until("listening_start", request_id="mic")
+        # bytes that are not 16 kHz s16le: an odd length, a WAV file
+        await talk.ws.send(b"\x01\x02\x03")
+        await talk.ws.send(wav_file(spoken[QUESTION][:3200]))
+        not_audio = [await talk.until("listening_error"), await talk.until("listening_error")]
+        async with asyncio.TaskGroup() as tasks:
+            mic = tasks.create_task(talk.mic.run())
+            talk.mic.say(spoken[QUESTION])
+            user = await talk.until("bidi_transcript_block", role="user")
+            first_stop = await talk.until("bidi_response_stop")
+            # two stories without a pause: longer than the app's utterance limit
+            talk.mic.say(spoken[STORY] + spoken[STORY])
+            too_long = await talk.until("listening_error", code="utterance_too_long")
+            after = await talk.until("bidi_transcript_block", role="user")
+            await talk.until("bidi_response_stop")
+            mic.cancel()
+        await talk.ws.send(event_frames.AUDIO_STOP)
+        end = await talk.until("turn_end", request_id="mic")
+    assert not_announced["code"] == "audio_not_announced" and not_announced["request_id"] is None
+    assert wrong_rate["code"] == "unsupported_audio"
+    assert [e["code"] for e in not_audio] == ["not_audio", "not_audio"]
+    assert word_error_rate(QUESTION, user["transcript"]) <= 0.15, user["transcript"]
+    assert too_long["request_id"] == "mic" and after["transcript"].strip()
+    assert end["status"] == "completed"
+    answers = [e["transcript"] for e in talk.of("bidi_transcript_block", role="assistant")]
+    assert answers[0] == ANSWER and first_stop["request_id"] == "mic"
+    chunks = talk.of("audio_chunk")
+    assert (
+        chunks
+        and {c["format"] for c in chunks} == {"pcm_s16le"}
+        and {c["sample_rate"] for c in chunks} == {24_000}
+    )
+    assert sum(len(a) for a in talk.audio) > 24_000 * 2  # over a second of the agent's voice
+    assert all(e["request_id"] in ("mic", "cd", None) for e in talk.events)
