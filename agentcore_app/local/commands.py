@@ -45,13 +45,14 @@ MODEL_HELP = "local | bedrock:<id> | openai:<url>[#model]"
 def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
     """``--local`` / ``--model`` here, every client option from
     :func:`agentcore_app.local.demo.add_arguments`."""
-    from agentcore_app.local import demo
+    from agentcore_app.local import demo, voice_in
 
     target = parser.add_mutually_exclusive_group()
     target.add_argument(
         "--local", action="store_true", help="start the model server and the agent app here (the default)"
     )
     demo.add_arguments(parser, target)
+    voice_in.add_arguments(parser)
     parser.add_argument("--model", default=None, help=f"with --local (default local): {MODEL_HELP}")
     parser.add_argument(
         "--llm-pace",

@@ -242,7 +242,12 @@ def run(args: argparse.Namespace, target: Target, label: str, llm: LlmSetting = 
 
     2 when the options contradict each other or the target URL cannot be one (nothing is asked then),
     and when the target cannot be reached or does not answer as an agent app: one line, no traceback.
+    With ``--voice-in`` the user speaks instead (:mod:`agentcore_app.local.voice_in`).
     """
+    if getattr(args, "voice_in", None):
+        from agentcore_app.local import voice_in
+
+        return voice_in.run(args, target, label)
     try:
         plan = conversation_plan(args)
         if isinstance(target, str):
