@@ -41,19 +41,24 @@ ARTIFACTS = Path(__file__).parents[2] / "artifacts" / "browser"
 
 @asynccontextmanager
 async def browser_page(
-    chromium: Path, profile_dir: Path, *, expected_errors: tuple[str, ...] = ()
+    chromium: Path,
+    profile_dir: Path,
+    *,
+    expected_errors: tuple[str, ...] = (),
+    extra_args: tuple[str, ...] = (),
 ) -> AsyncIterator[Page]:
     """A page in a fresh Chromium profile; any uncaught page error fails the test when the block ends.
 
     ``expected_errors``: regular expressions of console errors the test provokes on purpose (Chromium
     logs a refused WebSocket handshake as one, and the player then falls back to SSE); each must show up.
+    ``extra_args``: more Chromium switches (a fake microphone, say).
     """
     from playwright.async_api import async_playwright
 
     errors: list[str] = []
     async with async_playwright() as playwright:
         context = await playwright.chromium.launch_persistent_context(
-            str(profile_dir), executable_path=str(chromium), headless=True, args=CHROMIUM_ARGS
+            str(profile_dir), executable_path=str(chromium), headless=True, args=[*CHROMIUM_ARGS, *extra_args]
         )
         try:
             page = context.pages[0] if context.pages else await context.new_page()

@@ -8,6 +8,11 @@
 //   pcm.js        PCM s16le and base64
 //   gapless.js    Web Audio buffers scheduled back to back
 //   captions.js   the word being heard, highlighted on the audio clock
+//   microphone.js the user's microphone (mic-worklet.js: 16 kHz s16le frames), hands-free or push-to-talk
+//
+// Speaking to the agent: "Microphone on" opens `audio_start` on the socket; the app hears the user
+// (voice activity, Whisper), answers, and says `bidi_barge_in` when the user speaks over the answer:
+// the page stops the agent's voice then. "You" shows what the app heard; each answer is a row.
 //
 // Conversations: every turn carries AgentCore's runtime session id (the WebSocket's query parameter, or
 // the SSE request's header); the agent app keeps the history per id, so one id per conversation. "New
@@ -21,6 +26,7 @@
 import { Captions } from "./captions.js";
 import { audioStream, compressedSupport } from "./codecs.js";
 import { GaplessPlayer } from "./gapless.js";
+import { Microphone } from "./microphone.js";
 import { sha256Hex } from "./pcm.js";
 import { SESSION_HEADER, SseTransport, WsTransport } from "./transport.js";
 
@@ -99,6 +105,118 @@ export class VoicePage {
     this.socket = null; // the open WsTransport of this conversation
     this.socketRefused = false; // the app offers no /ws: SSE from now on
     this.support = null; // {opus, mp3}: what this browser decodes
+    this.mic = null; // the open Microphone
+    this.voice = null; // the spoken conversation: {state, heard: [], answers: [], bargeIns, errors: []}
+  }
+
+  /** Open the microphone (`handsFree`: it transmits all the time; else while `pushToTalk(true)`). */
+  async startListening({ handsFree = true, voice } = {}) {
+    if (this.mic) return;
+    this.stop();
+    this.player.unlock();
+    const wanted = this.el.transport?.value || this.wanted.transport;
+    const socket = wanted === "sse" ? null : await this.chooseTransport();
+    if (!(socket instanceof WsTransport)) {
+      this.el.warnings.textContent = "the microphone needs the agent app's WebSocket (/ws)";
+      return;
+    }
+    this.transport = socket;
+    this.voice = { state: "opening", handsFree, heard: [], answers: [], bargeIns: 0, errors: [] };
+    this.mic = new Microphone((bytes) => socket.sendAudio(bytes));
+    try {
+      await this.mic.open();
+    } catch (err) {
+      this.voice.state = "error";
+      this.voice.errors.push({ code: "microphone", message: String(err) });
+      this.el.warnings.textContent = `microphone: ${err}`;
+      this.mic = null;
+      this.render();
+      return;
+    }
+    const ended = socket.listen((event, audio) => this.heard(event, audio), voice ? { voice } : {});
+    this.render();
+    ended.then(() => { if (this.voice) this.voice.state = "closed"; this.render(); },
+               (err) => { if (this.voice) this.voice.state = "error"; this.el.warnings.textContent = String(err); });
+  }
+
+  /** Push-to-talk: transmit while held. */
+  pushToTalk(on) {
+    this.mic?.transmit(on);
+    this.render();
+  }
+
+  stopListening() {
+    this.mic?.close();
+    this.mic = null;
+    this.transport?.stopListening?.();
+    this.stop();
+  }
+
+  /** The spoken conversation's events: what the app heard, the answers, their audio, the barge-ins. */
+  heard(event, audio) {
+    const voice = this.voice;
+    if (!voice) return;
+    switch (event.type) {
+      case "listening_start":
+        voice.state = "listening";
+        if (voice.handsFree) this.mic?.transmit(true);
+        break;
+      case "user_speech":
+        if (event.phase === "start") this.el.you.textContent = "…";
+        break;
+      case "bidi_transcript_block":
+        if (event.role === "user") {
+          voice.heard.push(event.transcript);
+          this.el.you.textContent = event.transcript;
+        } else {
+          voice.answers.push(event.transcript);
+        }
+        break;
+      case "bidi_transcript_delta":
+        if (event.role === "assistant" && this.current) {
+          this.current.text += event.delta;
+          this.el.answer.textContent = this.current.text;
+        }
+        break;
+      case "bidi_response_start": {
+        const turn = new Turn({ prompt: voice.heard.at(-1) ?? "", mode: "voice", voice: this.el.voice?.value ?? "",
+                                sessionId: this.sessionId });
+        turn.transport = "ws";
+        turn.format = "pcm";
+        this.player.beginTurn(turn.scheduled);
+        this.captions.reset();
+        this.turns.push(turn);
+        this.current = turn;
+        this.el.answer.textContent = "";
+        break;
+      }
+      case "audio_chunk":
+        if (this.current?.live) this.audio(this.current, event, audio);
+        break;
+      case "bidi_barge_in":
+        voice.bargeIns += 1;
+        if (this.current?.live) {
+          this.current.state = "stopped";
+          this.current.stream?.close();
+        }
+        this.player.stop(); // the agent's voice stops now
+        break;
+      case "bidi_response_stop":
+        if (this.current?.state === "streaming") {
+          this.current.totalMs = this.current.elapsedMs();
+          this.current.state = this.player.sources.size ? "playing" : "done";
+        }
+        break;
+      case "listening_error":
+      case "speech_error":
+      case "error":
+        voice.errors.push(event);
+        this.el.warnings.textContent = `${event.type}: ${event.code}: ${event.message}`;
+        break;
+      default:
+        break;
+    }
+    this.render();
   }
 
   /** Forget the conversation: stop any turn, take a new session id (and socket); the next starts afresh. */
@@ -276,6 +394,12 @@ export class VoicePage {
 
   render() {
     this.el.stop.disabled = !this.current?.live;
+    if (this.el.mic) {
+      this.el.mic.textContent = this.mic ? "Microphone off" : "Microphone on";
+      this.el.talk.disabled = !this.mic || this.voice?.handsFree;
+      this.el.talk.dataset.on = String(Boolean(this.mic?.transmitting));
+      this.el.listening.textContent = this.voice ? this.voice.state : "";
+    }
     this.el.status.textContent = this.current ? this.current.state : "idle";
     this.el.status.dataset.state = this.current ? this.current.state : "idle";
     this.el.conversation.textContent = this.sessionId;
@@ -313,6 +437,7 @@ function main() {
     agentUrl: $("agent-url"), answer: $("answer"), warnings: $("warnings"), stop: $("stop"),
     status: $("status"), turns: $("turns"), ratio: $("ratio"), conversation: $("conversation"),
     caption: $("caption"), transport: $("transport"), format: $("format"),
+    mic: $("mic"), talk: $("talk"), you: $("you"), listening: $("listening"),
   });
   page.el.agentUrl.value = params.get("agent") || location.origin;
   for (const [name, allowed] of [["transport", ["ws", "sse"]], ["format", FORMATS]]) {
@@ -327,6 +452,14 @@ function main() {
   });
   $("stop").addEventListener("click", () => page.stop());
   $("new-conversation").addEventListener("click", () => page.newConversation());
+  $("mic").addEventListener("click", () => {
+    if (page.mic) page.stopListening();
+    else page.startListening({ handsFree: $("hands-free").checked, voice: $("voice").value });
+  });
+  const talk = $("talk");
+  for (const [type, on] of [["pointerdown", true], ["pointerup", false], ["pointerleave", false]]) {
+    talk.addEventListener(type, () => { if (on || page.mic?.transmitting) page.pushToTalk(on); });
+  }
 
   // Test hooks: plain data only, so Playwright's evaluate() can return it.
   window.__player = {
@@ -335,6 +468,9 @@ function main() {
     turns: () => page.turns.map((t) => t.snapshot()),
     current: () => (page.current ? page.current.snapshot() : null),
     ratio: () => page.ratio(),
+    voice: () => (page.voice ? { ...page.voice, heard: [...page.voice.heard], answers: [...page.voice.answers],
+                                 errors: page.voice.errors.map((e) => ({ ...e })),
+                                 framesSent: page.mic?.frames ?? 0 } : null),
     outputLevel: () => page.player.outputLevel(),
     activeSources: () => page.player.sources.size,
     captions: () => ({ shown: page.captions.shown?.text ?? null,

@@ -91,6 +91,7 @@ export class WsTransport {
     this.name = "ws";
     this.turns = new Map(); // request id -> {turn, onEvent, resolve, reject}
     this.header = null; // the audio_chunk header whose binary frame comes next
+    this.microphone = null; // the request id of the open microphone
     socket.onmessage = (message) => this.receive(message.data);
     socket.onclose = () => {
       for (const waiting of this.turns.values()) waiting.reject(new Error("the agent app closed the socket"));
@@ -109,6 +110,31 @@ export class WsTransport {
       this.turns.set(requestId, { turn, onEvent, resolve, reject });
       this.socket.send(JSON.stringify({ type: "turn", request_id: requestId, ...payload }));
     });
+  }
+
+  /**
+   * Open the microphone on this socket (`audio_start`): `onEvent(event, audioBytes)` gets the spoken
+   * conversation's events until `stopListening()` (or a refusal) ends it; resolves then.
+   */
+  listen(onEvent, speech = {}) {
+    const requestId = `mic-${Math.random().toString(36).slice(2, 10)}`;
+    this.microphone = requestId;
+    const turn = { read() {} };
+    return new Promise((resolve, reject) => {
+      this.turns.set(requestId, { turn, onEvent, resolve, reject });
+      this.socket.send(JSON.stringify({ type: "audio_start", sample_rate: 16000, channels: 1,
+                                        format: "pcm_s16le", request_id: requestId, ...speech }));
+    });
+  }
+
+  /** One frame of the microphone's audio (16 kHz s16le): a binary frame. */
+  sendAudio(bytes) {
+    if (this.open && this.microphone) this.socket.send(bytes);
+  }
+
+  stopListening() {
+    if (this.open && this.microphone) this.socket.send(JSON.stringify({ type: "audio_stop" }));
+    this.microphone = null;
   }
 
   /** Barge-in on the same socket: the server stops the turn; the page stops listening to it now. */
