@@ -21,12 +21,13 @@ from agentcore_app import event_frames
 from agentcore_app.app import create_app
 from agentcore_app.conversation.settings import ConversationSettings
 from agentcore_app.local.stack import serve_asgi
+from agentcore_app.local.voice_in import read_wav, voice_turns
 from agentcore_app.local.ws_client import local_ws_url
 from benchmarks.speech_check import word_error_rate
 from strands_kokoro.listening import ListeningOptions
 from tests.listening.spoken_user import Microphone, render_user_speech, with_noise
 from tests.model_server_process import RunningServer
-from tests.scripted_model import ScriptedModel
+from tests.scripted_model import FOUR_SENTENCES, ScriptedModel
 
 pytestmark = [pytest.mark.slow, pytest.mark.anyio, pytest.mark.timeout(300)]
 
@@ -86,14 +87,20 @@ class VoiceSocket:
 
 
 @contextlib.asynccontextmanager
-async def voice_socket(model_server: RunningServer, state: Path) -> AsyncIterator[VoiceSocket]:
+async def agent_app(model_server: RunningServer, state: Path, answer: str = ANSWER) -> AsyncIterator[str]:
     app = create_app(
         speech_endpoint=model_server.ws_url,
-        model=lambda: ScriptedModel(answer=ANSWER),
+        model=lambda: ScriptedModel(answer=answer),
         conversations=ConversationSettings(location=state),
         listening=ListeningOptions(max_utterance_ms=MAX_UTTERANCE_MS),
     )
-    async with serve_asgi(app) as url, connect(local_ws_url(url)) as ws:
+    async with serve_asgi(app) as url:
+        yield url
+
+
+@contextlib.asynccontextmanager
+async def voice_socket(model_server: RunningServer, state: Path) -> AsyncIterator[VoiceSocket]:
+    async with agent_app(model_server, state) as url, connect(local_ws_url(url)) as ws:
         client = VoiceSocket(ws)
         async with asyncio.TaskGroup() as tasks:
             reading = tasks.create_task(client.read())
@@ -158,3 +165,23 @@ async def test_a_spoken_conversation_over_the_socket_with_bad_input_on_the_way(
     )
     assert sum(len(a) for a in talk.audio) > 24_000 * 2  # over a second of the agent's voice
     assert all(e["request_id"] in ("mic", "cd", None) for e in talk.events)
+
+
+async def test_the_demo_speaks_wav_files_to_the_app_and_times_the_turns_and_the_barge_in(
+    model_server: RunningServer, spoken: dict[str, bytes], tmp_path: Path
+) -> None:
+    story, question = tmp_path / "story.wav", tmp_path / "question.wav"
+    story.write_bytes(wav_file(spoken[STORY]))
+    question.write_bytes(wav_file(spoken[QUESTION]))
+    files = [(p.name, read_wav(p)) for p in (story, question)]
+    async with agent_app(model_server, tmp_path / "state", FOUR_SENTENCES) as url:
+        first, second = await voice_turns(url, files, interrupt_after=0.5, voice=None)
+    assert word_error_rate(STORY, first.transcript or "") <= 0.15, first.transcript
+    assert word_error_rate(QUESTION, second.transcript or "") <= 0.15, second.transcript
+    assert not first.interrupting and second.interrupting
+    for turn in (first, second):
+        stages = [turn.measures[k] for k in ("end_of_turn_ms", "transcript_ms", "answer_audio_ms")]
+        assert all(s is not None and s >= 0 for s in stages), turn.measures
+        assert turn.measures["voice_to_voice_ms"] == pytest.approx(sum(s for s in stages if s), abs=1)
+    assert "barge_in_ms" not in first.measures
+    assert (second.measures.get("barge_in_ms") or 0) > 0  # the question stopped the first answer
