@@ -244,7 +244,7 @@ def run(args: argparse.Namespace, target: Target, label: str, llm: LlmSetting = 
     and when the target cannot be reached or does not answer as an agent app: one line, no traceback.
     With ``--voice-in`` the user speaks instead (:mod:`agentcore_app.local.voice_in`).
     """
-    if getattr(args, "voice_in", None):
+    if getattr(args, "voice_in", None) or getattr(args, "interrupt_after", None) is not None:
         from agentcore_app.local import voice_in
 
         return voice_in.run(args, target, label)

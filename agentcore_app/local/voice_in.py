@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from agentcore_app import event_frames
-from agentcore_app.local.delivery import Target
+from agentcore_app.local.delivery import Target, TargetError
 
 __all__ = ["add_arguments", "run", "voice_turns"]
 
@@ -47,6 +47,7 @@ RATE = 16_000
 FRAME_BYTES = 1024  # 512 samples: 32 ms, the voice activity's frame
 FRAME_S = FRAME_BYTES / 2 / RATE
 TURN_TIMEOUT_S = 180.0
+LOCAL_LISTEN_MODULES = ("faster_whisper", "soxr")  # what the local app needs to listen (the listen extra)
 MEASURES = ("voice_to_voice_ms", "end_of_turn_ms", "transcript_ms", "answer_audio_ms", "barge_in_ms")
 
 
@@ -63,12 +64,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--interrupt-after",
-        type=float,
+        type=_seconds,
         default=None,
         metavar="SECONDS",
         help="with --voice-in: start the next file this long after the agent starts answering (a barge-in) "
         "instead of after the answer has played",
     )
+
+
+def _seconds(raw: str) -> float:
+    try:
+        value = float(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {raw!r}") from None
+    if not 0 <= value <= 600:
+        raise argparse.ArgumentTypeError(f"seconds between 0 and 600, got {raw}")
+    return value
+
+
+def refusal(args: argparse.Namespace) -> str | None:
+    """Why these demo options cannot go with ``--voice-in`` (None: they can)."""
+    if getattr(args, "interrupt_after", None) is not None and not getattr(args, "voice_in", None):
+        return "--interrupt-after times barge-ins between --voice-in files: give --voice-in"
+    if getattr(args, "voice_in", None) and getattr(args, "llm_pace", None) is not None:
+        return "--llm-pace paces the bidi/batch comparison; --voice-in keeps the app's own model settings"
+    return None
 
 
 def read_wav(path: Path) -> bytes:
@@ -176,13 +196,14 @@ class Timeline:
                     self.events.append((time.perf_counter(), read.event))
                     self._changed.notify_all()
 
-    async def until(self, after: int, kind: str, **fields: Any) -> int:
-        """The index of the first event at or after ``after`` of ``kind`` with ``fields``."""
+    async def until(self, after: int, kind: str | tuple[str, ...], **fields: Any) -> int:
+        """The index of the first event at or after ``after`` of ``kind`` (or one of them) with ``fields``."""
+        kinds = (kind,) if isinstance(kind, str) else kind
         async with self._changed:
             while True:
                 for i in range(after, len(self.events)):
                     event = self.events[i][1]
-                    if event.get("type") == kind and all(event.get(k) == v for k, v in fields.items()):
+                    if event.get("type") in kinds and all(event.get(k) == v for k, v in fields.items()):
                         return i
                 await self._changed.wait()
 
@@ -205,7 +226,11 @@ async def voice_turns(
         reading = tasks.create_task(timeline.read(ws))
         await ws.send(event_frames.audio_start("voice-in", **speech))
         async with asyncio.timeout(TURN_TIMEOUT_S):
-            opened = await timeline.until(0, "listening_start")
+            opened = await timeline.until(0, ("listening_start", "error", "turn_end"), request_id="voice-in")
+        if (answer := timeline.events[opened][1])["type"] != "listening_start":
+            raise TargetError(
+                f"the agent app did not open the microphone: {answer.get('code')}: {answer.get('message')}"
+            )
         mic = Microphone(ws)
         sending = tasks.create_task(mic.run())
         cursor = opened
@@ -346,6 +371,9 @@ async def local_target(args: argparse.Namespace) -> Any:
 def run(args: argparse.Namespace, target: Target, label: str) -> int:
     """``--voice-in``: speak the files, print the turns and the table, save ``--json``; 0 when every turn
     was heard and answered with audio, 2 when a file or the target cannot be used."""
+    if (refused := refusal(args)) is not None:
+        print(f"agent-infra demo: {refused}", file=sys.stderr)
+        return 2
     try:
         files = [(path.name, read_wav(path)) for path in args.voice_in]
     except ValueError as exc:
@@ -357,13 +385,31 @@ def run(args: argparse.Namespace, target: Target, label: str) -> int:
             file=sys.stderr,
         )
         return 2
+    if not isinstance(target, str):
+        from agentcore_app.local.demo import missing_modules
+
+        if missing := missing_modules(LOCAL_LISTEN_MODULES):
+            print(
+                f"agent-infra demo --voice-in needs {', '.join(missing)}: add the 'listen' extra "
+                "(uv run --extra demo --extra listen ..., or pip install 'strands-kokoro[demo,listen]')",
+                file=sys.stderr,
+            )
+            return 2
     reached = contextlib.nullcontext(target) if isinstance(target, str) else local_target(args)
 
     async def spoken() -> list[VoiceTurn]:
         async with reached as url:
             return await voice_turns(url, files, interrupt_after=args.interrupt_after, voice=args.voice)
 
-    turns = asyncio.run(spoken())
+    failures: list[BaseException] = []
+    try:
+        turns = asyncio.run(spoken())
+    except* TargetError as failed:
+        failures = list(failed.exceptions)
+    if failures:
+        for failure in failures:
+            print(f"agent-infra demo: {failure}", file=sys.stderr)
+        return 2
     print()
     for i, turn in enumerate(turns, 1):
         print(f"{i}. you ({turn.file}): {turn.transcript!r}")
