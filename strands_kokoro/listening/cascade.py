@@ -329,15 +329,17 @@ class KokoroCascade(BidiModel):
         did, by voice) and the answer ends before the next one starts."""
         while not answering.done():
             waiting = asyncio.ensure_future(self._turns.get())
-            done, _ = await asyncio.wait({answering, waiting}, return_when=asyncio.FIRST_COMPLETED)
-            if waiting in done:
+            try:
+                done, _ = await asyncio.wait({answering, waiting}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                if not waiting.done():  # the answer ended, or this wait was cancelled: no orphan getter
+                    waiting.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await waiting
+            if waiting in done and not waiting.cancelled():
                 answer.barge_in()
                 self._turns.put_nowait(waiting.result())  # back at the head: nothing else is queued
                 await asyncio.wait({answering})
-            else:
-                waiting.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await waiting
 
 
 def text_history(messages: Messages) -> Messages:

@@ -25,6 +25,7 @@ from agentcore_app.local.voice_in import read_wav, voice_turns
 from agentcore_app.local.ws_client import local_ws_url
 from benchmarks.speech_check import word_error_rate
 from strands_kokoro.listening import ListeningOptions
+from tests.agentcore_app.test_ws_turns import ping_status, wait_turn_over
 from tests.listening.spoken_user import Microphone, render_user_speech, with_noise
 from tests.model_server_process import RunningServer
 from tests.scripted_model import FOUR_SENTENCES, ScriptedModel
@@ -185,3 +186,24 @@ async def test_the_demo_speaks_wav_files_to_the_app_and_times_the_turns_and_the_
         assert turn.measures["voice_to_voice_ms"] == pytest.approx(sum(s for s in stages if s), abs=1)
     assert "barge_in_ms" not in first.measures
     assert (second.measures.get("barge_in_ms") or 0) > 0  # the question stopped the first answer
+
+
+async def test_a_hang_up_while_the_agent_answers_ends_the_spoken_conversation(
+    model_server: RunningServer, spoken: dict[str, bytes], tmp_path: Path
+) -> None:
+    async with agent_app(model_server, tmp_path / "state", FOUR_SENTENCES) as url:
+        async with connect(local_ws_url(url)) as ws:
+            talk = VoiceSocket(ws)
+            async with asyncio.TaskGroup() as tasks:
+                reading = tasks.create_task(talk.read())
+                mic = tasks.create_task(talk.mic.run())
+                await ws.send(event_frames.audio_start("mic"))
+                await talk.until("listening_start")
+                talk.mic.say(spoken[QUESTION])
+                await talk.until("audio_chunk")
+                busy = await ping_status(url)
+                mic.cancel()
+                reading.cancel()
+        # the socket is closed mid-answer: the conversation, its cascade and its speech end with it
+        waited = await wait_turn_over(url)
+    assert busy == "HealthyBusy" and waited < 30
