@@ -12,7 +12,7 @@ import pytest
 
 from tests.model_server_process import RunningServer
 from tts_container.engines.torch_free import cuda_device_present
-from tts_container.g2p import Phonemizer
+from tts_container.text.g2p import Phonemizer
 
 SENTENCES = (
     "I read 25 books in Paris last year, and I will read them again.",
@@ -25,7 +25,7 @@ _HIDDEN = """
 import json, sys
 from tts_container.engines.torch_free import import_spacy_without_torch
 import_spacy_without_torch()
-from tts_container.g2p import Phonemizer
+from tts_container.text.g2p import Phonemizer
 import thinc.compat
 phonemizer = Phonemizer()
 texts = json.loads(sys.argv[1])
