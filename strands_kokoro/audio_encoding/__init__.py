@@ -50,6 +50,7 @@ from strands_kokoro.audio_encoding.stream import (
     FormatUnavailable,
     encoder_available,
     new_encoder,
+    warm_codecs,
 )
 from strands_kokoro.audio_encoding.uncompressed import PcmEncoder, wav_header
 
@@ -66,5 +67,6 @@ __all__ = [
     "encoder_available",
     "new_encoder",
     "ogg_crc",
+    "warm_codecs",
     "wav_header",
 ]
