@@ -1,4 +1,5 @@
-"""What an audio stream is to its users: the formats there are, the encoder protocol, and choosing one.
+"""What an audio stream is to its users: the formats there are, the encoder protocol, choosing one, and
+warming every codec before the first stream.
 
 Why apart from the codecs: callers (the model server, the turn's output) name a format and get an
 encoder; whether that format needs PyAV, and which class writes it, is decided here once.
