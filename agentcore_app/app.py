@@ -67,8 +67,9 @@ from kokoro_serving.deadlines import (
 from kokoro_serving.local_callers import header
 from kokoro_serving.routes import ROUTE_STATUSES, route_refusal
 from strands_kokoro import events
+from strands_kokoro.audio_encoding import warm_codecs
 from strands_kokoro.errors import CodedError
-from strands_kokoro.protocol import DEFAULT_VOICE, sse_event
+from strands_kokoro.protocol import DEFAULT_SAMPLE_RATE, DEFAULT_VOICE, sse_event
 from strands_kokoro.sessions import check_endpoint
 
 if TYPE_CHECKING:
@@ -236,7 +237,8 @@ def _warming(spec: ModelSpec | None) -> Callable[[BedrockAgentCoreApp], Abstract
     """The app's lifespan: while it starts, the model's provider is built once (its SDK imported: ~1 s
     for ``openai``) and the embedded model loaded with the system prompt read: a caller's first turn
     would otherwise pay for all of it (a demo right after start showed bidi's first text at 1,048 ms
-    against batch's 30 ms, only because bidi went first). No remote model is called. Meanwhile ``/ping``
+    against batch's 30 ms, only because bidi went first). The audio codecs are loaded too, so a first
+    turn in Opus or MP3 waits for no library. No remote model is called. Meanwhile ``/ping``
     says ``HealthyBusy`` (the SDK's word for work in progress). ``spec`` None: a factory of the caller's,
     not warmed."""
 
@@ -244,9 +246,11 @@ def _warming(spec: ModelSpec | None) -> Callable[[BedrockAgentCoreApp], Abstract
     async def warm_model(agentcore: BedrockAgentCoreApp) -> AsyncIterator[None]:
         async with asyncio.TaskGroup() as tasks:
             warming = tasks.create_task(_warm_up(spec, agentcore)) if spec is not None else None
+            codecs = tasks.create_task(_warm_codecs())
             try:
                 yield
             finally:
+                codecs.cancel()
                 if warming is not None:
                     warming.cancel()
 
@@ -367,6 +371,15 @@ async def _warm_up(spec: ModelSpec, agentcore: BedrockAgentCoreApp) -> None:
         logger.warning("the model's warm-up failed (%s); the first turn loads it", type(exc).__name__)
     finally:
         agentcore.complete_async_task(task_id)
+
+
+async def _warm_codecs() -> None:
+    """The listener's compressed formats loaded and set up once (:func:`warm_codecs`), so a first turn
+    in Opus or MP3 starts its stream with its first audio; a failure is logged, the turns then meet it."""
+    try:
+        await asyncio.to_thread(warm_codecs, DEFAULT_SAMPLE_RATE)
+    except Exception:
+        logger.exception("warming the audio codecs failed")
 
 
 def conversation_store(

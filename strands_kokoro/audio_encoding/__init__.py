@@ -6,7 +6,7 @@ this, the codecs of the wire's audio), so a request's ``format`` means the same 
 them: the model server for its POST and WebSocket clients, the turn's output
 (:mod:`strands_kokoro.turn.output`) for the agent app's listeners.
 
-Its modules: :mod:`.stream` (the formats, the encoder protocol, choosing one), :mod:`.pyav_codec`
+Its modules: :mod:`.stream` (the formats, the encoder protocol, choosing one, warming), :mod:`.pyav_codec`
 (FFmpeg's encoders through PyAV), :mod:`.ogg_opus` (Ogg pages around Opus), :mod:`.framed` (MP3, ADTS
 AAC, FLAC), :mod:`.uncompressed` (PCM, WAV) and :mod:`.decoding` (a stream back to PCM). Import from the
 package: its names are the public ones.
@@ -50,6 +50,7 @@ from strands_kokoro.audio_encoding.stream import (
     FormatUnavailable,
     encoder_available,
     new_encoder,
+    warm_codecs,
 )
 from strands_kokoro.audio_encoding.uncompressed import PcmEncoder, wav_header
 
@@ -66,5 +67,6 @@ __all__ = [
     "encoder_available",
     "new_encoder",
     "ogg_crc",
+    "warm_codecs",
     "wav_header",
 ]
