@@ -205,7 +205,8 @@ class SpeechTurn:
         """The ledger releases a reply (request order): audio is told to the pacer's listener clock."""
         if isinstance(reply, AudioReply):
             now, ms = self.now_ms(), audio_ms(len(reply.pcm), request.sample_rate)
-            self._output.audio(request, reply.pcm, ms, self._pacer.audio(ms, now), now)
+            self.ledger.heard(request, now, self._pacer.audio(ms, now))
+            self._output.audio(request, reply.pcm, ms, now)
         else:
             self._output.reply(request, reply)
 
