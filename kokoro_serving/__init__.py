@@ -9,6 +9,7 @@ same way, so a proxy in front of either sees the same behaviour:
   headers, and the uvicorn settings both servers run with;
 - :mod:`kokoro_serving.local_callers`: a locally bound server answers only local callers and its own
   pages (no cross-site requests, no DNS rebinding);
+- :mod:`kokoro_serving.errors`: the codes of a local caller's refusal, and their HTTP statuses;
 - :mod:`kokoro_serving.routes`: the coded answer to a path or method a server does not serve;
 - :mod:`kokoro_serving.ports`: a port that is taken, found before a server starts;
 - :mod:`kokoro_serving.uninterruptible`: awaiting a thread's call through any number of cancellations.

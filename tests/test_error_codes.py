@@ -5,7 +5,11 @@ answering the old word). The tables: the model server's wire codes (:class:`stra
 ErrorCode`), a speech session's (:class:`strands_kokoro.errors.SessionErrorCode`), a turn's
 (:class:`strands_kokoro.errors.TurnErrorCode`) and the agent app's
 (:class:`agentcore_app.errors.AppErrorCode`, which reuses the wire's members where the fault is the
-same). Read from the source of every shipped package, the benchmarks and the examples, as ``grep`` would.
+same) and both local servers' (:class:`kokoro_serving.errors.ServingErrorCode`). Read from the source of
+every shipped package, the benchmarks and the examples, as ``grep`` would.
+
+The docs list the same codes: ``docs/error-codes.md`` every code of every table, under its table's name,
+and the README's error-code table only codes that exist.
 """
 
 from __future__ import annotations
@@ -16,8 +20,10 @@ from enum import StrEnum
 import pytest
 
 from agentcore_app.errors import Answer, AppErrorCode, answer_for
+from kokoro_serving.errors import ServingErrorCode
 from strands_kokoro.errors import CodedError, SessionErrorCode, TurnErrorCode
 from strands_kokoro.protocol import ErrorCode, ProtocolError
+from strands_kokoro.speech_options import SpeechOptions
 from tests.import_graph import REPO_ROOT, python_files
 
 TABLES: dict[type[StrEnum], str] = {
@@ -25,6 +31,7 @@ TABLES: dict[type[StrEnum], str] = {
     TurnErrorCode: "strands_kokoro/errors.py",
     SessionErrorCode: "strands_kokoro/errors.py",
     AppErrorCode: "agentcore_app/errors.py",
+    ServingErrorCode: "kokoro_serving/errors.py",
 }
 NOT_YET_TABLED: tuple[str, ...] = ()
 SOURCES = (
@@ -97,3 +104,37 @@ def test_the_answer_to_any_other_exception_is_the_fallback_and_leaks_nothing() -
     answer = answer_for(KeyError("text"), AppErrorCode.AGENT_FAILED)
     assert answer == Answer("agent_failed", 200, False)
     assert answer_for(RuntimeError("boom")).code == "internal_error"
+
+
+def _section(markdown: str, heading: str) -> str:
+    """The text of the section under ``heading`` (a ``## `` line), up to the next one."""
+    start = markdown.index(f"\n{heading}\n")
+    end = markdown.find("\n## ", start + 1)
+    return markdown[start : end if end != -1 else None]
+
+
+def _documented_codes() -> dict[str, set[str]]:
+    """The codes ``docs/error-codes.md`` lists, by the table its section names (``## ...: `Table` ``)."""
+    tables: dict[str, set[str]] = {}
+    current: set[str] | None = None
+    for line in (REPO_ROOT / "docs" / "error-codes.md").read_text(encoding="utf-8").splitlines():
+        if line.startswith("## "):
+            named = re.search(r"`(\w+)`$", line)
+            current = tables.setdefault(named.group(1), set()) if named else None
+        elif current is not None and (row := re.match(r"\| `([a-z0-9_]+)` \|", line)):
+            current.add(row.group(1))
+    return tables
+
+
+def test_the_reference_lists_every_code_of_every_table_and_no_other() -> None:
+    assert _documented_codes() == {table.__name__: {code.value for code in table} for table in TABLES}
+
+
+def test_the_readmes_error_codes_are_codes() -> None:
+    """Its table's second column names codes (and the options that govern them): each is a code."""
+    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    rows = [line.split(" | ") for line in _section(readme, "## Error codes").splitlines()]
+    named = {word for row in rows if len(row) > 1 for word in re.findall(r"`([a-z][a-z0-9_]*)`", row[1])}
+    options = set(SpeechOptions.__dataclass_fields__)
+    codes = {code.value for table in TABLES for code in table}
+    assert named and named - options - codes == set()
