@@ -107,7 +107,7 @@ class SpeechTurn:
     # --------------------------------------------------------------- the text side (the agent task)
 
     def on_text(self, text: str) -> None:
-        """A text delta from the model: shown now, spoken once the pacer cuts it into a request."""
+        """A text delta from the model: shown now, spoken as the turn's mode decides."""
         self._output.text(text)
         self._mode.write(text)
         self.wake()
