@@ -49,13 +49,13 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from agentcore_app.agent.models import ModelSpec, create_model, model_setting, parse_model_spec
 from agentcore_app.agent.time_context import time_context
 from agentcore_app.agent.tools import load_tools, speech_setting
-from agentcore_app.conversation.settings import ConversationError, ConversationSettings, check_session_id
+from agentcore_app.conversation.settings import ConversationSettings, check_session_id
 from agentcore_app.conversation.store import AGENT_ID, ConversationStore, TurnBuffer
 from agentcore_app.conversation.turn import remembered_turn
-from agentcore_app.errors import AppErrorCode, answer_for
+from agentcore_app.errors import AppErrorCode, TurnRefused, answer_for
 from agentcore_app.hangup import HangUpWatcher, hangup_of, until_hung_up
 from agentcore_app.local_guard import LocalCallerGuard
-from agentcore_app.payload import PayloadError, Turn, parse_turn
+from agentcore_app.payload import Turn, parse_turn
 from agentcore_app.ws_turns import turn_socket_handler
 from kokoro_serving.deadlines import (
     BODY_TIMED_OUT,
@@ -280,7 +280,7 @@ class AgentTurns:
         hangup = None if request is None else hangup_of(request.scope)
         try:
             turn = parse_turn(payload)
-        except PayloadError as refused:
+        except TurnRefused as refused:
             yield refused.event()
             return
         except Exception as failed:  # a fault of the app's own: coded (the SDK would send str(exc))
@@ -301,7 +301,7 @@ class AgentTurns:
         try:
             if session_id is not None:
                 check_session_id(session_id)
-        except ConversationError as refused:
+        except TurnRefused as refused:
             yield events.error(refused.code, refused.message)
             return
         from strands_kokoro.speech import KokoroSpeech, SpokenTurn
@@ -325,7 +325,7 @@ class AgentTurns:
             async with aclosing(said) as stream:
                 async for event in stream:
                     yield event
-        except ConversationError as refused:
+        except TurnRefused as refused:
             yield events.error(refused.code, refused.message)
         except Exception as failed:
             # The SDK would put str(exc) on the wire; a coded event says what failed, leaking nothing.

@@ -12,6 +12,9 @@ one fault.
 keeps one table from foreign errors to its own: a coded error keeps its code; anything else is a fault of
 the app's own, answered as ``fallback`` (its trace goes to the log, never to the caller).
 
+:class:`TurnRefused` is a turn the app refuses before it starts (its payload, or the conversation it
+belongs to), answered with its coded ``error`` event and nothing else.
+
 :class:`SettingError` is a setting the app cannot use (the model, a tool, where conversations live),
 raised while the app is built (:func:`agentcore_app.app.create_app`, or importing ``agentcore_app.app``,
 whose module-level app reads the environment), never on a request. Every launcher (``python -m
@@ -25,6 +28,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from strands_kokoro.errors import CodedError, TurnErrorCode
+from strands_kokoro.events import ErrorEvent, error
 from strands_kokoro.protocol import ErrorCode
 from strands_kokoro.sessions import EndpointError
 
@@ -81,8 +85,30 @@ def answer_for(exc: BaseException, fallback: AppErrorCode = AppErrorCode.INTERNA
     return Answer(fallback, HTTP_STATUS.get(fallback, 200), False)
 
 
+class TurnRefused(CodedError, ValueError):
+    """A turn the app refuses before it starts: a payload it cannot read, a conversation it cannot use.
+    ``code`` is the stable ``error`` event code; ``retryable`` says whether the same turn may be taken
+    later (``conversation_busy``)."""
+
+    def event(self) -> ErrorEvent:
+        """The architecture §4 ``error`` event for this refusal."""
+        return error(self.code, self.message)
+
+
 class SettingError(ValueError):
-    """A setting the app cannot use; the message names the setting and what a valid one looks like."""
+    """A setting the app cannot use (the model, a tool, ...); the message names the setting and what a
+    valid one looks like."""
+
+
+class ConversationSettingError(CodedError, SettingError):
+    """A conversation setting cannot be understood; raised when the app is built, not on a request.
+
+    Coded like a turn's refusal: ``bad_conversations_location`` for where conversations live,
+    ``bad_conversation_setting`` for their bounds.
+    """
+
+    def __init__(self, message: str, code: str = AppErrorCode.BAD_CONVERSATION_SETTING) -> None:
+        super().__init__(code, message)
 
 
 # What a launcher catches around building the app: the app's own settings and the speech endpoint.

@@ -34,7 +34,8 @@ from collections.abc import Iterable
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from kokoro_serving.local_callers import STATUS, header, local_post_refusal, local_socket_refusal
+from kokoro_serving.errors import STATUS
+from kokoro_serving.local_callers import header, local_post_refusal, local_socket_refusal
 from strands_kokoro import events
 from strands_kokoro.protocol import sse_event
 

@@ -37,10 +37,10 @@ from typing import Any
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from agentcore_app import event_frames
-from agentcore_app.conversation.settings import ConversationError, check_session_id
-from agentcore_app.errors import AppErrorCode
+from agentcore_app.conversation.settings import check_session_id
+from agentcore_app.errors import AppErrorCode, TurnRefused
 from agentcore_app.event_frames import TurnStatus, WsFrame
-from agentcore_app.payload import PayloadError, Turn, parse_turn
+from agentcore_app.payload import Turn, parse_turn
 from agentcore_app.runtime_session import SESSION_HEADER
 from strands_kokoro.protocol import (
     MAX_REQUEST_ID_CHARS,
@@ -107,7 +107,7 @@ class TurnSocket:
         if self._session_id is not None:
             try:
                 check_session_id(self._session_id)
-            except ConversationError as refused:
+            except TurnRefused as refused:
                 await self._ws.send_text(event_frames.refusal(None, refused.code, refused.message))
                 await self._ws.close(POLICY_VIOLATION)
                 return
@@ -176,7 +176,7 @@ class TurnSocket:
         obj.pop("type", None)
         try:
             turn = parse_turn(obj)
-        except PayloadError as refused:
+        except TurnRefused as refused:
             await self._refuse(request_id, refused.code, refused.message)
             return
         # Waiting behind the running turn; with none running, the first queued one is about to run

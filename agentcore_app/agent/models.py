@@ -29,10 +29,6 @@ DEFAULT_MODEL = "local"
 MAX_TOKENS = 400
 
 
-class ModelSpecError(SettingError):
-    """The model setting cannot be understood; the message says what a valid one looks like."""
-
-
 @dataclass(frozen=True, slots=True)
 class ModelSpec:
     """A parsed model setting."""
@@ -53,9 +49,9 @@ def parse_model_spec(spec: str) -> ModelSpec:
     if sep and provider == "openai" and rest:
         base_url, _, model_id = rest.partition("#")
         if not base_url.startswith(("http://", "https://")):
-            raise ModelSpecError(f"openai model needs an http(s) base URL, got {base_url!r}")
+            raise SettingError(f"openai model needs an http(s) base URL, got {base_url!r}")
         return ModelSpec("openai", model_id=model_id or "default", base_url=base_url)
-    raise ModelSpecError(
+    raise SettingError(
         f"unknown model setting {spec!r}: use 'local', 'bedrock:<model-id>' or 'openai:<base-url>[#<model>]'"
     )
 

@@ -32,10 +32,6 @@ MAX_FILLER_CHARS = 80
 DEFAULT_TOOLS: tuple[str, ...] = ("agentcore_app.agent.arithmetic:calculate",)
 
 
-class ToolSettingError(SettingError):
-    """A tool entry cannot be loaded; the message names the entry and what is wrong with it."""
-
-
 def tool_setting(environ: dict[str, str] | None = None) -> list[str]:
     """The extra entries named in ``STRANDS_KOKORO_TOOLS`` (comma or whitespace separated)."""
     raw = (os.environ if environ is None else environ).get(TOOLS_ENV, "")
@@ -48,19 +44,19 @@ def load_tool(entry: str) -> Any:
 
     module_name, sep, attr = entry.partition(":")
     if not sep or not module_name or not attr:
-        raise ToolSettingError(f"{TOOLS_ENV} entry {entry!r}: write it as 'package.module:attribute'")
+        raise SettingError(f"{TOOLS_ENV} entry {entry!r}: write it as 'package.module:attribute'")
     try:
         found: Any = importlib.import_module(module_name)
     except ImportError as exc:
-        raise ToolSettingError(
+        raise SettingError(
             f"{TOOLS_ENV} entry {entry!r}: module {module_name!r} cannot be imported ({type(exc).__name__})"
         ) from None
     for part in attr.split("."):
         if not hasattr(found, part):
-            raise ToolSettingError(f"{TOOLS_ENV} entry {entry!r}: {module_name!r} has no attribute {attr!r}")
+            raise SettingError(f"{TOOLS_ENV} entry {entry!r}: {module_name!r} has no attribute {attr!r}")
         found = getattr(found, part)
     if not isinstance(found, AgentTool):
-        raise ToolSettingError(
+        raise SettingError(
             f"{TOOLS_ENV} entry {entry!r} is a {type(found).__name__}, not a Strands tool "
             "(decorate the function with @strands.tool)"
         )
@@ -74,7 +70,7 @@ def load_tools(extra: Sequence[str] | None = None, *, defaults: Sequence[str] = 
     seen: dict[str, str] = {}
     for entry, tool in zip(entries, tools, strict=True):
         if tool.tool_name in seen:
-            raise ToolSettingError(
+            raise SettingError(
                 f"{TOOLS_ENV} entry {entry!r}: a tool named {tool.tool_name!r} is already loaded "
                 f"(from {seen[tool.tool_name]!r})"
             )
@@ -90,7 +86,7 @@ def speech_setting(environ: dict[str, str] | None = None) -> dict[str, Any]:
     if filler is not None:
         words = " ".join(filler.split())
         if len(words) > MAX_FILLER_CHARS:
-            raise ToolSettingError(f"{FILLER_ENV} is {len(words)} characters; a filler is a few words")
+            raise SettingError(f"{FILLER_ENV} is {len(words)} characters; a filler is a few words")
         options["tool_filler"] = None if words.lower() in ("", "off") else words
     after = env.get(FILLER_AFTER_ENV, "").strip()
     if after:
@@ -99,6 +95,6 @@ def speech_setting(environ: dict[str, str] | None = None) -> dict[str, Any]:
         except ValueError:
             seconds = -1.0
         if not 0 <= seconds <= 60:
-            raise ToolSettingError(f"{FILLER_AFTER_ENV}={after!r}: give seconds between 0 and 60")
+            raise SettingError(f"{FILLER_AFTER_ENV}={after!r}: give seconds between 0 and 60")
         options["tool_filler_after_s"] = seconds
     return options

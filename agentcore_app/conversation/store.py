@@ -43,13 +43,11 @@ from strands.types.session import Session
 
 from agentcore_app.conversation.history import TurnWindowConversationManager, collapse_turn, is_turn_start
 from agentcore_app.conversation.settings import (
-    ConversationError,
-    ConversationSettingError,
     ConversationSettings,
     S3Location,
     check_session_id,
 )
-from agentcore_app.errors import AppErrorCode
+from agentcore_app.errors import AppErrorCode, ConversationSettingError, TurnRefused
 
 if TYPE_CHECKING:
     from strands import Agent
@@ -193,7 +191,7 @@ class ConversationStore:
     async def turn(self, session_id: str, *, wait_s: float = BUSY_WAIT_S) -> AsyncIterator[TurnBuffer]:
         """The conversation's session manager, held for one turn (one turn per conversation at a time).
 
-        Raises :class:`ConversationError` ``conversation_busy`` when the previous turn does not end within
+        Raises :class:`TurnRefused` ``conversation_busy`` when the previous turn does not end within
         ``wait_s``, and ``conversation_unavailable`` when the storage cannot be reached.
         """
         check_session_id(session_id)
@@ -202,7 +200,7 @@ class ConversationStore:
             try:
                 await asyncio.wait_for(lock.acquire(), wait_s)
             except TimeoutError:
-                raise ConversationError(
+                raise TurnRefused(
                     AppErrorCode.CONVERSATION_BUSY, "another turn of this conversation is still running"
                 ) from None
             try:
@@ -210,7 +208,7 @@ class ConversationStore:
                     manager = await asyncio.to_thread(self.open, session_id)
                 except Exception:
                     logger.exception("conversation %s could not be opened", session_id)
-                    raise ConversationError(
+                    raise TurnRefused(
                         AppErrorCode.CONVERSATION_UNAVAILABLE, "the conversation store cannot be reached"
                     ) from None
                 yield manager

@@ -22,9 +22,8 @@ from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
-from agentcore_app.conversation.settings import ConversationError
 from agentcore_app.conversation.store import ConversationStore, TurnBuffer
-from agentcore_app.errors import AppErrorCode
+from agentcore_app.errors import AppErrorCode, TurnRefused
 from kokoro_serving.uninterruptible import run_to_end
 
 if TYPE_CHECKING:
@@ -45,14 +44,14 @@ async def remembered_turn(
 ) -> AsyncGenerator[Event, None]:
     """Speak one turn of conversation ``session_id``; yields architecture §4 events.
 
-    Raises :class:`ConversationError` before the first event when the conversation cannot be used.
+    Raises :class:`TurnRefused` before the first event when the conversation cannot be used.
     """
     async with store.turn(session_id) as conversation:
         try:
             agent = await asyncio.to_thread(new_agent, conversation, store.conversation_manager())
         except Exception:
             logger.exception("conversation %s could not be restored", session_id)
-            raise ConversationError(
+            raise TurnRefused(
                 AppErrorCode.CONVERSATION_UNAVAILABLE, "the conversation could not be restored"
             ) from None
         conversation.open_turn()

@@ -26,7 +26,6 @@ from strands_kokoro.events import (
     text_delta,
     word_timings,
 )
-from strands_kokoro.protocol import audio_ms
 from strands_kokoro.turn.request_ledger import CompletedReply, FailedReply, Reply, TurnRequest, WordsReply
 
 __all__ = ["TurnOutput"]
@@ -67,14 +66,10 @@ class TurnOutput:
         """A ``speech_error`` about no request of ours: out now."""
         self.emit(speech_error(code, message))
 
-    def audio(
-        self, request: TurnRequest, pcm: bytes, ms: float, buffered_ms: float | None, now: float
-    ) -> None:
-        """Audio of a request, released in request order: ``ms`` of it, ``buffered_ms`` left to the
-        listener before it (the pacer's listener clock), encoded into the turn's one stream."""
+    def audio(self, request: TurnRequest, pcm: bytes, ms: float, now: float) -> None:
+        """Audio of a request, released in request order: ``ms`` of it, encoded into the turn's one
+        stream."""
         self.audio_ms += ms
-        if request.first_audio_ms is None:
-            request.first_audio_ms, request.buffer_ms = now, buffered_ms
         self._last_sentence = request.index
         if payload := self._encoder.encode(pcm):  # empty: a codec holding less than a frame till the next
             self.first_audio_ms = now if self.first_audio_ms is None else self.first_audio_ms
@@ -95,7 +90,7 @@ class TurnOutput:
             sentence_complete(
                 request.index,
                 request.text,
-                audio_ms(request.emitted_bytes, request.sample_rate),
+                request.heard_ms,
                 request.first_audio_ms,
                 predicted_buffer_ms=request.predicted_buffer_ms,
                 buffer_ms=request.buffer_ms,

@@ -235,9 +235,7 @@ class TurnSession:
             case SessionStarted(first_audio_ms=first_audio_ms, rtf=rtf):
                 state.session_started(first_audio_ms, rtf)
             case SynthesisStarted(request_id=request_id, sample_rate=rate):
-                if (request := ledger.get(request_id)) is not None:
-                    request.restart()
-                    request.sample_rate = rate
+                if ledger.started(request_id, rate) is not None:
                     self._endpoints.served()
             case WordTimings(request_id=request_id, words=words):
                 ledger.words(request_id, words)
@@ -272,15 +270,10 @@ class TurnSession:
         accepted after it waits behind it until it is spoken), on a new session when the refusal is the
         start of an answer and the turn has another endpoint to go to, else on this one after a wait."""
         state = self._state
-        request.refusals += 1
-        request.sent_on = -1
-        if request.first_refused_at is None:
-            request.first_refused_at = state.now_ms()
+        state.ledger.refused(request, state.now_ms())
         if self._move_after_s is not None or state.speech is SpeechState.FAILED:
             return  # already leaving this session: every request it owes goes on the next one
-        if self._endpoints.moves_on_refusal and not any(
-            r.received_bytes or r.emitted_bytes for r in state.ledger.pending
-        ):
+        if self._endpoints.moves_on_refusal and not state.ledger.audio_under_way():
             if self._endpoints.advance():
                 self._move_after_s = 0.0  # an endpoint of this round is untried: there at once
             elif (wait := self._overload_wait(request, retry_after_ms)) is not None:

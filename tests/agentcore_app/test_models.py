@@ -15,12 +15,12 @@ from strands.models.openai import OpenAIModel
 from agentcore_app.agent.local_llm import LocalSmolLM2Model, _LoadedServer, chat_messages, find_gguf
 from agentcore_app.agent.models import (
     ModelSpec,
-    ModelSpecError,
     create_model,
     model_setting,
     parse_model_spec,
 )
 from agentcore_app.conversation.settings import ConversationSettings
+from agentcore_app.errors import SettingError
 
 
 @pytest.mark.parametrize(
@@ -41,7 +41,7 @@ def test_parse_model_spec(setting: str, spec: ModelSpec) -> None:
 
 @pytest.mark.parametrize("setting", ["", "gpt", "bedrock:", "openai:ftp://x", "ollama:llama3"])
 def test_bad_model_setting_says_what_is_valid(setting: str) -> None:
-    with pytest.raises(ModelSpecError, match=r"local|http"):
+    with pytest.raises(SettingError, match=r"local|http"):
         parse_model_spec(setting)
 
 

@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from agentcore_app.payload import MAX_PROMPT_CHARS, PayloadError, Turn, parse_turn
+from agentcore_app.errors import TurnRefused
+from agentcore_app.payload import MAX_PROMPT_CHARS, Turn, parse_turn
 
 
 @pytest.mark.parametrize(
@@ -35,7 +36,7 @@ from agentcore_app.payload import MAX_PROMPT_CHARS, PayloadError, Turn, parse_tu
     ],
 )
 def test_bad_payload_is_refused_with_code(payload: Any, code: str) -> None:
-    with pytest.raises(PayloadError) as refused:
+    with pytest.raises(TurnRefused) as refused:
         parse_turn(payload)
     assert refused.value.code == code
     event = refused.value.event()

@@ -21,7 +21,6 @@ from agentcore_app.agent.tools import (
     FILLER_AFTER_ENV,
     FILLER_ENV,
     TOOLS_ENV,
-    ToolSettingError,
     load_tool,
     load_tools,
     speech_setting,
@@ -29,6 +28,7 @@ from agentcore_app.agent.tools import (
 )
 from agentcore_app.app import create_app
 from agentcore_app.conversation.settings import ConversationSettings
+from agentcore_app.errors import SettingError
 from agentcore_app.local.client import run_turn
 from agentcore_app.local.stack import free_port, serve_asgi
 from tests.agentcore_app.history_model import HistoryScriptedModel, now_lines, texts
@@ -164,13 +164,13 @@ def test_the_setting_adds_tools_to_the_defaults() -> None:
     ],
 )
 def test_a_bad_entry_is_refused_with_what_is_wrong(entry: str, says: str) -> None:
-    with pytest.raises(ToolSettingError, match=re.escape(says)) as refused:
+    with pytest.raises(SettingError, match=re.escape(says)) as refused:
         load_tool(entry)
     assert TOOLS_ENV in str(refused.value) and repr(entry) in str(refused.value)
 
 
 def test_two_tools_with_one_name_are_refused() -> None:
-    with pytest.raises(ToolSettingError, match="a tool named 'calculate' is already loaded"):
+    with pytest.raises(SettingError, match="a tool named 'calculate' is already loaded"):
         load_tools(["agentcore_app.agent.arithmetic:calculate"])
 
 
@@ -199,7 +199,7 @@ def test_the_tool_filler_settings_become_speech_options() -> None:
         "tool_filler_after_s": 2.5,
     }
     assert speech_setting({FILLER_ENV: "off"}) == {"tool_filler": None}
-    with pytest.raises(ToolSettingError, match="between 0 and 60"):
+    with pytest.raises(SettingError, match="between 0 and 60"):
         speech_setting({FILLER_AFTER_ENV: "soon"})
-    with pytest.raises(ToolSettingError, match="a filler is a few words"):
+    with pytest.raises(SettingError, match="a filler is a few words"):
         speech_setting({FILLER_ENV: "word " * 40})
