@@ -1,19 +1,13 @@
 """First audio byte per route and format for the same text: compressed streams against PCM.
 
-Each trial starts from nothing (a fresh connection) and times from the request's send to the first
-audio byte the client reads; the rest is read to its end, so the next trial finds the engine idle.
-Every round asks each way once, in an order rotated round by round, so load drifts hit every way
-alike. Ways: ``POST /v1/audio/speech`` in each ``--formats`` (``openai``), ``POST /invocations``
-(``invocations``: pcm, wav, opus, mp3) and a ``synthesize`` on a fresh WebSocket session
-(``websocket``: pcm, opus, mp3). Prints medians, each way's ratio to its route's PCM (the goal: a
-compressed format's first byte within 1.3x of PCM's, measured in one run), the first round apart
-(a fresh server's first request in a format), and writes ``benchmarks/results/openai_first_byte.json``
-with the machine's load::
+Each trial opens a fresh connection and times from the send to the first audio byte read; each round asks
+every way once, in an order rotated round by round. Ways: ``openai`` (``POST /v1/audio/speech`` in each
+``--formats``), ``invocations`` and ``websocket``. Prints medians, each way's ratio to its route's PCM and
+the first round apart; writes ``benchmarks/results/openai_first_byte.json`` with the load::
 
     uv run --all-extras python -m benchmarks.openai_first_byte                  # starts an onnx server
     uv run --all-extras python -m benchmarks.openai_first_byte --routes openai,invocations,websocket
     uv run --all-extras python -m benchmarks.openai_first_byte --url http://127.0.0.1:8080
-    uv run --all-extras python -m benchmarks.openai_first_byte --text "Hi." --trials 1   # a smoke run
 """
 
 from __future__ import annotations
