@@ -1,31 +1,12 @@
 """The AgentCore entrypoint: a Strands agent that speaks while it writes, streamed back as SSE.
 
-``app`` is what the AgentCore runtime (and ``python -m agentcore_app``) serves: POST ``/invocations`` with
-``{prompt, mode: "bidi"|"batch", voice?, speed?, format?: "pcm"|"opus"|"mp3"}`` answers ``text/event-stream``
-of the turn's events (architecture §4), and the WebSocket ``/ws`` takes the same requests and answers the
-same events as JSON frames with the audio in binary frames (:mod:`agentcore_app.ws_turns`,
-:mod:`agentcore_app.event_frames`). The
-agent has tools (:mod:`agentcore_app.agent.tools`); a request with AgentCore's runtime session id header
-continues that conversation (:mod:`agentcore_app.conversation.store`, :mod:`agentcore_app.conversation.turn`),
-one without it is a turn of its own.
-
-Why it is built the way it is:
-
-- The SDK runs an async-generator entrypoint on its OWN worker event loop thread. So the speech session,
-  the agent, its queues and tasks are all created inside the call; nothing async exists at import time.
-- A client that goes away is a barge-in, noticed at once: the SDK alone would stop the turn only at its
-  next event (and, in practice, only once its bridge generator is garbage-collected), so
-  :class:`~agentcore_app.hangup.HangUpWatcher` watches the ASGI ``http.disconnect`` itself and
-  :func:`~agentcore_app.hangup.until_hung_up` cancels the wait for the turn's next event: the task group
-  of ``KokoroSpeech.stream`` stops the agent (the LLM stops sampling) and the speech session, which says
-  ``cancel`` to the model server; ``finally`` below ends the turn. While a turn runs, ``/ping`` reports
-  ``HealthyBusy`` (the SDK's task tracking), so an operator and the tests can see a turn end.
-- Callers that stall are timed out (:mod:`kokoro_serving`): headers within 10 s, the body within
-  20 s, answered with the ``error`` event ``request_timeout`` (HTTP 408); :func:`server_settings` are the
-  uvicorn settings ``python -m agentcore_app`` and the local launchers run the app with.
-- The SDK answers a non-JSON body with its own ``{"error": ...}`` JSON. Clients of this app read SSE
-  events only, so :class:`JsonBodyGuard` answers that case with the same ``error`` event as every other
-  bad payload (``bad_json``), before the SDK sees it.
+``app`` serves POST ``/invocations`` (``{prompt, mode: "bidi"|"batch", voice?, speed?, format?}``,
+answered as ``text/event-stream`` of the turn's events, architecture §4) and the WebSocket ``/ws`` (the
+same turns, :mod:`agentcore_app.ws_turns`). A request with AgentCore's runtime session id continues that
+conversation (:mod:`agentcore_app.conversation.turn`). Everything async is created inside the call (the
+SDK runs it on its own worker loop); a caller who hangs up ends the turn at once
+(:mod:`agentcore_app.hangup`); stalled callers are timed out (:func:`server_settings`); a non-JSON body is
+answered with the ``bad_json`` event (:class:`JsonBodyGuard`). Why: architecture §10.
 """
 
 from __future__ import annotations
@@ -234,10 +215,9 @@ def create_app(
 
 
 def _warming(spec: ModelSpec | None) -> Callable[[BedrockAgentCoreApp], AbstractAsyncContextManager[None]]:
-    """The app's lifespan: while it starts, the model's provider is built once (its SDK imported: ~1 s
-    for ``openai``) and the embedded model loaded with the system prompt read: a caller's first turn
-    would otherwise pay for all of it (a demo right after start showed bidi's first text at 1,048 ms
-    against batch's 30 ms, only because bidi went first). The audio codecs are loaded too, so a first
+    """The app's lifespan: while it starts, the model's provider is built once (its SDK imported) and
+    the embedded model loaded with the system prompt read: otherwise a caller's first turn pays for all
+    of it, and whichever mode goes first looks slower. The audio codecs are loaded too, so a first
     turn in Opus or MP3 waits for no library. No remote model is called. Meanwhile ``/ping``
     says ``HealthyBusy`` (the SDK's word for work in progress). ``spec`` None: a factory of the caller's,
     not warmed."""

@@ -1,17 +1,10 @@
 """The embedded offline LLM: SmolLM2-135M-Instruct (GGUF) run in-process by xllamacpp, streamed to Strands.
 
-Why in-process and not Strands' ``LlamaCppModel`` against a llama.cpp server: that provider reads the
-whole HTTP body before yielding, so the agent (and the speech tap behind it) would see the answer only at
-the end, which defeats sentence streaming. Here every token reaches the agent as it is sampled.
-
-How the threads meet: ``xllamacpp.Server.handle_chat_completions`` blocks its calling thread and invokes
-a callback on that same thread for every streamed chunk. We run it with ``asyncio.to_thread`` and hand each
-chunk to the agent's event loop with ``loop.call_soon_threadsafe`` into an ``asyncio.Queue``. No private
-event loop is created; the worker thread is always awaited before ``stream`` returns, and a callback that
-returns ``True`` makes the server stop sampling (used when the consumer goes away).
-
-It is a 135M-parameter model: good for demos and for testing the plumbing, not for tool use, so tool specs
-are ignored.
+Every token reaches the agent as it is sampled. xllamacpp's blocking call runs in ``asyncio.to_thread``
+and its per-chunk callback hands each chunk to the agent's loop with ``call_soon_threadsafe``; no private
+event loop, the worker thread is always awaited before ``stream`` returns, and a callback that returns
+``True`` stops sampling when the consumer goes away. A 135M model is for demos and the plumbing, not
+tool use: tool specs are ignored. Why in-process: architecture §10.
 """
 
 from __future__ import annotations
@@ -85,8 +78,8 @@ def find_gguf() -> Path:
 
 def default_threads() -> int:
     """A quarter of the cores, 1 to 4: a 135M model gains little from more, and llama.cpp's threads
-    busy-wait on each other, so on a shared or small machine extra threads make it much slower (measured
-    here on 2 busy cores: 40 tokens in 3.2 s with 1 thread, 95 s with 2)."""
+    busy-wait on each other, so on a shared or small machine extra threads make it much slower (figures:
+    docs/benchmarks.md, "Facts behind the code's rules")."""
     return max(1, min(4, (os.cpu_count() or 1) // 4))
 
 
@@ -95,15 +88,14 @@ def llm_nice() -> int:
 
     Why: on one machine the LLM writes ~10x faster than Kokoro speaks, so speech is what must not wait.
     At nice 10 the model server wins the cores whenever it synthesizes, and the LLM, far ahead anyway,
-    runs on what is left (architecture §5: an 8-word phrase took 2.16 s alone, 3.46 s beside the LLM at nice
-    0, 2.14 s at nice 10, while the LLM lost ~8% of its tokens). 0 turns it off.
+    runs on what is left (architecture §5, "One CPU shared"). 0 turns it off.
     """
     raw = os.environ.get(LLM_NICE_ENV, "")
     return int(raw) if raw.strip().lstrip("-").isdigit() else DEFAULT_LLM_NICE
 
 
 class _LoadedServer:
-    """One xllamacpp server per process: loading costs ~0.5 s and ~150 MB, so it is done once, lazily."""
+    """One xllamacpp server per process: loading takes time and memory, so it is done once, lazily."""
 
     _lock = threading.Lock()
     _server: Any = None

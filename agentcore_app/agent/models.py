@@ -1,8 +1,4 @@
-"""Pick the agent's LLM from one setting (``--model`` / ``STRANDS_KOKORO_MODEL``).
-
-One string, so the same container image runs on AWS (``bedrock:...``, set by the CDK stack), against any
-OpenAI-compatible server (vLLM, a llama.cpp server, Ollama) and fully offline (``local``, the default),
-without code changes:
+"""Pick the agent's LLM from one setting (``--model`` / ``STRANDS_KOKORO_MODEL``), so one image runs anywhere.
 
 - ``bedrock:<model-id>``            Strands ``BedrockModel`` (region from the usual AWS settings)
 - ``openai:<base-url>[#<model>]``   Strands ``OpenAIModel``; API key from ``OPENAI_API_KEY`` if set

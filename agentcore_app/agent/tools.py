@@ -1,19 +1,11 @@
 """The app's tools: a small default set for a voice assistant, plus more named in a setting.
 
-The mission's usage line is ``Agent(tools=[...], hooks=[KokoroSpeech(endpoint=...)])``; this module fills
-``tools``. The default works offline and touches neither files nor the network: ``calculate``
-(:mod:`agentcore_app.agent.arithmetic`, arithmetic behind an AST allowlist: models get sums wrong, and a wrong
-number read aloud sounds right). The date and time reach the model as context with each question
-(:mod:`agentcore_app.agent.time_context`), not as a tool.
-
-``STRANDS_KOKORO_TOOLS="package.module:attr,other.module:attr"`` adds tools. Every entry is imported and
-checked when the app is built, so a typo stops ``python -m agentcore_app`` with one clear line instead of
-failing the first question that would have used it.
-
-While a slow tool runs, ``KokoroSpeech`` says a short filler once the audio before the tool has played
-out (``tool_filler`` after ``tool_filler_after_s``): ``STRANDS_KOKORO_TOOL_FILLER`` sets the words
-(``off``: stay silent) and ``STRANDS_KOKORO_TOOL_FILLER_AFTER_S`` the wait; :func:`speech_setting` reads
-both, checked at start like the tools.
+The default works offline and touches neither files nor the network: ``calculate``
+(:mod:`agentcore_app.agent.arithmetic`); the date and time reach the model as context
+(:mod:`agentcore_app.agent.time_context`), not as a tool. ``STRANDS_KOKORO_TOOLS="pkg.mod:attr,..."`` adds
+tools, each imported and checked when the app is built, so a typo stops the app with one clear line.
+:func:`speech_setting` reads the tool filler's words (``STRANDS_KOKORO_TOOL_FILLER``, ``off``: silent) and
+wait (``STRANDS_KOKORO_TOOL_FILLER_AFTER_S``), checked at start too.
 """
 
 from __future__ import annotations

@@ -1,24 +1,11 @@
 """Conversations that remember, keyed by AgentCore's runtime session id, kept by Strands' session managers.
 
-AgentCore gives every conversation a runtime session id (the ``X-Amzn-Bedrock-AgentCore-Runtime-Session-Id``
-header; ``RequestContext.session_id`` in the entrypoint). Each turn of a conversation builds a fresh
-``Agent`` whose Strands session manager restores the history, so a restarted app (or a new AgentCore
-microVM for the same session) carries on where the last turn ended:
-
-- locally a ``FileSessionManager`` under a state directory (default
-  ``~/.cache/strands-kokoro/conversations``);
-- deployed an ``S3SessionManager`` on the bucket and prefix the CDK agent stack creates.
-
-Why the session managers are wrapped (:class:`TurnBuffer`): Strands writes every message the moment it
-is added, so a turn cut short by a barge-in would be stored half-done (a prompt without an answer, or a
-tool call without its result). Here a turn's messages are held until the turn ends and then written in
-one go, whole, or collapsed by the rules in :mod:`agentcore_app.conversation.history`.
-
-Bounds: at most ``max_turns`` turns are kept (the oldest whole turns go first), a conversation idle for
-``idle_expiry_s`` or older than ``max_age_s`` starts afresh (it is deleted when next addressed; the local
-state directory is also swept of expired conversations, and the deployed bucket expires them with a
-lifecycle rule set from the same age), and session ids must match ``SESSION_ID_PATTERN``. The settings
-and the id check are :mod:`agentcore_app.conversation.settings`.
+Each turn builds a fresh ``Agent`` whose session manager restores the history: a ``FileSessionManager``
+under a state directory locally, an ``S3SessionManager`` deployed. :class:`TurnBuffer` holds a turn's
+messages and writes them when it ends, whole or collapsed (:mod:`agentcore_app.conversation.history`),
+so a barge-in never stores half a turn. At most ``max_turns`` turns are kept; a conversation idle for
+``idle_expiry_s`` or older than ``max_age_s`` starts afresh (and is swept); session ids must match
+``SESSION_ID_PATTERN`` (:mod:`agentcore_app.conversation.settings`).
 """
 
 from __future__ import annotations

@@ -1,17 +1,11 @@
 """One spoken turn of a remembered conversation: restore, speak, store, in that order, whatever happens.
 
-Why a module of its own: the entrypoint (:mod:`agentcore_app.app`) stays the same for a single-turn agent
-and a conversation; only where the agent's history comes from and where the turn goes afterwards differ.
-
-The order matters:
-
-1. the conversation's lock is taken (one turn per conversation at a time: a barge-in's new question
-   waits until the interrupted turn has been stored, which takes milliseconds);
-2. the agent is built in a worker thread (Strands restores the history from files or S3 right there);
+1. the conversation's lock is taken (one turn per conversation: a barge-in's new question waits until
+   the interrupted turn has been stored);
+2. the agent is built in a worker thread (Strands restores the history there);
 3. the turn is spoken; every ``text_delta`` handed to the client is remembered as "written";
-4. the turn is stored, also when the client went away (barge-in) or the model failed: Strands' own
-   record if the agent finished its answer, else the prompt and the text written (see
-   :mod:`agentcore_app.conversation.history`).
+4. the turn is stored, also after a barge-in or a model failure: Strands' record if the agent finished,
+   else the prompt and the text written (:mod:`agentcore_app.conversation.history`).
 """
 
 from __future__ import annotations

@@ -1,15 +1,11 @@
 """How a turn's text becomes requests: ``bidi`` speaks while the agent writes, ``batch`` once it is done.
 
-The turn picks its mode once, when it is made (:func:`turn_mode`), hands it every text delta, the end of
-every model call and every tool, and runs the mode's pacing loop (:meth:`TurnMode.pace`). A mode makes
-the requests in the turn's ledger and hands them to the turn's audio side
-(:class:`~strands_kokoro.turn.session.TurnSession`) to send; it never sees the events.
-
-- :class:`BidiMode` feeds each delta through the speech filter and the chunker to the pacer, sends the
-  pacer's pieces as it decides, lets a tool about to run wait until the text before it is on the wire
-  (:class:`ModelCall`), and says the tool filler when a tool runs on after the audio before it played;
-- :class:`BatchMode` is the baseline: it keeps the answer and, once the agent is done, speaks it whole in
-  as few requests as the server takes (:mod:`strands_kokoro.turn.batch_text`).
+The turn picks its mode once (:func:`turn_mode`), hands it every text delta, model-call end and tool,
+and runs its pacing loop (:meth:`TurnMode.pace`). A mode makes the requests in the turn's ledger and
+hands them to the audio side to send; it never sees the events. :class:`BidiMode` feeds deltas through
+the speech filter and chunker to the pacer, holds a tool until the text before it is on the wire
+(:class:`ModelCall`) and says the tool filler; :class:`BatchMode` speaks the whole answer once the agent
+is done, in as few requests as the server takes.
 """
 
 from __future__ import annotations

@@ -1,19 +1,12 @@
-"""The requests of one spoken turn, each one's whole life in one place: what it asks, when it was sent
-and on which connection, what the server refused, what came back, and when that may go out.
+"""The requests of one spoken turn, each one's whole life in one place: what it asks, when and on which
+connection it was sent, what the server refused, what came back, and when that may go out.
 
-Nothing else keeps a list of requests. The pacer reads its view of the requests in flight from here
-(``pending``: predicted audio, audio received, when sent); the audio side records every send here
-(:meth:`RequestLedger.sent`) and hands every reply to :meth:`RequestLedger.put`; the ledger releases
-the replies in the order the requests were made (a request refused as ``overloaded`` and re-sent
-completes after later ones, whose replies wait behind it) to the one ``release`` callback the turn gives
-it (the turn tells the pacer's listener clock; :class:`~strands_kokoro.turn.output.TurnOutput` builds the
-events). A request's state changes only through the ledger's named transitions; everyone else reads it.
-
-Reconnect rule (nothing said twice, nothing skipped): a request whose ``synthesis_complete`` arrived is
-never re-sent. A request that was cut mid-audio is re-sent whole, and the first ``emitted_bytes`` of its
-new audio (and the first ``timed_words`` of its word timings) are dropped: the server renders a request's
-prosody deterministically (same text and context, same durations), so the re-synthesized audio lines up
-sample for sample and the listener hears it continue where it broke off (at worst a click at the seam).
+Nothing else keeps a list of requests: the pacer reads ``pending`` here, the audio side records sends
+(:meth:`RequestLedger.sent`) and replies (:meth:`RequestLedger.put`), and the ledger releases replies in
+the order the requests were made to the turn's one ``release`` callback. A request's state changes only
+through the ledger's named transitions. Reconnect rule: a completed request is never re-sent; one cut
+mid-audio is re-sent whole and its first ``emitted_bytes`` (and ``timed_words``) are dropped, which
+lines up because the server renders a request deterministically (architecture §9, "The turn").
 """
 
 from __future__ import annotations

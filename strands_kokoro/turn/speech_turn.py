@@ -1,27 +1,12 @@
 """One spoken agent turn, and the one object that coordinates it: :class:`SpeechTurn`.
 
-Why this shape (architecture §5): the model's text must reach the listener as audio while the model is
-still writing, and the consumer must see text and audio interleaved in true arrival order. The turn owns
-everything that decides: the clock, where its speech is
-(:class:`~strands_kokoro.turn.speech_state.SpeechState`), the request ledger
-(:mod:`strands_kokoro.turn.request_ledger`: the requests, their order, release and teardown), the pacer
-(the listener's clock and the engine's speed) and the events (:mod:`strands_kokoro.turn.output`). Two
-sides report to it and do not import each other:
-
-- the text side, its mode (:mod:`strands_kokoro.turn.modes`, chosen once: ``bidi`` cuts each text delta
-  into the pacer's pieces as the agent writes, ``batch`` speaks the whole answer once it is done), makes
-  the requests and hands them to the audio side to send;
-- the audio side (:mod:`strands_kokoro.turn.session`: the session and its receiver) sends the requests the
-  turn makes, hands the frames to the ledger and reports the rest (``TurnReports``): a request
-  completed or failed, a session opened.
-
-It runs three tasks in one task group: the agent (its middleware tap calls :meth:`SpeechTurn.on_text` and
-:meth:`SpeechTurn.end_segment`), the mode's pacing loop and the receiver. One way to wake the loop:
-:meth:`SpeechTurn.wake` (text written, a request settled, a session opened); the mode's next due time
-(a tool filler's) is the only timeout it waits with. A tool about to run waits for the text written
-before it to be on the wire (:class:`~strands_kokoro.turn.modes.ModelCall`).
-Speech never ends the text answer: whatever goes wrong with it becomes one ``speech_error`` event
-(:meth:`SpeechTurn.stop`) and the agent goes on writing.
+The turn owns the clock, its speech state, the request ledger, the pacer and the events. Its text side
+(the mode, :mod:`strands_kokoro.turn.modes`) makes requests; its audio side
+(:mod:`strands_kokoro.turn.session`) sends them and reports back (``TurnReports``); the two do not import
+each other. Three tasks run in one task group (the agent, the mode's pacing loop, the receiver); the
+loop wakes only by :meth:`SpeechTurn.wake` or the mode's next due time. Speech never ends the text
+answer: whatever goes wrong with it becomes one ``speech_error`` (:meth:`SpeechTurn.stop`) and the agent
+goes on. Why this shape: architecture §9, "The turn".
 """
 
 from __future__ import annotations

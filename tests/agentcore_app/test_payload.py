@@ -53,4 +53,4 @@ def test_good_payload_keeps_every_field() -> None:
     turn = parse_turn({"prompt": "hi", "mode": "batch", "voice": "am_michael", "speed": 1, "format": "opus"})
     assert turn == Turn(prompt="hi", mode="batch", voice="am_michael", speed=1.0, format="opus")
     assert isinstance(turn.speed, float)
-    assert parse_turn({"prompt": "hi"}).format == "pcm"  # old clients get the PCM they always got
+    assert parse_turn({"prompt": "hi"}).format == "pcm"  # a request that names no format gets PCM
