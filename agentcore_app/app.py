@@ -1,31 +1,12 @@
 """The AgentCore entrypoint: a Strands agent that speaks while it writes, streamed back as SSE.
 
-``app`` is what the AgentCore runtime (and ``python -m agentcore_app``) serves: POST ``/invocations`` with
-``{prompt, mode: "bidi"|"batch", voice?, speed?, format?: "pcm"|"opus"|"mp3"}`` answers ``text/event-stream``
-of the turn's events (architecture §4), and the WebSocket ``/ws`` takes the same requests and answers the
-same events as JSON frames with the audio in binary frames (:mod:`agentcore_app.ws_turns`,
-:mod:`agentcore_app.event_frames`). The
-agent has tools (:mod:`agentcore_app.agent.tools`); a request with AgentCore's runtime session id header
-continues that conversation (:mod:`agentcore_app.conversation.store`, :mod:`agentcore_app.conversation.turn`),
-one without it is a turn of its own.
-
-Why it is built the way it is:
-
-- The SDK runs an async-generator entrypoint on its OWN worker event loop thread. So the speech session,
-  the agent, its queues and tasks are all created inside the call; nothing async exists at import time.
-- A client that goes away is a barge-in, noticed at once: the SDK alone would stop the turn only at its
-  next event (and, in practice, only once its bridge generator is garbage-collected), so
-  :class:`~agentcore_app.hangup.HangUpWatcher` watches the ASGI ``http.disconnect`` itself and
-  :func:`~agentcore_app.hangup.until_hung_up` cancels the wait for the turn's next event: the task group
-  of ``KokoroSpeech.stream`` stops the agent (the LLM stops sampling) and the speech session, which says
-  ``cancel`` to the model server; ``finally`` below ends the turn. While a turn runs, ``/ping`` reports
-  ``HealthyBusy`` (the SDK's task tracking), so an operator and the tests can see a turn end.
-- Callers that stall are timed out (:mod:`kokoro_serving`): headers within 10 s, the body within
-  20 s, answered with the ``error`` event ``request_timeout`` (HTTP 408); :func:`server_settings` are the
-  uvicorn settings ``python -m agentcore_app`` and the local launchers run the app with.
-- The SDK answers a non-JSON body with its own ``{"error": ...}`` JSON. Clients of this app read SSE
-  events only, so :class:`JsonBodyGuard` answers that case with the same ``error`` event as every other
-  bad payload (``bad_json``), before the SDK sees it.
+``app`` serves POST ``/invocations`` (``{prompt, mode: "bidi"|"batch", voice?, speed?, format?}``,
+answered as ``text/event-stream`` of the turn's events, architecture §4) and the WebSocket ``/ws`` (the
+same turns, :mod:`agentcore_app.ws_turns`). A request with AgentCore's runtime session id continues that
+conversation (:mod:`agentcore_app.conversation.turn`). Everything async is created inside the call (the
+SDK runs it on its own worker loop); a caller who hangs up ends the turn at once
+(:mod:`agentcore_app.hangup`); stalled callers are timed out (:func:`server_settings`); a non-JSON body is
+answered with the ``bad_json`` event (:class:`JsonBodyGuard`). Why: architecture §10.
 """
 
 from __future__ import annotations
@@ -49,13 +30,13 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from agentcore_app.agent.models import ModelSpec, create_model, model_setting, parse_model_spec
 from agentcore_app.agent.time_context import time_context
 from agentcore_app.agent.tools import load_tools, speech_setting
-from agentcore_app.conversation.settings import ConversationError, ConversationSettings, check_session_id
+from agentcore_app.conversation.settings import ConversationSettings, check_session_id
 from agentcore_app.conversation.store import AGENT_ID, ConversationStore, TurnBuffer
 from agentcore_app.conversation.turn import remembered_turn
-from agentcore_app.errors import AppErrorCode, answer_for
+from agentcore_app.errors import AppErrorCode, TurnRefused, answer_for
 from agentcore_app.hangup import HangUpWatcher, hangup_of, until_hung_up
 from agentcore_app.local_guard import LocalCallerGuard
-from agentcore_app.payload import PayloadError, Turn, parse_turn
+from agentcore_app.payload import Turn, parse_turn
 from agentcore_app.voice_input import Listening, spoken_conversation
 from agentcore_app.ws_turns import turn_socket_handler
 from kokoro_serving.deadlines import (
@@ -68,8 +49,9 @@ from kokoro_serving.deadlines import (
 from kokoro_serving.local_callers import header
 from kokoro_serving.routes import ROUTE_STATUSES, route_refusal
 from strands_kokoro import events
+from strands_kokoro.audio_encoding import warm_codecs
 from strands_kokoro.errors import CodedError
-from strands_kokoro.protocol import DEFAULT_VOICE, sse_event
+from strands_kokoro.protocol import DEFAULT_SAMPLE_RATE, DEFAULT_VOICE, sse_event
 from strands_kokoro.sessions import check_endpoint
 
 if TYPE_CHECKING:
@@ -237,10 +219,10 @@ def create_app(
 
 
 def _warming(spec: ModelSpec | None) -> Callable[[BedrockAgentCoreApp], AbstractAsyncContextManager[None]]:
-    """The app's lifespan: while it starts, the model's provider is built once (its SDK imported: ~1 s
-    for ``openai``) and the embedded model loaded with the system prompt read: a caller's first turn
-    would otherwise pay for all of it (a demo right after start showed bidi's first text at 1,048 ms
-    against batch's 30 ms, only because bidi went first). No remote model is called. Meanwhile ``/ping``
+    """The app's lifespan: while it starts, the model's provider is built once (its SDK imported) and
+    the embedded model loaded with the system prompt read: otherwise a caller's first turn pays for all
+    of it, and whichever mode goes first looks slower. The audio codecs are loaded too, so a first
+    turn in Opus or MP3 waits for no library. No remote model is called. Meanwhile ``/ping``
     says ``HealthyBusy`` (the SDK's word for work in progress). ``spec`` None: a factory of the caller's,
     not warmed."""
 
@@ -248,9 +230,11 @@ def _warming(spec: ModelSpec | None) -> Callable[[BedrockAgentCoreApp], Abstract
     async def warm_model(agentcore: BedrockAgentCoreApp) -> AsyncIterator[None]:
         async with asyncio.TaskGroup() as tasks:
             warming = tasks.create_task(_warm_up(spec, agentcore)) if spec is not None else None
+            codecs = tasks.create_task(_warm_codecs())
             try:
                 yield
             finally:
+                codecs.cancel()
                 if warming is not None:
                     warming.cancel()
 
@@ -281,7 +265,7 @@ class AgentTurns:
         hangup = None if request is None else hangup_of(request.scope)
         try:
             turn = parse_turn(payload)
-        except PayloadError as refused:
+        except TurnRefused as refused:
             yield refused.event()
             return
         except Exception as failed:  # a fault of the app's own: coded (the SDK would send str(exc))
@@ -302,7 +286,7 @@ class AgentTurns:
         try:
             if session_id is not None:
                 check_session_id(session_id)
-        except ConversationError as refused:
+        except TurnRefused as refused:
             yield events.error(refused.code, refused.message)
             return
         from strands_kokoro.speech import KokoroSpeech, SpokenTurn
@@ -326,7 +310,7 @@ class AgentTurns:
             async with aclosing(said) as stream:
                 async for event in stream:
                     yield event
-        except ConversationError as refused:
+        except TurnRefused as refused:
             yield events.error(refused.code, refused.message)
         except Exception as failed:
             # The SDK would put str(exc) on the wire; a coded event says what failed, leaking nothing.
@@ -407,6 +391,15 @@ async def _warm_up(spec: ModelSpec, agentcore: BedrockAgentCoreApp) -> None:
         logger.warning("the model's warm-up failed (%s); the first turn loads it", type(exc).__name__)
     finally:
         agentcore.complete_async_task(task_id)
+
+
+async def _warm_codecs() -> None:
+    """The listener's compressed formats loaded and set up once (:func:`warm_codecs`), so a first turn
+    in Opus or MP3 starts its stream with its first audio; a failure is logged, the turns then meet it."""
+    try:
+        await asyncio.to_thread(warm_codecs, DEFAULT_SAMPLE_RATE)
+    except Exception:
+        logger.exception("warming the audio codecs failed")
 
 
 def conversation_store(

@@ -1,22 +1,12 @@
 """The agent app's errors: its codes, written once, the one mapping from an exception to its answer, and
 the settings it cannot use.
 
-Two audiences read these codes: the callers of POST /invocations (an SSE ``error`` event, architecture §4)
-and of ``/ws`` (an ``error`` frame). They switch on ``code``, never on the message, so each code is a
-member of :class:`AppErrorCode` and nowhere else a string. Codes that mean what the model server's mean
-(``bad_json``, ``bad_utf8``, ``bad_voice``, ``unknown_type``, ``format_unavailable``, ``internal_error``)
-are the wire's own members (:class:`strands_kokoro.protocol.ErrorCode`), so a client reads one word for
-one fault.
-
-:func:`answer_for` is the one mapping from an exception to ``(code, HTTP status, retryable)``, as httpx
-keeps one table from foreign errors to its own: a coded error keeps its code; anything else is a fault of
-the app's own, answered as ``fallback`` (its trace goes to the log, never to the caller).
-
-:class:`SettingError` is a setting the app cannot use (the model, a tool, where conversations live),
-raised while the app is built (:func:`agentcore_app.app.create_app`, or importing ``agentcore_app.app``,
-whose module-level app reads the environment), never on a request. Every launcher (``python -m
-agentcore_app``, ``agent-infra demo|serve``) catches :data:`SETTING_ERRORS` around building the app and
-stops before it listens, with one line that names the setting and exit status 2.
+Callers switch on ``code``, so each is a member of :class:`AppErrorCode` (or the wire's own
+:class:`strands_kokoro.protocol.ErrorCode` where it means the same fault). :func:`answer_for` maps an
+exception to ``(code, HTTP status, retryable)``: a coded error keeps its code, anything else is
+``fallback`` (its trace to the log). :class:`TurnRefused` refuses a turn before it starts.
+:class:`SettingError` is raised while the app is built, never on a request; launchers catch
+:data:`SETTING_ERRORS` and stop before listening, with one line and exit status 2.
 """
 
 from __future__ import annotations
@@ -25,6 +15,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from strands_kokoro.errors import CodedError, ListeningErrorCode, TurnErrorCode
+from strands_kokoro.events import ErrorEvent, error
 from strands_kokoro.protocol import ErrorCode
 from strands_kokoro.sessions import EndpointError
 
@@ -86,8 +77,30 @@ def answer_for(exc: BaseException, fallback: AppErrorCode = AppErrorCode.INTERNA
     return Answer(fallback, HTTP_STATUS.get(fallback, 200), False)
 
 
+class TurnRefused(CodedError, ValueError):
+    """A turn the app refuses before it starts: a payload it cannot read, a conversation it cannot use.
+    ``code`` is the stable ``error`` event code; ``retryable`` says whether the same turn may be taken
+    later (``conversation_busy``)."""
+
+    def event(self) -> ErrorEvent:
+        """The architecture §4 ``error`` event for this refusal."""
+        return error(self.code, self.message)
+
+
 class SettingError(ValueError):
-    """A setting the app cannot use; the message names the setting and what a valid one looks like."""
+    """A setting the app cannot use (the model, a tool, ...); the message names the setting and what a
+    valid one looks like."""
+
+
+class ConversationSettingError(CodedError, SettingError):
+    """A conversation setting cannot be understood; raised when the app is built, not on a request.
+
+    Coded like a turn's refusal: ``bad_conversations_location`` for where conversations live,
+    ``bad_conversation_setting`` for their bounds.
+    """
+
+    def __init__(self, message: str, code: str = AppErrorCode.BAD_CONVERSATION_SETTING) -> None:
+        super().__init__(code, message)
 
 
 # What a launcher catches around building the app: the app's own settings and the speech endpoint.

@@ -6,11 +6,8 @@ them with :class:`FrameReader`. The rules:
 
 - Client → app: a turn request ``{"type": "turn", "prompt", "mode"?, "voice"?, "speed"?, "format"?,
   "request_id"?}`` (a message with ``prompt`` and no ``type`` is one too) and ``{"type": "cancel"}``
-  (barge-in: the running turn stops, queued ones are dropped). Text or binary frames (AgentCore may
-  deliver either), one JSON object each. The user's voice: ``{"type": "audio_start", "sample_rate":
-  16000, "channels"?: 1, "format"?: "pcm_s16le", "voice"?, "speed"?, "request_id"?}`` opens the
-  microphone (a request like a turn, ended by its ``turn_end``); every binary frame that is not one JSON
-  object is then its audio; ``{"type": "audio_stop"}`` closes it.
+  (barge-in: the running turn stops, queued ones are dropped), ``audio_start`` / ``audio_stop`` (the
+  microphone, :mod:`agentcore_app.voice_input`). One JSON object per text or binary frame.
 - App → client: every event of a turn is a JSON text frame carrying the turn's ``request_id`` (the
   client's, or one the app chose): ``agent_start``'s too, so on this transport it is the request's id. An
   ``audio_chunk`` is the event without ``audio`` plus ``bytes`` (its length), and the very next frame is a

@@ -1,23 +1,11 @@
 """A caller who hangs up is a barge-in: the turn notices at once, not at its next event.
 
-Why this module: the AgentCore SDK streams the entrypoint's events through a queue to a thread that
-Starlette iterates; when the client goes away, the SDK stops the turn only once the turn yields its next
-event and the consumer's generator is finally closed, after a garbage collection, which may be many
-seconds later. Until then the LLM would go on writing and the model server speaking to nobody. So the
-app watches the ASGI ``http.disconnect`` message itself:
-
-- :class:`HangUpWatcher` (ASGI middleware) owns the connection's ``receive`` once the request body has
-  been read, and fires the request's :class:`HangUp` when the transport reports the client gone (a FIN
-  or a reset; uvicorn sees it at once). The app's own later ``receive`` calls (Starlette's disconnect
-  listener) get the same ``http.disconnect`` from it.
-- :func:`until_hung_up` wraps the turn's event stream in the entrypoint: when the hang-up fires, the
-  wait for the next event is cancelled (the turn's task group cancels the agent, the speaker and the
-  speech session, which says ``cancel`` to the model server), and the stream ends normally, so the
-  SDK's bridge finishes cleanly and the conversation is stored as for any barge-in.
-
-A :class:`HangUp` is thread-safe because the two ends live on different event loops (uvicorn's, and the
-SDK's worker loop that runs turns). The app's ``/ws`` (:mod:`agentcore_app.ws_turns`) needs neither: its
-own receive loop sees ``websocket.disconnect`` and cancels the running turn's task directly.
+:class:`HangUpWatcher` (ASGI middleware) owns the connection's ``receive`` once the body is read and
+fires the request's :class:`HangUp` on ``http.disconnect``; later ``receive`` calls get the same message.
+:func:`until_hung_up` wraps the turn's event stream: on a hang-up the wait for the next event is
+cancelled and the stream ends normally, so the conversation is stored as for any barge-in. A
+:class:`HangUp` is thread-safe: uvicorn's loop and the SDK's worker loop are two loops. Why the SDK alone
+is too late: architecture §10.
 """
 
 from __future__ import annotations

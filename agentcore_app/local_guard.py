@@ -1,29 +1,11 @@
 """A locally bound agent app answers only its own pages: no cross-site turns, no DNS rebinding.
 
-Why: ``python -m agentcore_app`` and ``agent-infra serve`` listen on 127.0.0.1, which every web page the
-user opens can reach. A page does not need to read the answer to do harm: one POST starts a whole turn
-(LLM and speech time). So, on a loopback connection (``scope["server"]``, the address the client
-reached), ``POST /invocations`` must
-
-- carry ``Content-Type: application/json`` (415, ``bad_content_type``): a cross-site
-  ``fetch(..., {mode: "no-cors"})`` can only send ``text/plain`` or a form without a CORS preflight, and
-  the preflight is granted to local origins only (:func:`agentcore_app.local.player.with_page`);
-- be addressed to a loopback ``Host`` (421, ``host_not_allowed``): DNS rebinding points an attacker's
-  name at 127.0.0.1, after which its page counts as same-origin;
-- come from no ``Origin`` (a program, not a browser), the same origin (the player page served beside the
-  app), a local origin (``LOCAL_ORIGIN_REGEX``, as for CORS) or an origin named with ``--cors-origin``
-  (403, ``origin_not_allowed``).
-
-The WebSocket ``/ws`` (:mod:`agentcore_app.ws_turns`) gets the same ``Host`` and ``Origin`` checks (a page may
-open a WebSocket to any address, and no CORS preflight protects it): a refused handshake is answered with
-the HTTP status and the ``error`` event as its JSON body (the ASGI denial response).
-
-AgentCore's own callers reach the app on the container's network address, so nothing changes for them.
-A refusal is one SSE ``error`` event, like every other refusal of this app (:class:`JsonBodyGuard`).
-
-:func:`agentcore_app.local.player.with_page` puts a second guard (with the ``--cors-origin`` origins) outside
-the app; the first guard to check a request marks the scope so the inner one does not judge it again.
-The judgment of a loopback POST is shared with the model server (:mod:`kokoro_serving.local_callers`).
+On a loopback connection, ``POST /invocations`` must carry ``Content-Type: application/json`` (415
+``bad_content_type``), a loopback ``Host`` (421 ``host_not_allowed``) and no ``Origin``, the same, a local
+one or one named with ``--cors-origin`` (403 ``origin_not_allowed``); ``/ws`` gets the ``Host`` and
+``Origin`` checks, a refused handshake answered with the status and the ``error`` event. A refusal is one
+SSE ``error`` event. AgentCore's callers (the container's network address) are not judged. A request is
+judged once, by the first guard. Why each check: architecture §10, "The local guard".
 """
 
 from __future__ import annotations
@@ -34,7 +16,8 @@ from collections.abc import Iterable
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from kokoro_serving.local_callers import STATUS, header, local_post_refusal, local_socket_refusal
+from kokoro_serving.errors import STATUS
+from kokoro_serving.local_callers import header, local_post_refusal, local_socket_refusal
 from strands_kokoro import events
 from strands_kokoro.protocol import sse_event
 

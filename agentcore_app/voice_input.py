@@ -1,18 +1,11 @@
-"""The user's voice on ``/ws``: the ``audio_start`` request, the audio it announces, and the conversation
-it runs on the library's cascade (:class:`strands_kokoro.listening.KokoroCascade`, one implementation
-for the library and the app).
+"""The user's voice on ``/ws``: ``audio_start``, the audio it announces, and the conversation it runs on
+the library's cascade (:class:`strands_kokoro.listening.KokoroCascade`, one implementation for the
+library and the app).
 
-- :func:`parse_audio_start` validates ``{"type": "audio_start", "sample_rate": 16000, "channels"?: 1,
-  "format"?: "pcm_s16le", "voice"?, "speed"?, "request_id"?}`` into a :class:`Listening`; another rate,
-  channel count or format is ``unsupported_audio``.
-- :class:`AudioInbox` holds the binary frames read from the socket until the conversation takes them; it
-  refuses what cannot be 16 kHz s16le PCM (an odd length, a WAV/MP3/Ogg/FLAC file's header:
-  ``not_audio``) and drops audio past ``MAX_WAITING_MS`` (``audio_overrun``).
-- :func:`spoken_conversation` runs a ``BidiAgent`` on the cascade, feeds it the inbox's audio and gives
-  its events as the app's: the cascade's ``bidi_*`` and own events (``user_speech``, ``listening_error``,
-  ``speech_error``) pass as they are, and its audio becomes ``audio_chunk`` events (``pcm_s16le``), so
-  ``/ws`` frames them as every turn's audio (a header frame, then the binary frame). It starts with
-  ``listening_start`` (the cascade is loaded: audio sent now is heard) and ends when the inbox closes.
+:func:`parse_audio_start` validates the request (16 kHz mono ``pcm_s16le`` or ``unsupported_audio``);
+:class:`AudioInbox` holds the socket's binary frames until the conversation takes them (``not_audio``,
+``audio_overrun``); :func:`spoken_conversation` runs a ``BidiAgent`` on the cascade and gives its events
+as the app's: ``listening_start``, then the cascade's own as they are, its audio as ``audio_chunk``.
 """
 
 from __future__ import annotations
@@ -25,8 +18,8 @@ from collections.abc import AsyncGenerator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
-from agentcore_app.errors import AppErrorCode
-from agentcore_app.payload import PayloadError, parse_speech_choice
+from agentcore_app.errors import AppErrorCode, TurnRefused
+from agentcore_app.payload import parse_speech_choice
 from strands_kokoro.errors import ListeningErrorCode
 
 if TYPE_CHECKING:
@@ -75,11 +68,11 @@ class Listening:
 
 
 def parse_audio_start(payload: Mapping[str, Any]) -> Listening:
-    """``audio_start``'s fields -> :class:`Listening`, or raise :class:`PayloadError` (coded)."""
+    """``audio_start``'s fields -> :class:`Listening`, or raise :class:`TurnRefused` (coded)."""
     rate, channels = payload.get("sample_rate"), payload.get("channels", 1)
     audio_format = payload.get("format", "pcm_s16le")
     if rate != INPUT_RATE or channels != 1 or audio_format not in INPUT_FORMATS:
-        raise PayloadError(
+        raise TurnRefused(
             AppErrorCode.UNSUPPORTED_AUDIO,
             f"the microphone must be {INPUT_RATE} Hz mono pcm_s16le; got sample_rate {rate!r}, channels "
             f"{channels!r}, format {audio_format!r}",
@@ -166,7 +159,13 @@ class AudioInbox:
 
 
 async def spoken_conversation(agent: BidiAgent, inbox: AudioInbox) -> AsyncGenerator[Mapping[str, Any]]:
-    """``agent`` (a ``BidiAgent`` on a ``KokoroCascade``) hearing ``inbox``: its events as the app's."""
+    """``agent`` (a ``BidiAgent`` on a ``KokoroCascade``) hearing ``inbox``: its events as the app's.
+
+    ``listening_start`` first (the cascade is loaded: audio sent now is heard); the cascade's ``bidi_*``
+    and own events (``user_speech``, ``listening_error``, ``speech_error``) as they are; its audio as
+    ``audio_chunk`` events (``pcm_s16le``), which ``/ws`` frames as every turn's audio. It ends when the
+    inbox closes.
+    """
     from strands.bidi.types import AudioDelta
 
     out: asyncio.Queue[Any] = asyncio.Queue()

@@ -1,10 +1,10 @@
 """The agent app's WebSocket (``/ws``, AgentCore's bidirectional contract): turns in, events and audio out.
 
-Frames are :mod:`agentcore_app.event_frames`' (turn requests and ``cancel`` in; JSON events, binary audio
-and one ``turn_end`` per request out). One connection is one conversation: AgentCore passes its runtime
-session id as the ``X-Amzn-Bedrock-AgentCore-Runtime-Session-Id`` header of the upgrade (a presigned URL
-carries it as a query parameter of the same name, which is also how a browser, which cannot set headers
-on a WebSocket, names it locally). Several turns per connection, one at a time, the next ones queued.
+Frames are :mod:`agentcore_app.event_frames`' (turns, ``cancel``, a microphone's ``audio_start`` and audio
+in; JSON events, binary audio, a ``turn_end`` per request out). One connection is one conversation:
+AgentCore's runtime session id header of the upgrade, or a query parameter of the same name (a presigned
+URL's, a browser's). Several requests per connection, one at a time, the next ones queued; a microphone
+(:mod:`agentcore_app.voice_input`) is one, its audio every binary frame that is no JSON object.
 
 Why it is built the way it is:
 
@@ -19,10 +19,6 @@ Why it is built the way it is:
   connection.
 - Every bad message is answered with a coded ``error`` frame and the connection goes on; an internal
   failure is ``agent_failed`` (never ``str(exc)``).
-- **The user's voice** (:mod:`agentcore_app.voice_input`): ``audio_start`` is a request like a turn
-  (queued, ``cancel``-able, ended by one ``turn_end``) that runs a spoken conversation on the cascade;
-  every binary frame that is not a JSON object is its audio (``audio_not_announced`` with no microphone
-  open), and ``audio_stop`` closes it.
 """
 
 from __future__ import annotations
@@ -41,10 +37,10 @@ from typing import Any
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from agentcore_app import event_frames
-from agentcore_app.conversation.settings import ConversationError, check_session_id
-from agentcore_app.errors import AppErrorCode
+from agentcore_app.conversation.settings import check_session_id
+from agentcore_app.errors import AppErrorCode, TurnRefused
 from agentcore_app.event_frames import TurnStatus, WsFrame
-from agentcore_app.payload import PayloadError, Turn, parse_turn
+from agentcore_app.payload import Turn, parse_turn
 from agentcore_app.runtime_session import SESSION_HEADER
 from agentcore_app.voice_input import Listening, parse_audio_start
 from strands_kokoro.protocol import (
@@ -119,7 +115,7 @@ class TurnSocket:
         if self._session_id is not None:
             try:
                 check_session_id(self._session_id)
-            except ConversationError as refused:
+            except TurnRefused as refused:
                 await self._ws.send_text(event_frames.refusal(None, refused.code, refused.message))
                 await self._ws.close(POLICY_VIOLATION)
                 return
@@ -219,7 +215,7 @@ class TurnSocket:
             return
         try:
             turn = parse_audio_start(obj) if voice else parse_turn(obj)
-        except PayloadError as refused:
+        except TurnRefused as refused:
             await self._refuse(request_id, refused.code, refused.message)
             return
         # Waiting behind the running turn; with none running, the first queued one is about to run

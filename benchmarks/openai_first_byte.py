@@ -1,114 +1,187 @@
-"""First byte through OpenAI's speech API against first audio over our own WebSocket, for the same text.
+"""First audio byte per route and format for the same text: compressed streams against PCM.
 
-Each trial starts from a fresh connection, routes alternating: ``POST /v1/audio/speech`` in ``--format``
-(mp3 by default) and ``pcm``, and a ``synthesize`` on a fresh WebSocket session, timed from send to the
-first audio byte read. Prints medians and writes ``benchmarks/results/openai_first_byte.json`` with the
-load (architecture §7)::
+Each trial opens a fresh connection and times from the send to the first audio byte read; each round asks
+every way once, in an order rotated round by round. Ways: ``openai`` (``POST /v1/audio/speech`` in each
+``--formats``), ``invocations`` and ``websocket``. Prints medians, each way's ratio to its route's PCM and
+the first round apart; writes ``benchmarks/results/openai_first_byte.json`` with the load::
 
     uv run --all-extras python -m benchmarks.openai_first_byte                  # starts an onnx server
+    uv run --all-extras python -m benchmarks.openai_first_byte --routes openai,invocations,websocket
     uv run --all-extras python -m benchmarks.openai_first_byte --url http://127.0.0.1:8080
-    uv run --all-extras python -m benchmarks.openai_first_byte --text "Hi." --trials 1   # a smoke run
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
-import os
 import statistics
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
+from websockets.asyncio.client import connect
 
 from agentcore_app.local.stack import start_model_server, stop_model_server
-from benchmarks.machine import load_average, results_path
-from benchmarks.tts_latency import TEXT, synthesize_once
-from strands_kokoro.protocol import DEFAULT_VOICE
+from benchmarks.machine import MachineAt, results_path, save_results
+from benchmarks.tts_latency import TEXT
+from strands_kokoro.protocol import (
+    DEFAULT_VOICE,
+    WS_PATH,
+    AudioFormatName,
+    Close,
+    ServerError,
+    SynthesisCompleted,
+    SynthesizeRequest,
+    control_object,
+    parse_control,
+)
 
 RESULTS = Path(__file__).parent / "results" / "openai_first_byte.json"
 SPEECH_PATH = "/v1/audio/speech"
+INVOCATIONS_PATH = "/invocations"
+ROUTES = ("openai", "invocations", "websocket")
+# The formats each route offers that this benchmark asks for (``--formats`` picks among them).
+ROUTE_FORMATS = {
+    "openai": ("pcm", "wav", "opus", "mp3", "aac", "flac"),
+    "invocations": ("pcm", "wav", "opus", "mp3"),
+    "websocket": ("pcm", "opus", "mp3"),
+}
+
+Way = tuple[str, str]  # (route, format)
 
 
-async def openai_first_byte_ms(http_url: str, text: str, fmt: str, voice: str = DEFAULT_VOICE) -> float:
-    """A fresh connection, one ``POST /v1/audio/speech``: ms from the send to the first body byte (the
-    rest is read to its end, so the next trial finds the engine idle)."""
-    body = {"model": "kokoro", "input": text, "voice": voice, "response_format": fmt}
+async def post_first_byte_ms(url: str, body: dict[str, Any]) -> float:
+    """A fresh connection, one POST: ms from the send to the first body byte (the body is read to its end)."""
     async with httpx.AsyncClient(timeout=300) as client:
         started = time.perf_counter()
         first: float | None = None
-        async with client.stream("POST", f"{http_url}{SPEECH_PATH}", json=body) as response:
+        async with client.stream("POST", url, json=body) as response:
             response.raise_for_status()
-            async for chunk in response.aiter_bytes():
+            async for chunk in response.aiter_raw():
                 if chunk and first is None:
                     first = time.perf_counter()
     assert first is not None, "the route sent no audio"
     return (first - started) * 1000
 
 
-async def measure(http_url: str, text: str, fmt: str, trials: int) -> dict[str, list[float]]:
+async def openai_first_byte_ms(http_url: str, text: str, fmt: str, voice: str = DEFAULT_VOICE) -> float:
+    """``POST /v1/audio/speech`` in ``fmt``: ms to its first body byte."""
+    body = {"model": "kokoro", "input": text, "voice": voice, "response_format": fmt}
+    return await post_first_byte_ms(f"{http_url}{SPEECH_PATH}", body)
+
+
+async def invocations_first_byte_ms(http_url: str, text: str, fmt: str, voice: str = DEFAULT_VOICE) -> float:
+    """``POST /invocations`` in ``fmt``: ms to its first body byte."""
+    body = {"text": text, "voice": voice, "format": fmt}
+    return await post_first_byte_ms(f"{http_url}{INVOCATIONS_PATH}", body)
+
+
+async def websocket_first_byte_ms(http_url: str, text: str, fmt: str, voice: str = DEFAULT_VOICE) -> float:
+    """A fresh WebSocket session, one ``synthesize`` in ``fmt``: ms to its first binary frame (read to
+    ``synthesis_complete``)."""
+    audio_format: AudioFormatName = fmt  # type: ignore[assignment]
     ws_url = http_url.replace("http://", "ws://", 1)
-    times: dict[str, list[float]] = {"websocket": [], f"openai {fmt}": [], "openai pcm": []}
-    for _ in range(trials):
-        times["websocket"].append((await synthesize_once(ws_url, text)).first_audio_ms)
-        times[f"openai {fmt}"].append(await openai_first_byte_ms(http_url, text, fmt))
-        if fmt != "pcm":
-            times["openai pcm"].append(await openai_first_byte_ms(http_url, text, "pcm"))
-    return {route: values for route, values in times.items() if values}
+    async with connect(f"{ws_url}{WS_PATH}", max_size=None) as ws:
+        started = time.perf_counter()
+        await ws.send(SynthesizeRequest(text, voice=voice, format=audio_format).to_wire().encode())
+        first: float | None = None
+        while True:
+            obj = control_object(await ws.recv())
+            if obj is None:  # audio
+                first = first if first is not None else time.perf_counter()
+                continue
+            frame = parse_control(obj)
+            if isinstance(frame, ServerError):
+                raise RuntimeError(f"server error: {frame}")
+            if isinstance(frame, SynthesisCompleted):
+                await ws.send(Close().to_wire().encode())
+                assert first is not None, "no audio before synthesis_complete"
+                return (first - started) * 1000
 
 
-def table(times: dict[str, list[float]]) -> list[dict[str, Any]]:
-    reference = statistics.median(times["websocket"])
-    return [
-        {
-            "route": route,
-            "median_ms": round(statistics.median(values), 1),
-            "min_ms": round(min(values), 1),
-            "vs_websocket": round(statistics.median(values) / reference, 2),
-        }
-        for route, values in times.items()
-    ]
+ASK: dict[str, Callable[[str, str, str], Awaitable[float]]] = {
+    "openai": openai_first_byte_ms,
+    "invocations": invocations_first_byte_ms,
+    "websocket": websocket_first_byte_ms,
+}
+
+
+def ways(routes: list[str], formats: list[str]) -> list[Way]:
+    """Every (route, format) asked: each route's PCM first (the reference), then the formats it offers."""
+    chosen = ["pcm", *(fmt for fmt in formats if fmt != "pcm")]
+    return [(route, fmt) for route in routes for fmt in chosen if fmt in ROUTE_FORMATS[route]]
+
+
+async def measure(http_url: str, text: str, asked: list[Way], trials: int) -> dict[Way, list[float]]:
+    """``trials`` rounds, each asking every way once, the order rotated by one way per round."""
+    times: dict[Way, list[float]] = {way: [] for way in asked}
+    for round_index in range(trials):
+        shift = round_index % len(asked)
+        for route, fmt in asked[shift:] + asked[:shift]:
+            times[(route, fmt)].append(await ASK[route](http_url, text, fmt))
+    return times
+
+
+def table(times: dict[Way, list[float]]) -> list[dict[str, Any]]:
+    """A row per way: median, min, the first round's figure, and the median's ratio to its route's PCM
+    (also the median of the per-round ratios: each round's pair shared the same moment's load)."""
+    rows = []
+    for (route, fmt), values in times.items():
+        pcm = times[(route, "pcm")]
+        per_round = [value / reference for value, reference in zip(values, pcm, strict=True)]
+        rows.append(
+            {
+                "route": route,
+                "format": fmt,
+                "median_ms": round(statistics.median(values), 1),
+                "min_ms": round(min(values), 1),
+                "first_round_ms": round(values[0], 1),
+                "vs_pcm": round(statistics.median(values) / statistics.median(pcm), 2),
+                "vs_pcm_per_round": round(statistics.median(per_round), 2),
+            }
+        )
+    return rows
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--url", help="a running model server (http://host:port); default: start one")
     parser.add_argument("--text", default=TEXT)
-    parser.add_argument("--format", default="mp3", choices=["mp3", "opus", "aac", "flac", "wav", "pcm"])
-    parser.add_argument("--trials", type=int, default=5)
+    parser.add_argument("--routes", default="openai", help=f"comma-separated, of {', '.join(ROUTES)}")
+    parser.add_argument("--formats", default="pcm,wav,opus,mp3", help="comma-separated (pcm is always asked)")
+    parser.add_argument("--trials", type=int, default=5, help="rounds")
     parser.add_argument("--output", type=Path)
     args = parser.parse_args()
-    load_before = load_average()
+    asked = ways(args.routes.split(","), args.formats.split(","))
+    output = args.output or results_path(RESULTS)
+    started = MachineAt.now()
     server = None if args.url else start_model_server()
     try:
         http_url = args.url or server.http_url  # type: ignore[union-attr]
-        times = asyncio.run(measure(http_url, args.text, args.format, args.trials))
+        times = asyncio.run(measure(http_url, args.text, asked, args.trials))
     finally:
         if server is not None:
             stop_model_server(server)
     rows = table(times)
-    print(f"first audio byte, {len(args.text)} characters, {args.trials} trials (medians)")
-    print(f"{'route':<14}{'median ms':>12}{'min ms':>10}{'vs WebSocket':>15}")
-    for row in rows:
-        print(
-            f"{row['route']:<14}{row['median_ms']:>12.1f}{row['min_ms']:>10.1f}{row['vs_websocket']:>14.2f}x"
-        )
-    output = args.output or results_path(RESULTS)
     output.parent.mkdir(parents=True, exist_ok=True)
     result = {
         "text_chars": len(args.text),
         "trials": args.trials,
         "rows": rows,
-        "times_ms": times,
-        "cpus": os.cpu_count(),
-        "load_before": load_before,
-        "load_after": load_average(),
-        "getloadavg": list(os.getloadavg()),
+        "times_ms": {f"{route} {fmt}": values for (route, fmt), values in times.items()},
     }
-    output.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    print(f"wrote {output}")
+    save_results(output, result, started)
+    print(f"first audio byte, {len(args.text)} characters, {args.trials} rounds (load before {started.load})")
+    columns = f"{'median ms':>11}{'min ms':>9}{'1st round':>11}{'vs pcm':>9}{'per round':>11}"
+    print(f"{'route':<13}{'format':<8}{columns}")
+    for row in rows:
+        print(
+            f"{row['route']:<13}{row['format']:<8}{row['median_ms']:>11.1f}{row['min_ms']:>9.1f}"
+            f"{row['first_round_ms']:>11.1f}{row['vs_pcm']:>8.2f}x{row['vs_pcm_per_round']:>10.2f}x"
+        )
+    print(f"neighbours' load during the run: {result['neighbours_load']} cores")
 
 
 if __name__ == "__main__":

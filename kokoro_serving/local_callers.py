@@ -16,10 +16,9 @@ import urllib.parse
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from kokoro_serving.errors import STATUS, ServingErrorCode
+
 __all__ = [
-    "BAD_CONTENT_TYPE",
-    "DUPLICATE_HOST",
-    "HOST_NOT_ALLOWED",
     "ORIGIN_NOT_ALLOWED",
     "STATUS",
     "header",
@@ -31,11 +30,8 @@ __all__ = [
     "origin_option",
 ]
 
-ORIGIN_NOT_ALLOWED = "origin_not_allowed"
-BAD_CONTENT_TYPE = "bad_content_type"
-HOST_NOT_ALLOWED = "host_not_allowed"
-DUPLICATE_HOST = "duplicate_host"
-STATUS = {ORIGIN_NOT_ALLOWED: 403, BAD_CONTENT_TYPE: 415, HOST_NOT_ALLOWED: 421, DUPLICATE_HOST: 400}
+# The codes and their statuses are kokoro_serving.errors'; the model server's guard names these two here.
+ORIGIN_NOT_ALLOWED = ServingErrorCode.ORIGIN_NOT_ALLOWED
 
 Scope = Mapping[str, Any]
 
@@ -106,7 +102,7 @@ def local_post_refusal(
         return refused
     media_type = (header(scope, b"content-type") or "").partition(";")[0].strip().lower()
     if media_type != "application/json":
-        return BAD_CONTENT_TYPE, "the body must be sent as Content-Type: application/json"
+        return ServingErrorCode.BAD_CONTENT_TYPE, "the body must be sent as Content-Type: application/json"
     return None
 
 
@@ -128,11 +124,12 @@ def _host_or_origin_refusal(
 ) -> tuple[str, str] | None:
     hosts = [value for key, value in scope.get("headers", ()) if key == b"host"]
     if len(hosts) > 1:  # RFC 9112 §3.2: 400; a proxy and this server could each read a different one
-        return DUPLICATE_HOST, "the request has more than one Host header"
+        return ServingErrorCode.DUPLICATE_HOST, "the request has more than one Host header"
     host = header(scope, b"host")
     if host is None or not is_loopback_host(host_name(host)):
-        return HOST_NOT_ALLOWED, f"a local {server} answers only requests addressed to a loopback host"
+        addressed = f"a local {server} answers only requests addressed to a loopback host"
+        return ServingErrorCode.HOST_NOT_ALLOWED, addressed
     origin = header(scope, b"origin")
     if origin is not None and not origin_allowed(normalize_origin(origin)):
-        return ORIGIN_NOT_ALLOWED, f"pages from this origin may not call the local {server}"
+        return ServingErrorCode.ORIGIN_NOT_ALLOWED, f"pages from this origin may not call the local {server}"
     return None

@@ -1,18 +1,11 @@
 """The library's coded errors: one base, and each code a session or a turn fails with, written here once.
 
-Errors cross layers here (a SageMaker stream's failure becomes a ``speech_error`` event, a refused
-payload an ``error`` event, a bad frame a wire ``error``), and each layer needs the same three facts: a
-``code`` a program can switch on, a ``message`` written for a person (never ``str(exc)`` of an internal
-exception), and ``retryable``: whether trying again (reconnecting, re-sending) can help. The retry
-decision reads ``retryable``, never the exception's class: ``no_credentials`` is a
-:class:`~strands_kokoro.sessions.base.SessionClosedError` (the stream is gone) and still not worth a
-reconnect.
-
-The codes come in three tables: the model server's (:class:`strands_kokoro.protocol.ErrorCode`, the
-wire's own), :class:`SessionErrorCode` (a session's transport or endpoint string) and
-:class:`TurnErrorCode` (a turn's own speech session and agent). Callers switch on the code, never on the
-message text. This module imports nothing of the library, so the wire, the sessions and the turn all
-import it.
+Every error carries a ``code`` a program switches on, a ``message`` for a person (never ``str(exc)`` of
+an internal exception) and ``retryable``: whether reconnecting or re-sending can help. Retry decisions
+read ``retryable``, never the class. Three tables: the model server's
+(:class:`strands_kokoro.protocol.ErrorCode`), :class:`SessionErrorCode` (a session's transport or endpoint
+string) and :class:`TurnErrorCode` (a turn's own). This module imports nothing of the library, so every
+layer imports it (architecture §9, "Coded errors").
 """
 
 from __future__ import annotations

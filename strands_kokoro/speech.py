@@ -7,12 +7,7 @@
         ...  # architecture §4 dicts: text_delta, audio_chunk, sentence_complete, agent_end, ...
     turn.result  # the agent's AgentResult
 
-Strands 1.62 has no per-token hook event, so the text is tapped with an ``InvokeModelStage`` middleware
-(registered when the agent is initialized): it sees every streamed chunk and knows when a model call
-ends, which is where the chunker is flushed, so the text written before a tool call is spoken before
-the tool runs. Everything a turn does (tasks, queues, the session) is created inside the turn, on the
-caller's event loop: nothing at import or construction time, because AgentCore runs each invocation on
-its own worker loop.
+A middleware taps the text; a turn's tasks live on the caller's event loop (architecture §9, "The turn").
 """
 
 from __future__ import annotations

@@ -17,16 +17,43 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 # Most lines a module docstring may have, per package. A benchmark's also shows how it is run.
-MAX_DOCSTRING_LINES = {"tts_container": 10, "kokoro_serving": 10, "cdk": 10, "benchmarks": 12}
+MAX_DOCSTRING_LINES = {
+    "tts_container": 10,
+    "kokoro_serving": 10,
+    "cdk": 10,
+    "benchmarks": 12,
+    "strands_kokoro": 10,
+    "agentcore_app": 10,
+}
 # Modules another change is rewriting now; each is listed with its length today and leaves this list
 # when that change lands.
 EXEMPT_LENGTH = {
     "tts_container/engines/onnx_engine.py": 11,
     "tts_container/engines/static_int8.py": 15,
     "tts_container/engines/windows.py": 40,
+    # Being edited in parallel (the listening client, the agent app's /ws and its local launchers); next pass.
+    "strands_kokoro/listening/answer.py": 11,
+    "strands_kokoro/listening/cascade.py": 28,
+    "strands_kokoro/listening/turn_taking.py": 16,
+    "agentcore_app/event_frames.py": 24,
+    "agentcore_app/ws_turns.py": 21,
+    "agentcore_app/local/__init__.py": 13,
+    "agentcore_app/local/commands.py": 18,
+    "agentcore_app/local/demo.py": 15,
+    "agentcore_app/local/paced_model.py": 12,
+    "agentcore_app/local/stack.py": 15,
+    "agentcore_app/local/ws_client.py": 12,
 }
 # Test folders of the same packages: no issue references there either.
-TEST_DIRS = ("tests/tts_container", "tests/kokoro_serving", "tests/cdk", "tests/benchmarks", "tests/faults")
+TEST_DIRS = (
+    "tests/tts_container",
+    "tests/kokoro_serving",
+    "tests/cdk",
+    "tests/benchmarks",
+    "tests/faults",
+    "tests/strands_kokoro",
+    "tests/agentcore_app",
+)
 
 # "issue 11", "Issues 23", "issue #4", or a bare "#123" (an upstream "owner/repo#123" is a citation and
 # stays: nothing but a space or a bracket may come before the "#").

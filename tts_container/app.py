@@ -31,6 +31,7 @@ from kokoro_serving.deadlines import (
     Refusal,
 )
 from kokoro_serving.routes import ROUTE_STATUSES, route_refusal
+from strands_kokoro.audio_encoding import warm_codecs
 from strands_kokoro.protocol import (
     DEFAULT_SAMPLE_RATE,
     DEFAULT_VOICE,
@@ -308,6 +309,7 @@ async def _load_and_warm(
         first_audio_ms = await _sentence_first_audio_ms(synthesizer, engine.renders_in_windows)
         if engine.lanes > 1:
             await _side_by_side(synthesizer, engine.lanes)
+        await _warm_codecs()
     except WeightsUnavailable as unavailable:  # an operator's problem, said whole: no traceback helps
         logger.error("loading the engine failed; /ping stays 503: %s", unavailable)
         state.load_failed = True
@@ -331,6 +333,18 @@ async def _load_and_warm(
     state.metrics.watch(state.admission, engine)
     if calibrator is not None:
         await calibrator.run()  # every other voice requested streams once fitted (in idle time)
+
+
+async def _warm_codecs() -> None:
+    """Every compressed format's codec loaded and set up once (:func:`warm_codecs`), so a request's
+    first compressed bytes leave with its first window; one that fails is logged, its format's
+    requests then meet the failure themselves."""
+    try:
+        warmed = await asyncio.to_thread(warm_codecs, DEFAULT_SAMPLE_RATE)
+    except Exception:
+        logger.exception("warming the audio codecs failed")
+        return
+    logger.info("audio codecs warm: %s", ", ".join(warmed) or "none (PyAV is not installed)")
 
 
 async def _log_load(state: ServerState) -> None:

@@ -1,15 +1,10 @@
 """``calculate``: the app's default tool, arithmetic a voice assistant can trust to read aloud.
 
-Models get sums wrong, and a wrong number read aloud sounds as right as a correct one. The expression is
-evaluated by ``simpleeval`` (an AST allowlist: numbers, arithmetic and comparison operators, the
-functions below; no names, attributes, imports or calls beyond them), so anyone who can talk to the
-agent can reach this tool without reaching the machine. It replaces strands-agents-tools' ``calculator``,
-deprecated in 0.8.10 (its migration path is a shell tool, which a voice app open to callers should not
-have).
-
-Bad input (a syntax error, a name it does not know, a power too large, a division by zero) raises
-``ValueError`` with a sentence the model can read; Strands turns it into an error tool result and the
-turn goes on.
+The expression is evaluated by ``simpleeval`` under an AST allowlist (numbers, arithmetic and comparison
+operators, the functions below; no names, attributes, imports or other calls), so anyone who can talk to
+the agent reaches this tool, not the machine. Bad input (a syntax error, an unknown name, a power too
+large, a division by zero) raises ``ValueError`` with a sentence the model can read; Strands turns it
+into an error tool result and the turn goes on. Why a tool of its own: architecture §10.
 """
 
 from __future__ import annotations

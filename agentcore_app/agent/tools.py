@@ -1,19 +1,11 @@
 """The app's tools: a small default set for a voice assistant, plus more named in a setting.
 
-The mission's usage line is ``Agent(tools=[...], hooks=[KokoroSpeech(endpoint=...)])``; this module fills
-``tools``. The default works offline and touches neither files nor the network: ``calculate``
-(:mod:`agentcore_app.agent.arithmetic`, arithmetic behind an AST allowlist: models get sums wrong, and a wrong
-number read aloud sounds right). The date and time reach the model as context with each question
-(:mod:`agentcore_app.agent.time_context`), not as a tool.
-
-``STRANDS_KOKORO_TOOLS="package.module:attr,other.module:attr"`` adds tools. Every entry is imported and
-checked when the app is built, so a typo stops ``python -m agentcore_app`` with one clear line instead of
-failing the first question that would have used it.
-
-While a slow tool runs, ``KokoroSpeech`` says a short filler once the audio before the tool has played
-out (``tool_filler`` after ``tool_filler_after_s``): ``STRANDS_KOKORO_TOOL_FILLER`` sets the words
-(``off``: stay silent) and ``STRANDS_KOKORO_TOOL_FILLER_AFTER_S`` the wait; :func:`speech_setting` reads
-both, checked at start like the tools.
+The default works offline and touches neither files nor the network: ``calculate``
+(:mod:`agentcore_app.agent.arithmetic`); the date and time reach the model as context
+(:mod:`agentcore_app.agent.time_context`), not as a tool. ``STRANDS_KOKORO_TOOLS="pkg.mod:attr,..."`` adds
+tools, each imported and checked when the app is built, so a typo stops the app with one clear line.
+:func:`speech_setting` reads the tool filler's words (``STRANDS_KOKORO_TOOL_FILLER``, ``off``: silent) and
+wait (``STRANDS_KOKORO_TOOL_FILLER_AFTER_S``), checked at start too.
 """
 
 from __future__ import annotations
@@ -32,10 +24,6 @@ MAX_FILLER_CHARS = 80
 DEFAULT_TOOLS: tuple[str, ...] = ("agentcore_app.agent.arithmetic:calculate",)
 
 
-class ToolSettingError(SettingError):
-    """A tool entry cannot be loaded; the message names the entry and what is wrong with it."""
-
-
 def tool_setting(environ: dict[str, str] | None = None) -> list[str]:
     """The extra entries named in ``STRANDS_KOKORO_TOOLS`` (comma or whitespace separated)."""
     raw = (os.environ if environ is None else environ).get(TOOLS_ENV, "")
@@ -48,19 +36,19 @@ def load_tool(entry: str) -> Any:
 
     module_name, sep, attr = entry.partition(":")
     if not sep or not module_name or not attr:
-        raise ToolSettingError(f"{TOOLS_ENV} entry {entry!r}: write it as 'package.module:attribute'")
+        raise SettingError(f"{TOOLS_ENV} entry {entry!r}: write it as 'package.module:attribute'")
     try:
         found: Any = importlib.import_module(module_name)
     except ImportError as exc:
-        raise ToolSettingError(
+        raise SettingError(
             f"{TOOLS_ENV} entry {entry!r}: module {module_name!r} cannot be imported ({type(exc).__name__})"
         ) from None
     for part in attr.split("."):
         if not hasattr(found, part):
-            raise ToolSettingError(f"{TOOLS_ENV} entry {entry!r}: {module_name!r} has no attribute {attr!r}")
+            raise SettingError(f"{TOOLS_ENV} entry {entry!r}: {module_name!r} has no attribute {attr!r}")
         found = getattr(found, part)
     if not isinstance(found, AgentTool):
-        raise ToolSettingError(
+        raise SettingError(
             f"{TOOLS_ENV} entry {entry!r} is a {type(found).__name__}, not a Strands tool "
             "(decorate the function with @strands.tool)"
         )
@@ -74,7 +62,7 @@ def load_tools(extra: Sequence[str] | None = None, *, defaults: Sequence[str] = 
     seen: dict[str, str] = {}
     for entry, tool in zip(entries, tools, strict=True):
         if tool.tool_name in seen:
-            raise ToolSettingError(
+            raise SettingError(
                 f"{TOOLS_ENV} entry {entry!r}: a tool named {tool.tool_name!r} is already loaded "
                 f"(from {seen[tool.tool_name]!r})"
             )
@@ -90,7 +78,7 @@ def speech_setting(environ: dict[str, str] | None = None) -> dict[str, Any]:
     if filler is not None:
         words = " ".join(filler.split())
         if len(words) > MAX_FILLER_CHARS:
-            raise ToolSettingError(f"{FILLER_ENV} is {len(words)} characters; a filler is a few words")
+            raise SettingError(f"{FILLER_ENV} is {len(words)} characters; a filler is a few words")
         options["tool_filler"] = None if words.lower() in ("", "off") else words
     after = env.get(FILLER_AFTER_ENV, "").strip()
     if after:
@@ -99,6 +87,6 @@ def speech_setting(environ: dict[str, str] | None = None) -> dict[str, Any]:
         except ValueError:
             seconds = -1.0
         if not 0 <= seconds <= 60:
-            raise ToolSettingError(f"{FILLER_AFTER_ENV}={after!r}: give seconds between 0 and 60")
+            raise SettingError(f"{FILLER_AFTER_ENV}={after!r}: give seconds between 0 and 60")
         options["tool_filler_after_s"] = seconds
     return options

@@ -1,17 +1,10 @@
 """The rules a remembered conversation keeps, as pure functions over Strands messages.
 
-Why these rules (every one keeps the history something any model provider accepts):
-
-- A *turn* starts at a user message that carries the user's words, not tool results. Bedrock's Converse
-  API (and most providers) want the history to start with such a message, every ``toolResult`` right
-  after the ``toolUse`` that asked for it, and roles alternating. Trimming whole turns from the front
-  keeps all three: a cut can never fall between a tool call and its result.
-- A turn that did not end normally (the listener barged in and the client went away, or the model
-  failed) is *collapsed*: it is kept as the user's prompt plus ONE assistant message holding the text
-  that was written to the client, or dropped entirely when nothing was written. Strands itself would
-  leave the prompt with no answer (it appends an assistant message only once a model call ends), which
-  makes the next prompt a second user message in a row; and a turn cut inside a tool call would leave
-  a ``toolUse`` without its result. The collapsed turn says what the listener was shown, nothing more.
+Every rule keeps the history something any model provider accepts: it starts with a user message that
+carries the user's words, each ``toolResult`` follows its ``toolUse``, roles alternate. Whole turns are
+trimmed from the front; a turn that did not end normally is *collapsed* to its prompt and one assistant
+message with the text written to the client, or dropped when nothing was written (architecture §10,
+"Conversations").
 """
 
 from __future__ import annotations

@@ -11,8 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentcore_app.errors import AppErrorCode, SettingError
-from strands_kokoro.errors import CodedError
+from agentcore_app.errors import AppErrorCode, ConversationSettingError, TurnRefused
 
 CONVERSATIONS_ENV = "STRANDS_KOKORO_CONVERSATIONS"
 TURNS_ENV = "STRANDS_KOKORO_CONVERSATION_TURNS"
@@ -43,25 +42,10 @@ spaces; 128 keeps ``session_<id>`` well inside a file name's 255 bytes.
 """
 
 
-class ConversationError(CodedError):
-    """A conversation cannot be used for this turn; ``code`` is the stable ``error`` event code."""
-
-
-class ConversationSettingError(CodedError, SettingError):
-    """A conversation setting cannot be understood; raised when the app is built, not on a request.
-
-    Coded like the per-turn :class:`ConversationError`: ``bad_conversations_location`` for where
-    conversations live, ``bad_conversation_setting`` for their bounds.
-    """
-
-    def __init__(self, message: str, code: str = AppErrorCode.BAD_CONVERSATION_SETTING) -> None:
-        super().__init__(code, message)
-
-
 def check_session_id(session_id: str) -> str:
     """Return ``session_id`` if it matches :data:`SESSION_ID_PATTERN`, else raise ``bad_session_id``."""
     if not SESSION_ID_PATTERN.match(session_id):
-        raise ConversationError(
+        raise TurnRefused(
             AppErrorCode.BAD_SESSION_ID,
             "the runtime session id must be 33-128 letters, digits, '-' or '_', starting with a letter "
             f"or digit (got {len(session_id)} characters)",

@@ -1,24 +1,11 @@
 """Conversations that remember, keyed by AgentCore's runtime session id, kept by Strands' session managers.
 
-AgentCore gives every conversation a runtime session id (the ``X-Amzn-Bedrock-AgentCore-Runtime-Session-Id``
-header; ``RequestContext.session_id`` in the entrypoint). Each turn of a conversation builds a fresh
-``Agent`` whose Strands session manager restores the history, so a restarted app (or a new AgentCore
-microVM for the same session) carries on where the last turn ended:
-
-- locally a ``FileSessionManager`` under a state directory (default
-  ``~/.cache/strands-kokoro/conversations``);
-- deployed an ``S3SessionManager`` on the bucket and prefix the CDK agent stack creates.
-
-Why the session managers are wrapped (:class:`TurnBuffer`): Strands writes every message the moment it
-is added, so a turn cut short by a barge-in would be stored half-done (a prompt without an answer, or a
-tool call without its result). Here a turn's messages are held until the turn ends and then written in
-one go, whole, or collapsed by the rules in :mod:`agentcore_app.conversation.history`.
-
-Bounds: at most ``max_turns`` turns are kept (the oldest whole turns go first), a conversation idle for
-``idle_expiry_s`` or older than ``max_age_s`` starts afresh (it is deleted when next addressed; the local
-state directory is also swept of expired conversations, and the deployed bucket expires them with a
-lifecycle rule set from the same age), and session ids must match ``SESSION_ID_PATTERN``. The settings
-and the id check are :mod:`agentcore_app.conversation.settings`.
+Each turn builds a fresh ``Agent`` whose session manager restores the history: a ``FileSessionManager``
+under a state directory locally, an ``S3SessionManager`` deployed. :class:`TurnBuffer` holds a turn's
+messages and writes them when it ends, whole or collapsed (:mod:`agentcore_app.conversation.history`),
+so a barge-in never stores half a turn. At most ``max_turns`` turns are kept; a conversation idle for
+``idle_expiry_s`` or older than ``max_age_s`` starts afresh (and is swept); session ids must match
+``SESSION_ID_PATTERN`` (:mod:`agentcore_app.conversation.settings`).
 """
 
 from __future__ import annotations
@@ -43,13 +30,11 @@ from strands.types.session import Session
 
 from agentcore_app.conversation.history import TurnWindowConversationManager, collapse_turn, is_turn_start
 from agentcore_app.conversation.settings import (
-    ConversationError,
-    ConversationSettingError,
     ConversationSettings,
     S3Location,
     check_session_id,
 )
-from agentcore_app.errors import AppErrorCode
+from agentcore_app.errors import AppErrorCode, ConversationSettingError, TurnRefused
 
 if TYPE_CHECKING:
     from strands import Agent
@@ -193,7 +178,7 @@ class ConversationStore:
     async def turn(self, session_id: str, *, wait_s: float = BUSY_WAIT_S) -> AsyncIterator[TurnBuffer]:
         """The conversation's session manager, held for one turn (one turn per conversation at a time).
 
-        Raises :class:`ConversationError` ``conversation_busy`` when the previous turn does not end within
+        Raises :class:`TurnRefused` ``conversation_busy`` when the previous turn does not end within
         ``wait_s``, and ``conversation_unavailable`` when the storage cannot be reached.
         """
         check_session_id(session_id)
@@ -202,7 +187,7 @@ class ConversationStore:
             try:
                 await asyncio.wait_for(lock.acquire(), wait_s)
             except TimeoutError:
-                raise ConversationError(
+                raise TurnRefused(
                     AppErrorCode.CONVERSATION_BUSY, "another turn of this conversation is still running"
                 ) from None
             try:
@@ -210,7 +195,7 @@ class ConversationStore:
                     manager = await asyncio.to_thread(self.open, session_id)
                 except Exception:
                     logger.exception("conversation %s could not be opened", session_id)
-                    raise ConversationError(
+                    raise TurnRefused(
                         AppErrorCode.CONVERSATION_UNAVAILABLE, "the conversation store cannot be reached"
                     ) from None
                 yield manager

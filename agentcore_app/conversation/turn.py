@@ -1,17 +1,11 @@
 """One spoken turn of a remembered conversation: restore, speak, store, in that order, whatever happens.
 
-Why a module of its own: the entrypoint (:mod:`agentcore_app.app`) stays the same for a single-turn agent
-and a conversation; only where the agent's history comes from and where the turn goes afterwards differ.
-
-The order matters:
-
-1. the conversation's lock is taken (one turn per conversation at a time: a barge-in's new question
-   waits until the interrupted turn has been stored, which takes milliseconds);
-2. the agent is built in a worker thread (Strands restores the history from files or S3 right there);
+1. the conversation's lock is taken (one turn per conversation: a barge-in's new question waits until
+   the interrupted turn has been stored);
+2. the agent is built in a worker thread (Strands restores the history there);
 3. the turn is spoken; every ``text_delta`` handed to the client is remembered as "written";
-4. the turn is stored, also when the client went away (barge-in) or the model failed: Strands' own
-   record if the agent finished its answer, else the prompt and the text written (see
-   :mod:`agentcore_app.conversation.history`).
+4. the turn is stored, also after a barge-in or a model failure: Strands' record if the agent finished,
+   else the prompt and the text written (:mod:`agentcore_app.conversation.history`).
 """
 
 from __future__ import annotations
@@ -22,9 +16,8 @@ from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
-from agentcore_app.conversation.settings import ConversationError
 from agentcore_app.conversation.store import ConversationStore, TurnBuffer
-from agentcore_app.errors import AppErrorCode
+from agentcore_app.errors import AppErrorCode, TurnRefused
 from kokoro_serving.uninterruptible import run_to_end
 
 if TYPE_CHECKING:
@@ -45,14 +38,14 @@ async def remembered_turn(
 ) -> AsyncGenerator[Event, None]:
     """Speak one turn of conversation ``session_id``; yields architecture §4 events.
 
-    Raises :class:`ConversationError` before the first event when the conversation cannot be used.
+    Raises :class:`TurnRefused` before the first event when the conversation cannot be used.
     """
     async with store.turn(session_id) as conversation:
         try:
             agent = await asyncio.to_thread(new_agent, conversation, store.conversation_manager())
         except Exception:
             logger.exception("conversation %s could not be restored", session_id)
-            raise ConversationError(
+            raise TurnRefused(
                 AppErrorCode.CONVERSATION_UNAVAILABLE, "the conversation could not be restored"
             ) from None
         conversation.open_turn()

@@ -7,9 +7,9 @@ the model server through its command lines only (``python -m tts_container``, by
 the LLM and uvicorn are imported inside the commands, so ``--help`` and a refused setting answer at once.
 
 - ``demo``: with ``--local`` (the default when no ``--endpoint-url`` is given) it provisions the Kokoro
-  weights, starts the model server and the agent app on free ports (the embedded LLM without a prompt
-  cache and, with ``--llm-pace``, at a hosted model's pace: :func:`compared_model`), hands the app's URL
-  to :mod:`agentcore_app.local.demo` and tears everything down afterwards.
+  weights, starts the model server and the agent app on free ports (the embedded LLM finding only the
+  system prompt cached and, with ``--llm-pace``, at a hosted model's pace: :func:`compared_model`), hands
+  the app's URL to :mod:`agentcore_app.local.demo` and tears everything down afterwards.
 - ``serve``: the browser voice player with the model server (unless ``--speech-endpoint`` names a running
   one) and the agent app behind it, on 127.0.0.1, until Ctrl-C.
 
@@ -82,16 +82,17 @@ async def _local_target(args: argparse.Namespace) -> AsyncIterator[str]:
 
 
 def compared_model(setting: str, pace: float | None) -> Callable[[], Model] | None:
-    """The model factory of a local comparison: for the embedded model, no prompt cache (every turn reads
-    its whole prompt, so neither mode finds the other's prompt cached) and, with ``pace``, its tokens
-    released no faster than ``pace`` per second; None (the setting's own model) for any other."""
+    """The model factory of a local comparison: for the embedded model, every turn finds the system
+    prompt already read and reads the rest fresh (as a served model's prefix cache serves a new caller,
+    so neither mode finds the other's prompt cached) and, with ``pace``, its tokens released no faster
+    than ``pace`` per second; None (the setting's own model) for any other."""
     if setting != "local":
         return None
     from agentcore_app.agent.local_llm import LocalSmolLM2Model
     from agentcore_app.local.paced_model import PacedModel
 
     def model() -> Model:
-        embedded = LocalSmolLM2Model(cache_prompt=False)
+        embedded = LocalSmolLM2Model(cached_prefix="system")
         return embedded if pace is None else PacedModel(embedded, pace)
 
     return model
@@ -102,7 +103,9 @@ def llm_setting(args: argparse.Namespace) -> LlmSetting:
     from agentcore_app.local.report import LlmSetting
 
     if args.model == "local":
-        return LlmSetting("local (the embedded SmolLM2-135M-Instruct)", args.llm_pace, prompt_cache=False)
+        return LlmSetting(
+            "local (the embedded SmolLM2-135M-Instruct)", args.llm_pace, prompt_cache="system prompt"
+        )
     return LlmSetting(args.model)
 
 

@@ -8,8 +8,8 @@ module their URL, so the deployable package never depends on the launchers.
 
 Fair by construction: every time is counted from the moment the request was sent (what the listener
 waits), the modes take turns going first (``--repeat N`` asks N rounds, alternating the order, and
-reports medians), and a local launcher gives both modes the same model state (no prompt cache: every
-turn reads its whole prompt). The table says which LLM answered and at what pace.
+reports medians), and a local launcher gives both modes the same model state (the system prompt
+already read, the user's prompt read fresh). The table says which LLM answered and at what pace.
 
 A conversation (``--turns "q1" "q2" ...`` and/or ``--session ID``) is
 :mod:`agentcore_app.local.demo_conversation`; how turns reach the app is :mod:`agentcore_app.local.delivery`.

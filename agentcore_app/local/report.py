@@ -32,13 +32,14 @@ class LlmSetting:
     """Which LLM answered and how fast it was let write: printed above the table and saved in the JSON.
 
     ``pace_tokens_per_s``: the launcher released the model's tokens no faster than that (``--llm-pace``);
-    None: the model's own speed. ``prompt_cache``: False when every turn read its whole prompt (both
-    modes from the same model state); None when the demo cannot know (an app it did not start).
+    None: the model's own speed. ``prompt_cache``: what every turn found already read, ``"system
+    prompt"`` when each turn read the rest of its prompt fresh (both modes from the same model state);
+    None when the demo cannot know (an app it did not start).
     """
 
     model: str
     pace_tokens_per_s: float | None = None
-    prompt_cache: bool | None = None
+    prompt_cache: str | None = None
 
     def line(self) -> str:
         speed = (
@@ -48,8 +49,11 @@ class LlmSetting:
             else "at its own speed"
         )
         said = f"LLM: {self.model}, {speed}"
-        if self.prompt_cache is False:
-            said += "; no prompt cache: every turn reads its whole prompt, so both modes start alike"
+        if self.prompt_cache is not None:
+            said += (
+                f"; prompt cache: the {self.prompt_cache} only, every turn reads the rest fresh, so both "
+                "modes start alike"
+            )
         return said
 
     def recorded(self) -> dict[str, Any]:

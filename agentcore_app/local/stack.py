@@ -328,8 +328,9 @@ async def agent_app(
 
 async def warm_up_model(model: str, prompt: str | None = None) -> None:
     """Load the embedded LLM now (off the first turn's clock) and, given a prompt, pre-fill its prompt
-    cache (llama.cpp reuses a cached prompt prefix). The demo's comparison reads every prompt whole
-    instead (:func:`agentcore_app.local.commands.compared_model`), so neither mode finds the other's cached.
+    cache (llama.cpp reuses a cached prompt prefix). The demo's comparison keeps only the system prompt
+    cached instead (:func:`agentcore_app.local.commands.compared_model`), so neither mode finds the
+    other's prompt cached.
     """
     if model != "local":
         return

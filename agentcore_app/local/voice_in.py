@@ -1,26 +1,11 @@
 """``agent-infra demo --voice-in A.wav [B.wav ...]``: WAV files as the user's microphone on ``/ws``, timed.
 
-The files are streamed in real time (32 ms frames of 16 kHz s16le, silence between them, as a live
-microphone sends) after ``audio_start`` (:mod:`agentcore_app.voice_input`), one user turn per file. The
-next file starts once the agent's answer has played (``bidi_response_stop``: the cascade sends it when
-the listener has heard everything), or, with ``--interrupt-after SECONDS``, that long after the agent's
-first audio of the answer: the next turn barges in.
-
-Per turn, from the events and the client's own clock (every input position is sent at a known moment):
-
-- ``transcript``: what the app heard (the user's ``bidi_transcript_block``);
-- ``voice_to_voice_ms``: from the end of the user's speech in the file (its last voiced frame, as the
-  app's voice activity found it: ``user_speech`` ``end``) to the agent's first audio arriving here,
-  split into ``end_of_turn_ms`` (the silence that ends the turn), ``transcript_ms`` (Whisper's rest)
-  and ``answer_audio_ms`` (the text model's first sentence and its first audio);
-- ``barge_in_ms``, for a turn that interrupts: from the start of the user's speech in the file
-  (``user_speech`` ``start``) to ``bidi_barge_in`` arriving here. The app sends the answer's audio
-  ahead of playback, so its last frame sent is long gone by then; ``bidi_barge_in`` is when a player
-  (this one, the browser player, Strands' ``AudioIO``) stops playing it: the time until the agent's
-  voice stops.
-
-With ``--local`` the stack keeps the app's own model settings (the embedded model's prompt cache on, as in
-a conversation), not the bidi/batch comparison's.
+The files go out in real time (32 ms frames of 16 kHz s16le, silence between them) after ``audio_start``
+(:mod:`agentcore_app.voice_input`), one user turn each; the next starts once the answer has played
+(``bidi_response_stop``) or, with ``--interrupt-after SECONDS``, that long after its first audio (a
+barge-in). :func:`measure` reads each turn's transcript and times from the events and the client's clock
+(:class:`VoiceTurn` says what each time counts). With ``--local`` the stack keeps the app's own model
+settings (the embedded model's prompt cache on, as in a conversation).
 """
 
 from __future__ import annotations
@@ -113,7 +98,18 @@ def read_wav(path: Path) -> bytes:
 
 @dataclass
 class VoiceTurn:
-    """One file as a user turn: where it went in the microphone's stream and what the app answered."""
+    """One file as a user turn: where it went in the microphone's stream and what the app answered.
+
+    - ``transcript``: what the app heard (the user's ``bidi_transcript_block``);
+    - ``voice_to_voice_ms``: from the end of the user's speech in the file (its last voiced frame, as the
+      app's voice activity found it: ``user_speech`` ``end``) to the agent's first audio arriving here,
+      split into ``end_of_turn_ms`` (the silence that ends the turn), ``transcript_ms`` (Whisper's rest)
+      and ``answer_audio_ms`` (the text model's first sentence and its first audio);
+    - ``barge_in_ms``, for a turn that interrupts: from the start of the user's speech in the file
+      (``user_speech`` ``start``) to ``bidi_barge_in`` arriving here. The app sends the answer's audio
+      ahead of playback, so its last frame sent is long gone by then; ``bidi_barge_in`` is when a player
+      stops playing it: the time until the agent's voice stops.
+    """
 
     file: str
     interrupting: bool

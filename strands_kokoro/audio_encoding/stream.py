@@ -1,4 +1,5 @@
-"""What an audio stream is to its users: the formats there are, the encoder protocol, and choosing one.
+"""What an audio stream is to its users: the formats there are, the encoder protocol, choosing one, and
+warming every codec before the first stream.
 
 Why apart from the codecs: callers (the model server, the turn's output) name a format and get an
 encoder; whether that format needs PyAV, and which class writes it, is decided here once.
@@ -67,3 +68,21 @@ def new_encoder(fmt: AudioFormatName | EncodedFormat, sample_rate: int) -> Audio
     if fmt == "flac":
         return FlacEncoder(sample_rate)
     return Mp3Encoder(sample_rate)
+
+
+_WARM_UP_MS = 100
+
+
+def warm_codecs(sample_rate: int) -> tuple[EncodedFormat, ...]:
+    """Load PyAV and run a short silence through a stream of every compressed format at ``sample_rate``,
+    so that a process's first compressed stream starts as soon as its PCM does: FFmpeg's libraries load
+    and each codec sets itself up on first use. Returns the formats warmed (none without PyAV)."""
+    if not encoder_available("opus"):
+        return ()
+    silence = bytes(2 * sample_rate * _WARM_UP_MS // 1000)
+    warmed = tuple(fmt for fmt in ENCODED_FORMATS if fmt not in ("pcm", "wav"))
+    for fmt in warmed:
+        encoder = new_encoder(fmt, sample_rate)
+        encoder.encode(silence)
+        encoder.finish()
+    return warmed

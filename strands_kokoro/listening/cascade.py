@@ -13,17 +13,14 @@ What it does with the user's audio (16 kHz mono s16le, ``AudioDelta``): voice ac
 frame (:mod:`~strands_kokoro.listening.voice_activity`), turn-taking over it
 (:mod:`~strands_kokoro.listening.turn_taking`: end of turn after ``end_of_turn_ms`` of silence, barge-in
 after ``min_interruption_ms`` of speech), Whisper on each utterance
-(:mod:`~strands_kokoro.listening.speech_to_text`; started at the pause that may end the turn, after
-``transcribe_after_ms`` of silence, so that the end-of-turn wait and the transcription overlap), then
+(:mod:`~strands_kokoro.listening.speech_to_text`, started at the pause that may end the turn), then
 one :class:`~strands_kokoro.listening.answer.SpokenAnswer` per user turn. A ``BidiMessage`` of text is a
 typed user turn; one of tool results answers the tools the current answer asked for.
 
 Events out (``receive``): Strands' ``bidi_connection_start``, the user's ``bidi_transcript_*``, the
 answer's events (:mod:`~strands_kokoro.listening.answer`), ``bidi_barge_in``, and the cascade's own
 (:mod:`~strands_kokoro.listening.events`): ``user_speech`` (start/end), ``listening_error`` for input it
-refuses or cuts (the conversation goes on), ``speech_error``. A text model with a
-``warm_up(system_prompt)`` (the embedded SmolLM2) reads the system prompt at ``start``, so the first turn
-costs what later ones do.
+refuses or cuts (the conversation goes on), ``speech_error``.
 
 The conversation the text model reads is the cascade's own: the ``messages`` it was started with (the
 agent's history), the user's turns, and each answer's tool exchanges and the text the listener heard.
@@ -73,7 +70,8 @@ class KokoroCascade(BidiModel):
 
     ``speech``: the ``KokoroSpeech`` that speaks the answers (PCM only); without it one is made for
     ``endpoint`` with ``speech_options`` (voice, speed, ...). ``listening``: the turn-taking settings.
-    ``transcriber``: the speech-to-text (Whisper-base, English, by default).
+    ``transcriber``: the speech-to-text (Whisper-base, English, by default). A text model with a
+    ``warm_up(system_prompt)`` (the embedded SmolLM2) reads the system prompt at ``start``.
     """
 
     def __init__(

@@ -6,18 +6,14 @@ probability) and says what happened, as :class:`Signal` values:
 - ``speech``: a frame was voiced after silence (an utterance may be starting; nothing is decided yet);
 - ``interruption``: the utterance holds ``min_interruption_ms`` of voiced frames: it is speech, enough to
   stop an agent that is talking (a cough or a 200 ms noise burst never gets there);
+- ``pause``: ``transcribe_after_ms`` of silence after ``min_speech_ms`` of speech; ``audio``: so far;
 - ``utterance``: the user was silent for ``end_of_turn_ms`` after at least ``min_speech_ms`` of voiced
   frames: the turn is the user's, ``audio`` holds it (with ``pre_roll_ms`` before its first voiced frame);
-- ``pause``: the utterance holds ``min_speech_ms`` of voiced frames and the user has been silent for
-  ``transcribe_after_ms``: ``audio`` holds the utterance so far, so its transcription can start while the
-  end-of-turn silence runs on (if the user speaks again, it was a pause within the turn; if not, the
-  ``utterance`` that follows has the same ``speech_end_ms``: no voiced frame came after);
 - ``noise``: the same silence after fewer voiced frames: not a turn, dropped;
 - ``too_long``: the utterance reached ``max_utterance_ms``: it ends here (an ``utterance`` follows).
 
-Voiced means a probability of at least ``threshold``; silence below ``threshold - 0.15`` (the gap between
-holds the state, as silero's own ``get_speech_timestamps`` does). Times are milliseconds of audio read so
-far (``at_ms``), so the rules are the same in real time and faster. Pure Python: no model, no clock.
+Voiced: a probability of at least ``threshold``; silence: below ``threshold - 0.15`` (between, the state
+holds, as in silero's ``get_speech_timestamps``). Times are ms of audio read (``at_ms``): no model, no clock.
 """
 
 from __future__ import annotations

@@ -1,20 +1,11 @@
 """Where a sentence may be cut into pieces, if it must be: its words, clause marks and weak endings.
 
-Kept apart from :mod:`strands_kokoro.pacing.pacer` because it is a model of the text, not of time: the pacer
-decides *whether* to cut and how much may go; this module says *where* a cut sounds least broken off. A
-clause mark (or the place just before a word that opens a clause: "... blue" | "because ...") is best; a
-word a speaker would not pause after ("of", "the", "du", "de la") or a number (it may be cut from its
-unit: "60" | "km/h") is never chosen when there is another choice. The weak words are those of the
-languages Kokoro's voices speak with spaces between words (English, French, Spanish, Italian, Brazilian
-Portuguese, Hindi), in one vocabulary: the pacer need not know the request's language, and the words
-that another of these languages pauses after ("son", "ton", "um", "Ed") are left out.
-
-A cut in a sentence still being written leaves :data:`MIN_LOOKAHEAD_WORDS` written words after it: they
-go to the server as ``next_text``, and the server renders the piece's last words with them. Measured
-(``benchmarks.joins``: 40 cuts, two voices, against the sentences spoken whole): with one word of
-lookahead 45% of the words before a cut were more than 15% longer or shorter than spoken whole and 20%
-of the pitch steps there over 2 semitones; with three, 22% and 5%. A complete sentence always gives the
-true rest of the sentence, however short.
+The pacer decides *whether* to cut and how much may go; this module says *where* a cut sounds least
+broken off: a clause mark (or just before a word that opens a clause) is best; a weak word ("of", "the",
+"du", "de la") or a number is never chosen while there is another choice. One vocabulary serves every
+language Kokoro writes with spaces, so the pacer need not know the request's language. A cut in a
+sentence still being written leaves :data:`MIN_LOOKAHEAD_WORDS` written words after it, sent as
+``next_text`` (architecture §9, "Pacing").
 """
 
 from __future__ import annotations

@@ -1,42 +1,12 @@
 """Where the agent's text is cut into speech requests: whole sentences, a cut only when the listener waits.
 
-Why whole sentences (architecture §5): Kokoro speaks each request as a complete utterance, so a piece of a
-sentence spoken as a request of its own ends like a sentence: a pause and a stretched last word at every
-cut (docs/benchmarks.md, "Joins", has the figures). The model server streams a sentence's audio window
-by window (``tts_container.engines.windows``): its first audio comes after the sentence's prosody and one
-small window, whatever its length. So the natural unit is the sentence, and cutting buys latency only while a
-sentence is still being written, or from a server whose first audio grows with the text (one that does
-not stream; measured, or assumed when it does not say).
-
-:class:`SpeechPacer` decides each request from what the turn knows:
-
-- the text: the chunker's complete sentences (with their offsets) and the settled part of the sentence
-  being written (:meth:`IncrementalSentenceChunker.pending`); the pacer keeps offsets, not a copy;
-- the listener's buffer: audio received minus real-time playback since the first byte (the same simulated
-  player as the benchmarks' stall measure);
-- the engine (:class:`~strands_kokoro.pacing.engine_speed.EngineSpeed`): its first-audio latency
-  (advertised at session start, then measured), real-time factor and audio per character;
-- the requests in flight, as the turn's request ledger sees them (the pacer tracks none itself).
-
-The rules:
-
-- a complete sentence goes whole; while one is synthesized another may wait queued (at most
-  :data:`MAX_IN_FLIGHT`), so each decision uses the newest measurements and the server never idles;
-- a sentence still being written is cut only when the listener would otherwise wait: the first request
-  of a turn once the sentence has taken longer than :data:`FIRST_SENTENCE_WAIT_MS` to write, or when,
-  waiting for the rest of it (at the LLM's rate so far), the buffered audio would run out about when its
-  audio arrived (a margin of two of the LLM's write intervals). The piece is the longest settled prefix of
-  at least :data:`MIN_WORDS` words that leaves three written words after it (the server's lookahead:
-  :mod:`strands_kokoro.pacing.cut_points` says what fewer cost), ending at a clause mark if one fits, else not
-  on a word like "of", "the" or "du";
-- a server whose first audio grows with the text (not streaming) gets the old treatment: a short first
-  phrase (3-5 words) and pieces sized so their synthesis ends before the buffer runs dry;
-- every cut carries the words around it (``previous_text``/``next_text``): the server renders the piece
-  as part of its sentence, so the cut is not heard.
-
-Plain, synchronous and deterministic: every method takes ``now`` (milliseconds on any clock), so the unit
-tests drive it over a simulated clock; :class:`~strands_kokoro.turn.speech_turn.SpeechTurn` feeds it the real
-one.
+:class:`SpeechPacer` reads the chunker's sentences (as offsets), the listener's buffer, the engine's
+speed (:mod:`strands_kokoro.pacing.engine_speed`) and the requests in flight as the turn's ledger sees
+them. A complete sentence goes whole (at most :data:`MAX_IN_FLIGHT` in flight); one still being written
+is cut only when the listener would otherwise wait, leaving written words after the cut as context
+(:mod:`strands_kokoro.pacing.cut_points`); a server that does not stream gets a short first phrase.
+Every cut carries the words around it. Synchronous and deterministic: every method takes ``now``
+(milliseconds on any clock). The rules and their reasons: architecture §5 and §9, "Pacing".
 """
 
 from __future__ import annotations

@@ -1,18 +1,12 @@
 """The wire protocol between the Kokoro model server and its clients (architecture §3), in both directions.
 
-One package, imported by both ends (``tts_container`` and ``strands_kokoro.sessions``): every message is
-a typed dataclass here, built with ``to_wire()`` (or ``to_dict()`` where it travels inside SSE or an
-HTTP body) and read with one ``parse_*`` function per direction. No frame is built or parsed anywhere
-else. It is pure data and validation: no sockets, no event loop, no numpy.
-
-Its modules, one concept each: :mod:`.limits` (routes, defaults, limits), :mod:`.audio_formats` (what the
-audio is), :mod:`.json_wire` (JSON and SSE as the wire writes and reads them), :mod:`.errors` (the codes
-and the refusal), :mod:`.client_messages` / :mod:`.client_parsing` (what a client sends, and reading it
-with :mod:`.request_fields` and :mod:`.voices`), :mod:`.frames` / :mod:`.frame_parsing` (what a server
-sends, and reading it). Import from the package: its names are the public ones.
-
-Why the classification rule matters: raw PCM can begin with byte ``0x7b`` (``{``), so a receiver may
-only call a payload a control frame when the *whole* payload decodes as UTF-8 JSON to an object.
+Both ends import it: every message is a typed dataclass here, built with ``to_wire()`` (or ``to_dict()``
+inside SSE or an HTTP body) and read with one ``parse_*`` function per direction; no frame is built or
+parsed anywhere else. Pure data and validation: no sockets, no event loop, no numpy. Raw PCM can begin
+with ``{``, so a payload is a control frame only when the *whole* of it decodes as a JSON object.
+Modules: :mod:`.limits`, :mod:`.audio_formats`, :mod:`.json_wire`, :mod:`.errors`,
+:mod:`.client_messages` / :mod:`.client_parsing` (with :mod:`.request_fields`, :mod:`.voices`) and
+:mod:`.frames` / :mod:`.frame_parsing`. Import from the package.
 """
 
 from __future__ import annotations

@@ -1,14 +1,11 @@
 """Sessions to a Kokoro server, chosen by endpoint string (see :func:`open_session`).
 
-The endpoint string is the one knob a user sets, so it alone picks the transport:
-
 - ``ws://`` / ``wss://``            the server's WebSocket route (persistent, sentence by sentence)
 - ``http://`` / ``https://``        POST /invocations, one streamed request per sentence
-- ``sagemaker:<name>[?region=..]``  SageMaker bidirectional streaming (HTTP/2 SDK), imported lazily
-- ``sagemaker-batch:<name>[?..]``   SageMaker ``invoke_endpoint_with_response_stream`` (boto3), lazily
+- ``sagemaker:<name>[?region=..]``  SageMaker bidirectional streaming (HTTP/2 SDK)
+- ``sagemaker-batch:<name>[?..]``   SageMaker ``invoke_endpoint_with_response_stream`` (boto3)
 
-The SageMaker modules pull optional dependencies, so they are imported only when such an endpoint is
-actually opened; ``import strands_kokoro.sessions`` stays light.
+The SageMaker modules pull optional dependencies and are imported only when such an endpoint is opened.
 """
 
 from __future__ import annotations

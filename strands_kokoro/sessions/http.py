@@ -1,15 +1,9 @@
 """POST /invocations as a session: ``http://`` / ``https://`` endpoints, one streamed call per request.
 
-Hosts that only expose the request/response route (SageMaker's classic contract, a plain load balancer)
-still stream audio back while it is produced; this session turns each streamed response into the same
-start/audio/complete events the WebSocket session yields, so ``KokoroSpeech`` does not care which one it
-talks to. Queueing, ordering and cancel are :class:`~strands_kokoro.sessions.base.OneRequestAtATimeSession`'s.
-
-Why ``format="sse"`` and not raw ``pcm``: once the server has said 200, a raw body can only end early
-when synthesis fails, which looks exactly like a dropped connection. SSE carries the server's coded
-``error`` (the request failed: report it, go on) apart from a broken stream (the server went away:
-reopen and re-send), at the price of base64 on a link that is usually local. httpx-sse joins events
-across chunks.
+Each streamed response becomes the same start/audio/complete events the WebSocket session yields.
+Queueing, order and cancel are :class:`~strands_kokoro.sessions.base.OneRequestAtATimeSession`'s. The body
+asked for is SSE (``format="sse"``), so the server's coded ``error`` (report it, go on) is told apart
+from a broken stream (reopen and re-send); httpx-sse joins events across chunks.
 """
 
 from __future__ import annotations

@@ -1,39 +1,13 @@
 """SageMaker bidirectional streaming: ``sagemaker:<endpoint-name>[?region=...]``.
 
-The same persistent session as ``ws://``, routed by SageMaker: every protocol message goes up as one
-``RequestPayloadPart`` (``DataType=UTF8``); every server frame (JSON control text or raw PCM) comes back
-as one or more ``ResponsePayloadPart`` events.
-
-How a response frame is read (SageMaker's bidi contract: ``DataType`` is ``UTF8`` or ``BINARY``,
-``CompletionState`` is ``PARTIAL`` or ``COMPLETE``, an absent ``CompletionState`` means ``COMPLETE``,
-and SageMaker passes fragments through as-is, never joining them for us):
-
-- parts are joined until the one that completes the frame (:class:`PartAssembler`), bounded by
-  ``max_frame_bytes`` so a server that never says ``COMPLETE`` costs a coded error, not all the memory;
-- a ``UTF8`` frame is a control frame (JSON text); a ``BINARY`` frame is audio, even when its bytes
-  happen to parse as a JSON object (PCM can spell ``{"type":"error"}``);
-- only a frame without ``DataType`` (an older router, a test double) falls back to the whole-JSON-object
-  content rule of architecture §3.
-
-Things the HTTP/2 SDK (``aws-sdk-sagemaker-runtime-http2``) needs that are easy to get wrong:
-
-- Its default transport is aiohttp, which cannot stream both ways; bidirectional streaming needs the
-  CRT client forced to HTTP/2, on port 8443 of the regional runtime host.
-- Its credential chain is not boto3's; we sign with botocore's (:mod:`.aws_credentials`).
-- Each event is signed with the previous event's signature, so sends are serialised by a lock.
-- Ending the input stream makes SageMaker hang up on the container: audio still in flight is lost.
-  :meth:`SageMakerBidiSession.close` therefore waits until every sent request has completed (as seen by
-  the :meth:`~SageMakerBidiSession.events` consumer) before it sends ``close`` and ends the input.
-- The client's HTTP/2 connection is bound to the loop that opened it: one client per session, unshared.
-
-Error mapping (all :class:`~strands_kokoro.sessions.aws_credentials.SageMakerError`, a
-:class:`~strands_kokoro.sessions.base.SessionClosedError`, so the caller reopens and re-sends):
-``ModelStreamError`` → ``model_stream_error`` (``aws_code`` keeps SageMaker's, e.g. ``StreamBroken``),
-``InternalStreamFailure`` → ``internal_stream_failure``, ``ModelError`` at open → ``model_error``,
-``InputValidationError`` / ``ServiceUnavailableError`` / ``InternalServerError`` → ``endpoint_unavailable``,
-anything the transport raises → ``connection_failed``; a response frame over ``max_frame_bytes`` →
-``frame_too_large``; a region in no partition botocore knows → ``unknown_region``. The server's own
-``error`` frames stay :class:`~strands_kokoro.sessions.base.ServerError` events: the session goes on.
+The same persistent session as ``ws://``, routed by SageMaker: each protocol message goes up as one
+``RequestPayloadPart``; a server frame comes back as parts joined until the one that completes it
+(:class:`PartAssembler`, bounded by ``max_frame_bytes``). A ``UTF8`` frame is control, a ``BINARY`` one
+audio. Sends are serialised (each event is signed with the previous one's signature); :meth:`close`
+waits for every sent request first, since ending the input makes SageMaker hang up on the container.
+Every SageMaker failure is a ``SageMakerError`` (a ``SessionClosedError``: reopen and re-send); the
+server's ``error`` frames stay events. The SDK's pitfalls and the error table: architecture §9,
+"Sessions".
 """
 
 from __future__ import annotations

@@ -1,26 +1,12 @@
 """SageMaker response streaming through boto3: ``sagemaker-batch:<endpoint-name>[?region=...]``.
 
-One ``invoke_endpoint_with_response_stream`` call per sentence (POST /invocations semantics of the model
-server: the protocol's :class:`~strands_kokoro.protocol.Invocation` body). It is the baseline the
-bidirectional session is measured against, and the path that works with boto3 alone. Queueing, order and
-cancel are :class:`~strands_kokoro.sessions.base.OneRequestAtATimeSession`'s; what is SageMaker's is here.
-
-Why the reassembly: SageMaker cuts the container's byte stream into payload parts wherever it likes, so
-a part can end mid SSE event or mid UTF-8 character. The body asked for is SSE (it carries the
-server's coded errors, word timings and completion, which a bare PCM body cannot: a failure would look
-like a short answer), decoded by httpx-sse over an httpx response whose body is the part stream, so
-lines and events are joined across parts by the library.
-
-boto3 blocks, so the stream is iterated in a worker thread, one step per executor call: the event
-loop never blocks and there is no second event loop. ``cancel`` closes the botocore stream and stops
-waiting for the step in flight at once (see ``_in_thread``).
-
-Error mapping: the container refusing a request (``ModelError`` carrying our server's coded error
-frame) and a stream that breaks mid-request (``ModelStreamError`` → ``model_stream_error``,
-``InternalStreamFailure`` → ``internal_stream_failure``) fail that one request as a
-:class:`~strands_kokoro.protocol.ServerError` (the next request is a new call, so the session goes
-on). An endpoint that cannot be reached, found or signed for raises
-:class:`~strands_kokoro.sessions.aws_credentials.SageMakerError` (a ``SessionClosedError``).
+One ``invoke_endpoint_with_response_stream`` call per sentence, with an SSE body (the protocol's
+:class:`~strands_kokoro.protocol.Invocation`), decoded by httpx-sse over the part stream, since SageMaker
+cuts the bytes anywhere. boto3 blocks, so the stream is iterated in a worker thread one step at a time;
+``cancel`` stops at once. Queueing, order and cancel are
+:class:`~strands_kokoro.sessions.base.OneRequestAtATimeSession`'s. A refused or broken request fails alone
+as a :class:`~strands_kokoro.protocol.ServerError`; an endpoint that cannot be reached, found or signed for
+raises :class:`~strands_kokoro.sessions.aws_credentials.SageMakerError` (architecture §9, "Sessions").
 """
 
 from __future__ import annotations

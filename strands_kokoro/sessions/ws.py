@@ -103,7 +103,7 @@ class WebSocketSession:
         """``abandon``: the block ended with an exception (the turn was cancelled: a hang-up, a failure).
 
         Then ``cancel`` goes first: ``close`` alone makes the server finish every queued request before
-        it closes, for a listener who is gone (14 requests per hang-up, measured before this).
+        it closes, for a listener who is gone.
         """
         if self._ws is None or self._closing:
             return

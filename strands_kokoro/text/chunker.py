@@ -1,41 +1,12 @@
 """Cut a stream of model text into sentences the moment each one is complete, for a TTS model.
 
-Why hand-written: the segmenters the field uses (pySBD, sentencex, blingfire, spaCy) take a whole text
-and re-segment it from the start; run on a growing buffer they cost quadratic time and may move a
-boundary they already reported. A speaking agent needs the opposite: a sentence is handed to the TTS
-model as soon as it is certain, and never taken back. So this chunker scans each character once
-(keeping a scan position, never searching the buffer from its start again), and decides a boundary
-only from a bounded window after the terminal mark (:data:`~strands_kokoro.text.sentence_rules.WINDOW`
-characters at most, usually just the space and the next letter). Because every decision sees the same
-window however the input was fragmented, the output is identical for the whole text, one character
-at a time, or token-sized pieces. The language rules live in :mod:`strands_kokoro.text.sentence_rules`.
-
-Nothing is lost and nothing is rewritten: every sentence is a verbatim slice of the input, stripped
-of surrounding whitespace, and the sentences follow each other in input order, so joined together
-they equal the input up to whitespace. What is held back between feeds is the unfinished sentence
-plus at most the window.
-
-Sentences, not markdown. The production path is ``SpeechTextFilter.feed`` (it owns markdown: it drops
-fenced code blocks, emphasis and emoji, and puts a blank line around headings, list items and table
-rows) then :meth:`IncrementalSentenceChunker.feed`. The chunker knows no markdown; the one layout
-rule it keeps is that a blank line ends a chunk (a paragraph, or a heading without a period). Inline
-list markers are sentence rules, not markdown: ``1. The first item 2. The second item`` is two chunks.
-
-``max_chars=M`` (off by default): no chunk is longer than M characters; an over-long sentence is cut
-at its last clause mark (``,`` ``;`` ``:`` ``—``) past a third of M, else at its last space, else at M.
-Where the first request of a turn is cut (a short first phrase) is not the chunker's business: the
-speech pacer decides that from :meth:`~IncrementalSentenceChunker.pending` (the sentence still being
-written, up to :attr:`~IncrementalSentenceChunker.settled`).
-
-``flush()`` ends the input: it returns the sentences that only the end of input could settle, as a
-list, and resets the chunker, so one instance serves one text segment after another.
-
-Every sentence is a :class:`Sentence`: a ``str`` (so it compares, joins and prints as its text) that also
-says where it lies in everything fed to this chunker (``start``/``end``, character offsets that keep
-counting across flushes), and :meth:`IncrementalSentenceChunker.pending` hands out the settled part of the
-sentence still being written the same way. A consumer that cuts the text further (the speech pacer) keeps
-offsets into these, never a copy of the text (LiveKit's tokenizers hand out ``(token, start, end)`` for
-the same reason).
+Each character is scanned once and a boundary is decided only from a bounded window after the mark
+(:data:`~strands_kokoro.text.sentence_rules.WINDOW`), so the output is the same however the input was
+fragmented, and a reported sentence is never taken back. Every :class:`Sentence` is a verbatim slice of
+the input with its ``start``/``end`` offsets (counted across flushes); joined they equal the input up to
+whitespace. A blank line ends a chunk; ``max_chars`` cuts an over-long sentence. :meth:`flush` ends the
+input and resets, and :meth:`IncrementalSentenceChunker.pending` hands out the settled part of the
+sentence still being written. Why hand-written: architecture §9, "Text".
 """
 
 from __future__ import annotations

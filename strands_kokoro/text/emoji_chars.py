@@ -1,16 +1,9 @@
 """Which characters are emoji: the one rule, used by the client's speech filter and the model server.
 
-A pictograph is a character of Unicode's Extended_Pictographic property (emoji-data.txt, Unicode 15.1),
-folded into ranges, with whole blocks taken where Unicode reserves their unassigned code points for
-future pictographs (Miscellaneous Symbols and Dingbats, the supplementary emoji blocks): a model may
-write one a font shows as an emoji before any table here knows it. Python's ``unicodedata`` has no emoji
-properties, and the emoji packages carry megabytes of names this does not need. Components (the zero
-width joiner, the keycap mark, variation selectors, tag characters) only ever glue or modify emoji, so
-they go wherever they appear.
-
-What each end keeps of them is its own choice, passed as ``kept``: ©, ® and ™ are said in every
-language (:data:`SAID_EVERYWHERE`); the client's filter also keeps what the server reads (‼ and ⁉ as
-the marks they double, ℹ, arrows), and the server's English reader the symbols its normalizer says.
+A pictograph is a character of Unicode's Extended_Pictographic property (Unicode 15.1), folded into
+ranges, with whole blocks taken where Unicode reserves code points for future pictographs; emoji
+components (joiners, keycap marks, variation selectors, tags) go wherever they appear. What each end
+keeps is its own choice, passed as ``kept`` (:data:`SAID_EVERYWHERE`: ©, ® and ™).
 """
 
 from __future__ import annotations

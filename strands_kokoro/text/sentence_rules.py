@@ -1,29 +1,12 @@
 """Where an English sentence ends: the decision the streaming chunker asks about each terminal mark.
 
-Kept apart from :mod:`strands_kokoro.text.chunker` (which owns buffering and streaming) so the language
-knowledge reads as one list of rules. Every function here looks at a bounded *window* of text that
-starts at the mark, plus a bounded *left* context inside the current sentence. When the window ends
-before a rule can decide and more input may still come, it raises :class:`NeedMore`; the chunker
-then waits for the next fragment and asks again with a longer window. Because a rule only ever sees
-the same window (same text, or the whole text up to the end of input, or the first ``WINDOW``
-characters), its answer cannot depend on how the input was fragmented.
-
-The rules follow the behaviour the public test sets expect (pySBD's Golden Rules, sentencex's cases):
-a period ends a sentence when whitespace and a capitalised word follow, unless the word before it is
-a title (Dr., Mr., St.), an initial inside a name (J. R. R. Tolkien), a list marker (1., a.) or a
-known abbreviation whose next word is not a typical sentence opener (U.S. Government / U.S. How).
-A run of marks with a ``?`` or ``!`` in it (``?!``, ``!?``, ``?!?``, ``!!``) ends a sentence like a
-single ``?``: before any capitalised word, ``I`` included (only a dots-only ellipsis goes on before
-the word ``I``: ``what I mean... I didn't``).
-
-Initials, where a mistake costs the most: a sentence split inside a name makes the TTS model pause
-in it, while two sentences left joined are still read with the period's pause, only a little later.
-So a capital's period before a capitalised word ends a sentence only when that word typically opens
-one (``you and I. Did``, ``Plan B. Then``) or the capitals spell a country (``U. A. E. Start``).
-Otherwise a *chain* of initials, spaced or not (``T. S. Eliot``, ``E. B. White``, ``J.R.R. Tolkien``),
-is a name. A single initial goes on after a capitalised word or at the sentence's start (``Jonas
-E. Smith``, ``J. Smith wrote``) and ends the sentence after a lowercase word (``took vitamin C.
-Doctors``). ``Plan B. Bob agreed.`` therefore stays one sentence, like ``Jonas E. Smith``.
+Every rule looks at a bounded *window* from the mark and a bounded *left* context in the sentence; when
+the window ends before it can decide and more input may come it raises :class:`NeedMore`, so its answer
+cannot depend on how the input was fragmented. A period ends a sentence before whitespace and a
+capitalised word unless the word before is a title, an initial in a name, a list marker or a known
+abbreviation before a word that does not open sentences; a run of marks with ``?`` or ``!`` ends like
+``?``. Initials lean towards one sentence: a split inside a name is heard, a missed split barely
+(architecture §9, "Text").
 """
 
 from __future__ import annotations

@@ -1,35 +1,11 @@
 """Turn an LLM's markdown into text worth speaking, as it streams.
 
-LLMs answer in markdown; a TTS model reads every ``*``, ``#`` and ``|`` it is given, or worse, tries to
-pronounce a code block. :class:`SpeechTextFilter` removes that markup while the text is still
-arriving: a markdown span split across fragments (``**bo`` + ``ld**``, ``[li`` + ``nk](url)``) is
-held back only until it can be decided, so the speech is not delayed by more than the span itself.
-
-What it does:
-
-- emphasis markers (``*``, ``**``, ``__``, ``~~``), heading hashes, bullet markers, blockquote ``>``
-  and table pipes go; a table row is read as its cells separated by commas, a separator row not at all;
-- a link ``[text](url)`` is read as its text, an image ``![alt](url)`` not at all, HTML tags and
-  ``<https://…>`` autolinks are dropped, footnote marks ``[^1]`` too;
-- inline code is read as its content; fenced code blocks are not read at all;
-- emoji are dropped, including ZWJ sequences, skin tones, flags, tags and keycaps (see
-  :func:`is_emoji_char`);
-- where something was dropped after a space, no space is left before the punctuation or line end
-  that follows (``Bye 👋.`` reads ``Bye.``, not ``Bye .``), and one space between words;
-- headings, list items (a task list's ``[ ]``/``[x]`` not read), table rows and lines that start with
-  emphasis or an emoji (``**Lunch**``, ``**Step 1:** Mix``, ``✅ Done``, ``1️⃣ Mix`` read "1. Mix") end with
-  a blank line, and start with one after a line of text, so the sentence chunker that runs after this
-  filter starts a new chunk there even without a final period; behind a quote's ``>`` too;
-- a ``*`` between digits or between spaces is a product, kept for the server to read ("2*3" is "two
-  times three"), not emphasis; a tag that breaks a line (``<br>``, ``</p>``) leaves a space; Windows'
-  ``\r\n`` is a line end.
-
-This filter is the only layer that knows markdown. The production path is ``SpeechTextFilter.feed``
-then ``IncrementalSentenceChunker.feed``, whose sentences are sent to the TTS model as they are: the
-filter's output must be speakable without any cleaning after it.
-
-:func:`clean_for_speech` applies the same filter to one whole piece of text (e.g. one sentence) and
-collapses whitespace.
+:class:`SpeechTextFilter` removes markup while the text arrives, holding a span split across fragments
+(``**bo`` + ``ld**``) back only until it can be decided. Markers, fenced code, images, tags and emoji go;
+links are read as their text, table rows as cells; headings, list items and table rows end with a blank
+line so the sentence chunker after it starts a new chunk there. It is the only layer that knows
+markdown: its output is spoken as it is. :func:`clean_for_speech` applies it to one whole piece of text.
+What each construct becomes: architecture §9, "Text".
 """
 
 from __future__ import annotations

@@ -1,16 +1,10 @@
 """Which model server a turn's next session goes to, when ``KokoroSpeech`` is given several endpoints.
 
-Rule: a turn starts at the endpoint that last served this ``KokoroSpeech`` (the first listed, at first:
-the list is an order of preference). When a session cannot be opened, or its server refuses the start of
-an answer as ``overloaded``, the turn's next session goes to the next endpoint in the list: at once while
-an endpoint of this round is untried, so a refused answer is tried on the others before any wait; once
-every endpoint failed in a round, the turn waits (the refusal's ``retry_after_ms``, or the reconnect
-backoff) before the next round starts. An endpoint that serves audio becomes where the next turn starts,
-and the round starts over.
-
-A ``sagemaker:`` endpoint counts as many: SageMaker routes each new session to the least-loaded instance
-behind the endpoint, so a new session to the same endpoint is the retry there (re-sending on the open
-session would ask the same full instance again).
+A turn starts at the endpoint that last served this ``KokoroSpeech`` (at first the first listed). When a
+session cannot be opened, or its server refuses the start of an answer as ``overloaded``, the next session
+goes to the next endpoint: at once while one of this round is untried; once all failed, after a wait. An
+endpoint that serves audio is where the next turn starts. A ``sagemaker:`` endpoint counts as many: a new
+session is routed anew (docs/client-retries.md).
 """
 
 from __future__ import annotations

@@ -1,15 +1,10 @@
 """The events of one turn: the one place that builds, numbers and times them.
 
-Text deltas and turn-level events go out at once. A request's replies come from the request ledger
-(:mod:`strands_kokoro.turn.request_ledger`), which releases them in request order through the turn (which
-tells the pacer's listener clock first: a listener hears audio when it is released, not when it
-arrived); each event is built exactly once, when it is released: numbered then, timed then.
-
-Audio is encoded here too, as it is released, into the turn's ONE stream in the listener's format
-(:mod:`strands_kokoro.audio_encoding`: PCM, Ogg Opus or MP3): one stream per turn, not per request, so
-sentences join without a codec's start-up and end padding between them. The pacer, ``audio_ms`` and the
-word timings count the PCM; a codec may hold less than a frame (Opus: 20 ms) until the next chunk, and
-:meth:`TurnOutput.end_audio` hands out the end of the stream before ``agent_end``.
+Text deltas and turn-level events go out at once; a request's replies as the request ledger releases
+them, in request order. Each event is built exactly once, when released. Audio is encoded here into the
+turn's one stream in the listener's format (:mod:`strands_kokoro.audio_encoding`), so sentences join
+without codec padding between them; the pacer, ``audio_ms`` and word timings count the PCM, and
+:meth:`TurnOutput.end_audio` hands out what the codec still holds before ``agent_end``.
 """
 
 from __future__ import annotations
@@ -26,7 +21,6 @@ from strands_kokoro.events import (
     text_delta,
     word_timings,
 )
-from strands_kokoro.protocol import audio_ms
 from strands_kokoro.turn.request_ledger import CompletedReply, FailedReply, Reply, TurnRequest, WordsReply
 
 __all__ = ["TurnOutput"]
@@ -67,14 +61,10 @@ class TurnOutput:
         """A ``speech_error`` about no request of ours: out now."""
         self.emit(speech_error(code, message))
 
-    def audio(
-        self, request: TurnRequest, pcm: bytes, ms: float, buffered_ms: float | None, now: float
-    ) -> None:
-        """Audio of a request, released in request order: ``ms`` of it, ``buffered_ms`` left to the
-        listener before it (the pacer's listener clock), encoded into the turn's one stream."""
+    def audio(self, request: TurnRequest, pcm: bytes, ms: float, now: float) -> None:
+        """Audio of a request, released in request order: ``ms`` of it, encoded into the turn's one
+        stream."""
         self.audio_ms += ms
-        if request.first_audio_ms is None:
-            request.first_audio_ms, request.buffer_ms = now, buffered_ms
         self._last_sentence = request.index
         if payload := self._encoder.encode(pcm):  # empty: a codec holding less than a frame till the next
             self.first_audio_ms = now if self.first_audio_ms is None else self.first_audio_ms
@@ -95,7 +85,7 @@ class TurnOutput:
             sentence_complete(
                 request.index,
                 request.text,
-                audio_ms(request.emitted_bytes, request.sample_rate),
+                request.heard_ms,
                 request.first_audio_ms,
                 predicted_buffer_ms=request.predicted_buffer_ms,
                 buffer_ms=request.buffer_ms,

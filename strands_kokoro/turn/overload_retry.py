@@ -1,19 +1,10 @@
 """How long a turn waits before asking a model server again that refused a request as ``overloaded``.
 
-A full server refuses the start of a new answer at once (coded ``overloaded``, retryable) and says when
-to ask again (``retry_after_ms``). The listener waits in silence meanwhile, so the turn waits within a
-bounded budget, counted from the request's first refusal; when the next wait would pass it, speech is
-given up for the turn (one ``speech_error``) and the text answer goes on.
-
-- The server's ``retry_after_ms`` is a floor, never shortened: asking sooner is refused again.
-- Without one, the wait doubles from ``backoff_s`` with each refusal of the request.
-- Every wait is stretched by a random share of up to ``jitter``: listeners refused together (a burst of
-  new answers on a full server) come back spread out, not all in the same instant.
-
-Why a small rule and not a retry library: a retry here is not a call that raises and is called again.
-The refusal arrives as a frame on the turn's receiving task, the request goes again on the session (in
-its place in the order, under the session's send lock), perhaps on another endpoint, and other requests
-keep flowing meanwhile. What a library would add is only this arithmetic.
+The turn waits within a budget counted from the request's first refusal; when the next wait would pass
+it, speech is given up for the turn (one ``speech_error``) and the text answer goes on. The server's
+``retry_after_ms`` is a floor, never shortened; without one the wait doubles from ``backoff_s``; every
+wait is stretched by a random share of up to ``jitter`` so listeners refused together come back spread
+out. Why not a retry library: docs/client-retries.md.
 """
 
 from __future__ import annotations

@@ -1,22 +1,11 @@
 """The audio side of a spoken turn: the connection to the model server, and what comes back on it.
 
-It opens the session, sends every request in order (one that is made before the session is open waits
-in the ledger and goes out when it opens), hands the server's frames to the ledger and reports the rest
-to the turn (:class:`TurnReports`: it never touches the pacer or the events itself), and when
-the connection drops, reopens it and sends again what was not yet fully spoken (the reconnect rule is
-:mod:`strands_kokoro.turn.request_ledger`'s). Whether to reconnect is the error's ``retryable``
-(:mod:`strands_kokoro.errors`).
-
-A request refused as ``overloaded`` (a full server) is sent again in its place in the order, after the
-wait :mod:`strands_kokoro.turn.overload_retry` gives. When the refusal is the start of an answer (no audio of
-the turn is under way on the session) and the turn has somewhere else to go
-(:mod:`strands_kokoro.turn.endpoint_rotation`: another endpoint, or a SageMaker endpoint that routes a new
-session anew), the turn leaves the session and goes on a new one instead, with every request it still
-owes; a refusal mid-answer is waited out on the same session, so no sentence's audio is cut.
-
-Speech never ends the text answer: a session that cannot be opened, a transport that fails, a server
-that refuses a request all become ``speech_error`` events (coded, in words; details go to the log). A
-server that stays full past the wait budget becomes exactly one ``speech_error`` (``overloaded``).
+It opens the session, sends every request in order, hands the server's frames to the ledger and reports
+the rest to the turn (:class:`TurnReports`); when the connection drops and the error is ``retryable`` it
+reopens and sends again what was not fully spoken. A request refused ``overloaded`` goes again after
+:mod:`strands_kokoro.turn.overload_retry`'s wait: at the start of an answer on a new session where
+:mod:`strands_kokoro.turn.endpoint_rotation` has one, mid-answer on the same session so no sentence is cut.
+Speech never ends the text answer: every failure becomes a coded ``speech_error`` event.
 """
 
 from __future__ import annotations
@@ -235,9 +224,7 @@ class TurnSession:
             case SessionStarted(first_audio_ms=first_audio_ms, rtf=rtf):
                 state.session_started(first_audio_ms, rtf)
             case SynthesisStarted(request_id=request_id, sample_rate=rate):
-                if (request := ledger.get(request_id)) is not None:
-                    request.restart()
-                    request.sample_rate = rate
+                if ledger.started(request_id, rate) is not None:
                     self._endpoints.served()
             case WordTimings(request_id=request_id, words=words):
                 ledger.words(request_id, words)
@@ -272,15 +259,10 @@ class TurnSession:
         accepted after it waits behind it until it is spoken), on a new session when the refusal is the
         start of an answer and the turn has another endpoint to go to, else on this one after a wait."""
         state = self._state
-        request.refusals += 1
-        request.sent_on = -1
-        if request.first_refused_at is None:
-            request.first_refused_at = state.now_ms()
+        state.ledger.refused(request, state.now_ms())
         if self._move_after_s is not None or state.speech is SpeechState.FAILED:
             return  # already leaving this session: every request it owes goes on the next one
-        if self._endpoints.moves_on_refusal and not any(
-            r.received_bytes or r.emitted_bytes for r in state.ledger.pending
-        ):
+        if self._endpoints.moves_on_refusal and not state.ledger.audio_under_way():
             if self._endpoints.advance():
                 self._move_after_s = 0.0  # an endpoint of this round is untried: there at once
             elif (wait := self._overload_wait(request, retry_after_ms)) is not None:

@@ -1,27 +1,12 @@
 """One spoken agent turn, and the one object that coordinates it: :class:`SpeechTurn`.
 
-Why this shape (architecture §5): the model's text must reach the listener as audio while the model is
-still writing, and the consumer must see text and audio interleaved in true arrival order. The turn owns
-everything that decides: the clock, where its speech is
-(:class:`~strands_kokoro.turn.speech_state.SpeechState`), the request ledger
-(:mod:`strands_kokoro.turn.request_ledger`: the requests, their order, release and teardown), the pacer
-and the events (:mod:`strands_kokoro.turn.output`). Two sides report to it and do not import each other:
-
-- the text side (:class:`~strands_kokoro.text.speech_text.SpeechTextFilter`, then
-  :class:`~strands_kokoro.text.chunker.IncrementalSentenceChunker`; ``batch``'s whole answer,
-  :mod:`strands_kokoro.turn.batch_text`) returns the sentences of each text delta; the turn writes them to the
-  pacer (nothing else writes to the pacer);
-- the audio side (:mod:`strands_kokoro.turn.session`: the session and its receiver) sends the requests the
-  turn makes, hands the frames to the ledger and reports the rest (``TurnReports``): a request
-  completed or failed, a session opened.
-
-It runs three tasks in one task group: the agent (its middleware tap calls :meth:`SpeechTurn.on_text` and
-:meth:`SpeechTurn.end_segment`), its own pacing loop (the pacer's pieces as requests, or the whole answer
-in ``batch``; the tool filler) and the receiver. One way to wake the loop: :meth:`SpeechTurn._wake`
-(text written, a request settled, a session opened); a filler's due time is the only timeout it waits
-with. A tool about to run waits for the text written before it to be on the wire (:class:`ModelCall`).
-Speech never ends the text answer: whatever goes wrong with it becomes one ``speech_error`` event
-(:meth:`SpeechTurn.stop`) and the agent goes on writing.
+The turn owns the clock, its speech state, the request ledger, the pacer and the events. Its text side
+(the mode, :mod:`strands_kokoro.turn.modes`) makes requests; its audio side
+(:mod:`strands_kokoro.turn.session`) sends them and reports back (``TurnReports``); the two do not import
+each other. Three tasks run in one task group (the agent, the mode's pacing loop, the receiver); the
+loop wakes only by :meth:`SpeechTurn.wake` or the mode's next due time. Speech never ends the text
+answer: whatever goes wrong with it becomes one ``speech_error`` (:meth:`SpeechTurn.stop`) and the agent
+goes on. Why this shape: architecture §9, "The turn".
 """
 
 from __future__ import annotations
@@ -31,19 +16,16 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 from typing import Any
 
 from strands_kokoro.audio_encoding import new_encoder
 from strands_kokoro.errors import TurnErrorCode
 from strands_kokoro.events import Event, agent_end, agent_start, error, speech_error, speech_interrupted
-from strands_kokoro.pacing.pacer import MAX_IN_FLIGHT_URGENT, SpeechPacer
+from strands_kokoro.pacing.pacer import SpeechPacer
 from strands_kokoro.protocol import Word, audio_ms
 from strands_kokoro.speech_options import SpeechOptions
-from strands_kokoro.text.chunker import IncrementalSentenceChunker
-from strands_kokoro.text.speech_text import SpeechTextFilter
-from strands_kokoro.turn.batch_text import split_for_request, whole_answer_text
 from strands_kokoro.turn.endpoint_rotation import EndpointCursor
+from strands_kokoro.turn.modes import ModelCall, turn_mode
 from strands_kokoro.turn.output import TurnOutput
 from strands_kokoro.turn.request_ledger import AudioReply, CompletedReply, Reply, RequestLedger, TurnRequest
 from strands_kokoro.turn.session import TurnSession
@@ -54,27 +36,9 @@ logger = logging.getLogger(__name__)
 FLUSH_WAIT_S = 5.0  # a tool waits at most this long for the text before it to reach the session
 
 
-@dataclass(eq=False, slots=True)
-class ModelCall:
-    """A model call that ended (maybe before a tool call): its last sentence is complete. ``on_the_wire``
-    is set once its text was sent on an open session; a tool about to run waits for it (``awaited``),
-    which makes the turn hand all of it over at once."""
-
-    on_the_wire: asyncio.Event = field(default_factory=asyncio.Event)
-    awaited: bool = False
-
-
-@dataclass(slots=True)
-class _Filler:
-    """A tool running: the requests made before it, and when its filler is due (once they played)."""
-
-    requests_before: int
-    due_at: float | None = None
-
-
 class SpeechTurn:
-    """The one owner of a turn: its clock, speech state, ledger, pacer and events, its two sides and the
-    agent, in one task group; ``outbox`` is the ordered event queue (``None`` ends it)."""
+    """The one owner of a turn: its clock, speech state, ledger, pacer and events, its mode, its audio
+    side and the agent, in one task group; ``outbox`` is the ordered event queue (``None`` ends it)."""
 
     def __init__(self, *, request_id: str, options: SpeechOptions, endpoints: EndpointCursor) -> None:
         self.request_id = request_id
@@ -87,15 +51,11 @@ class SpeechTurn:
         encoder = new_encoder(options.audio_format, options.sample_rate)
         self._output = TurnOutput(self.outbox, self.now_ms, encoder=encoder)
         self.ledger = RequestLedger(request_id, options, self._release)
-        self._filter = SpeechTextFilter()
-        self._chunker = IncrementalSentenceChunker(max_chars=options.max_chars)
         self._session = TurnSession(self, endpoints)
+        self._mode = turn_mode(self, options, self._pacer, self._session)
         self._woken = asyncio.Event()
         self._writing = True  # the agent may write more
         self._input_done = False  # the pacing loop has handed over everything it will
-        self._whole: list[str] = []  # ``batch``: the answer so far
-        self._calls: list[ModelCall] = []  # model calls whose text is not all on the wire yet
-        self._fillers: dict[str, _Filler] = {}
         self._last_call: ModelCall | None = None
         self._tasks: asyncio.TaskGroup | None = None
         self._loop = asyncio.get_running_loop()
@@ -107,6 +67,11 @@ class SpeechTurn:
     def speaking(self) -> bool:
         return self.speech is SpeechState.SPEAKING
 
+    @property
+    def writing(self) -> bool:
+        """May the agent write more?"""
+        return self._writing
+
     def finished(self) -> bool:
         """Is the turn owed nothing more (all its text handed over, every request settled)?"""
         return self._input_done and not self.ledger.pending
@@ -117,9 +82,8 @@ class SpeechTurn:
         :data:`~strands_kokoro.turn.speech_state.INTERRUPTED`, else a ``speech_error`` with that code)."""
         self.speech = SpeechState.INTERRUPTED if reason == INTERRUPTED else SpeechState.FAILED
         dropped = self.ledger.clear()
-        self._pacer.drop_all()
-        self._fillers.clear()
-        self._wake()
+        self._mode.drop()
+        self.wake()
         if reason == INTERRUPTED:
             self._output.emit(speech_interrupted(dropped, self.now_ms()))
         else:
@@ -128,49 +92,36 @@ class SpeechTurn:
     # --------------------------------------------------------------- the text side (the agent task)
 
     def on_text(self, text: str) -> None:
-        """A text delta from the model: shown now, spoken once the pacer cuts it into a request."""
+        """A text delta from the model: shown now, spoken as the turn's mode decides."""
         self._output.text(text)
-        if self.options.mode == "batch":
-            self._whole.append(text)
-        elif self.speaking:
-            sentences = self._chunker.feed(self._filter.feed(text))
-            self._pacer.write(sentences, self._chunker.pending(), self.now_ms())
-        self._wake()
+        self._mode.write(text)
+        self.wake()
 
     def end_segment(self) -> None:
         """The model call ended (maybe before a tool call): its last sentence is complete."""
         self._last_call = call = ModelCall()
-        if self.options.mode == "batch" or self._input_done:
-            call.on_the_wire.set()  # nothing of it waits for the pacer
-            return
-        self._flush_text()
-        self._calls.append(call)
-        self._wake()
-
-    def _flush_text(self) -> None:
-        if self.options.mode == "bidi" and self.speaking:
-            sentences = [*self._chunker.feed(self._filter.flush()), *self._chunker.flush()]
-            self._pacer.write(sentences, self._chunker.pending(), self.now_ms())
+        if self._input_done:
+            call.on_the_wire.set()  # the pacing loop is over: nothing of it waits
+        else:
+            self._mode.end_call(call)
 
     async def wait_flushed(self) -> None:
         """Hand the text of the last model call to the session now and wait until it is (before tools)."""
         call = self._last_call
         if call is not None:
             call.awaited = True
-            self._wake()
+            self.wake()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(call.on_the_wire.wait(), FLUSH_WAIT_S)
 
     def tool_started(self, tool_use_id: str) -> None:
-        """A tool runs now (the text before it was handed over): say the filler if it runs long."""
-        o = self.options
-        if o.mode == "bidi" and o.tool_filler is not None and self.speaking and self._tasks is not None:
-            self._fillers[tool_use_id] = _Filler(self.ledger.count)
-            self._wake()
+        """A tool runs now (the text before it was handed over): the mode may say a filler if it runs long."""
+        if self._tasks is not None:
+            self._mode.tool_started(tool_use_id)
 
     def tool_finished(self, tool_use_id: str) -> None:
-        self._fillers.pop(tool_use_id, None)
-        self._wake()
+        self._mode.tool_finished(tool_use_id)
+        self.wake()
 
     # ------------------------------------------------------------- what the audio side reports
 
@@ -178,7 +129,7 @@ class SpeechTurn:
         self._pacer.speed.advertised(first_audio_ms, rtf)
 
     def on_the_wire(self) -> None:
-        self._wake()
+        self.wake()
 
     def request_completed(
         self, request: TurnRequest, words: tuple[Word, ...], first_audio_ms: float | None
@@ -196,7 +147,7 @@ class SpeechTurn:
     def request_failed(self, request: TurnRequest, reply: Reply | None) -> None:
         """The request owes nothing more: later requests' events go out, and the pacing looks again."""
         self.ledger.finish(request, reply)
-        self._wake()
+        self.wake()
 
     def notice(self, code: str, message: str) -> None:
         self._output.notice(code, message)
@@ -205,7 +156,8 @@ class SpeechTurn:
         """The ledger releases a reply (request order): audio is told to the pacer's listener clock."""
         if isinstance(reply, AudioReply):
             now, ms = self.now_ms(), audio_ms(len(reply.pcm), request.sample_rate)
-            self._output.audio(request, reply.pcm, ms, self._pacer.audio(ms, now), now)
+            self.ledger.heard(request, now, self._pacer.audio(ms, now))
+            self._output.audio(request, reply.pcm, ms, now)
         else:
             self._output.reply(request, reply)
 
@@ -275,23 +227,22 @@ class SpeechTurn:
                 error(TurnErrorCode.AGENT_FAILED, f"the agent turn failed ({type(exc).__name__})")
             )
         finally:
-            self._flush_text()  # the tap flushed its last model call already; this is for a failed one
             self._writing = False
-            self._fillers.clear()  # the agent is done: so are its tools
-            self._wake()
+            self._mode.agent_done()
+            self.wake()
             if (aclose := getattr(agent_stream, "aclose", None)) is not None:
                 await aclose()
 
     # ---------------------------------------------------------------------------- the pacing loop
 
-    def _wake(self) -> None:
+    def wake(self) -> None:
         """Something the pacing loop decides on changed: it looks again (once per burst of changes)."""
         self._woken.set()
 
-    async def _wait(self) -> None:
-        """Until woken, or until the first filler falls due."""
-        due = [f.due_at for f in self._fillers.values() if f.due_at is not None]
-        timeout = max(0.0, (min(due) - self.now_ms()) / 1000) if due else None
+    async def wait(self) -> None:
+        """Until woken, or until the mode's next due time."""
+        due = self._mode.next_due_ms()
+        timeout = None if due is None else max(0.0, (due - self.now_ms()) / 1000)
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(timeout):
                 await self._woken.wait()
@@ -299,59 +250,7 @@ class SpeechTurn:
 
     async def _pace(self) -> None:
         try:
-            await (self._pace_bidi() if self.options.mode == "bidi" else self._pace_batch())
+            await self._mode.pace()
         finally:
             self._input_done = True
-            for call in self._calls:  # a tool may be waiting on text this loop never sent (it failed)
-                call.on_the_wire.set()
-            self._calls.clear()
             await self._session.close_if_finished()
-
-    async def _pace_bidi(self) -> None:
-        """The pacer's pieces as requests, as it decides; the tool filler when one falls due."""
-        pacer = self._pacer
-        while self._writing or pacer.unsent:
-            await self._wait()
-            urgent = any(call.awaited for call in self._calls)
-            while (
-                piece := pacer.next_piece(self.now_ms(), self.ledger.in_flight(), urgent=urgent)
-            ) is not None:
-                if self.speaking:  # one piece as a request, with the words around it as context
-                    request = self.ledger.new(
-                        piece.text,
-                        previous=piece.previous_text,
-                        following=piece.next_text,
-                        predicted_audio_ms=piece.predicted_audio_ms,
-                        predicted_buffer_ms=piece.predicted_buffer_ms,
-                    )
-                    await self._session.send(request)
-            await self._fillers_due()
-            if not pacer.unsent and self._session.all_on_the_wire():
-                for call in self._calls:
-                    call.on_the_wire.set()
-                self._calls.clear()
-
-    async def _pace_batch(self) -> None:
-        """The baseline: the whole answer, cleaned, in as few requests as the server takes."""
-        while self._writing:
-            await self._wait()
-        for text in split_for_request(whole_answer_text("".join(self._whole))):
-            # Never more in flight than the server queues (it would refuse the rest).
-            while len(self.ledger.pending) >= MAX_IN_FLIGHT_URGENT and self.speaking:
-                await self._wait()
-            await self._request(text)
-
-    async def _fillers_due(self) -> None:
-        """Fillers whose tool runs on after the audio before it played (plus the configured wait)."""
-        now, o = self.now_ms(), self.options
-        for tool, filler in list(self._fillers.items()):
-            if filler.due_at is None and not self.ledger.earlier_pending(filler.requests_before):
-                silence_from = max(now, self._pacer.play_end_ms or 0.0)
-                filler.due_at = silence_from + 1000 * o.tool_filler_after_s
-            if filler.due_at is not None and filler.due_at <= now and o.tool_filler is not None:
-                del self._fillers[tool]
-                await self._request(o.tool_filler, answer=False)
-
-    async def _request(self, text: str, *, answer: bool = True) -> None:
-        if (text := text.strip()) and self.speaking:
-            await self._session.send(self.ledger.new(text, answer=answer))

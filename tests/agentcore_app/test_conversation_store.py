@@ -23,14 +23,13 @@ from agentcore_app.conversation.settings import (
     IDLE_ENV,
     MAX_AGE_ENV,
     TURNS_ENV,
-    ConversationError,
-    ConversationSettingError,
     ConversationSettings,
     S3Location,
     default_state_dir,
     parse_location,
 )
 from agentcore_app.conversation.store import ConversationStore, sweep_state_dir
+from agentcore_app.errors import ConversationSettingError, TurnRefused
 from agentcore_app.local.client import run_turn
 from agentcore_app.local.stack import free_port, serve_asgi
 from tests.agentcore_app.fake_s3 import FakeS3
@@ -164,7 +163,7 @@ def test_one_turn_per_conversation_at_a_time(tmp_path: Path) -> None:
 
     async def scenario() -> tuple[str, bool]:
         async with store.turn(session_id):
-            with pytest.raises(ConversationError) as busy:
+            with pytest.raises(TurnRefused) as busy:
                 async with store.turn(session_id, wait_s=0.2):
                     pass
             async with store.turn(other_id, wait_s=0.2):  # another conversation is not held up
@@ -182,7 +181,7 @@ def test_an_unreachable_store_is_a_coded_refusal(tmp_path: Path) -> None:
     store = ConversationStore(ConversationSettings(blocked / "conversations"))
 
     async def scenario() -> str:
-        with pytest.raises(ConversationError) as refused:
+        with pytest.raises(TurnRefused) as refused:
             async with store.turn(f"x-{uuid.uuid4()}"):
                 pass
         return refused.value.code

@@ -27,7 +27,7 @@ def test_the_deployed_app_imports_nothing_of_the_local_launchers_and_clients() -
 
 
 def test_the_check_sees_imports_inside_functions(tmp_path: Path) -> None:
-    """The rule would catch a lazy import (the kind that used to reach ``cdk.cli`` and ``tts_container``)."""
+    """The rule would catch a lazy import (such as one reaching ``cdk.cli`` or ``tts_container``)."""
     probe = tmp_path / "probe.py"
     source = (
         "import json\nif TYPE_CHECKING:\n    import cdk\n\ndef later():\n    from cdk.cli import agent_main\n"

@@ -65,7 +65,7 @@ def test_demo_local_writes_wavs_png_and_json(tmp_path: Path) -> None:
     assert numbers["llm"] == {
         "model": "local (the embedded SmolLM2-135M-Instruct)",
         "pace_tokens_per_s": 100.0,
-        "prompt_cache": False,
+        "prompt_cache": "system prompt",
     }
     for mode, both in numbers["modes"].items():
         assert len(both["runs"]) == 2 and both["median"]["runs"] == 2

@@ -144,13 +144,13 @@ def test_a_flag_overrides_a_bad_setting_in_the_environment(monkeypatch: pytest.M
     """Importing the app module reads no setting; ``agentcore_app.app:app`` is built on first use."""
     import importlib
 
-    from agentcore_app.agent.models import ModelSpecError
+    from agentcore_app.errors import SettingError
     from agentcore_app.local.commands import check_settings
 
     monkeypatch.setenv("STRANDS_KOKORO_MODEL", "gpt4")
     app_module = importlib.reload(importlib.import_module("agentcore_app.app"))
     check_settings("local")  # the flag's model, over the environment's
-    with pytest.raises(ModelSpecError):
+    with pytest.raises(SettingError):
         _ = app_module.app  # the SDK's entrypoint object reads the environment
 
 

@@ -15,12 +15,12 @@ from strands.models.openai import OpenAIModel
 from agentcore_app.agent.local_llm import LocalSmolLM2Model, _LoadedServer, chat_messages, find_gguf
 from agentcore_app.agent.models import (
     ModelSpec,
-    ModelSpecError,
     create_model,
     model_setting,
     parse_model_spec,
 )
 from agentcore_app.conversation.settings import ConversationSettings
+from agentcore_app.errors import SettingError
 
 
 @pytest.mark.parametrize(
@@ -41,7 +41,7 @@ def test_parse_model_spec(setting: str, spec: ModelSpec) -> None:
 
 @pytest.mark.parametrize("setting", ["", "gpt", "bedrock:", "openai:ftp://x", "ollama:llama3"])
 def test_bad_model_setting_says_what_is_valid(setting: str) -> None:
-    with pytest.raises(ModelSpecError, match=r"local|http"):
+    with pytest.raises(SettingError, match=r"local|http"):
         parse_model_spec(setting)
 
 
@@ -196,3 +196,54 @@ def test_the_app_reads_the_system_prompt_while_it_starts(counting_server: Counti
     with TestClient(remote):
         pass
     assert requests == []
+
+
+async def _prompt_usage(model: Any, prompt: str, system_prompt: str) -> dict[str, int]:
+    """The usage the model reports for one request (llama.cpp's own count of the tokens it read)."""
+    usage: dict[str, int] = {}
+    async for event in model.stream(
+        [{"role": "user", "content": [{"text": prompt}]}], system_prompt=system_prompt
+    ):
+        if "metadata" in event:
+            usage = dict(event["metadata"]["usage"])
+    return usage
+
+
+@pytest.mark.slow
+def test_the_demo_model_finds_only_the_system_prompt_read() -> None:
+    """The demo's model (as ``agent-infra demo --local --llm-pace`` builds it) starts every request with
+    the system prompt in llama.cpp's cache and reads the user's part fresh, even when the same prompt
+    was read just before; the default model reuses all it shares with the prompt before."""
+    from agentcore_app.app import SYSTEM_PROMPT
+    from agentcore_app.local.commands import compared_model
+
+    factory = compared_model("local", 1000.0)
+    assert factory is not None
+
+    async def requests() -> list[dict[str, int]]:
+        asked = ["Why is the sky blue?", "Why is the sky blue?", "How do volcanoes form, in short?"]
+        usages = []
+        for prompt in asked:
+            model = factory()
+            model.update_config(max_tokens=4)  # the prompt is what is counted: a short answer will do
+            usages.append(await _prompt_usage(model, prompt, SYSTEM_PROMPT))
+        return usages
+
+    first, again, other = asyncio.run(requests())
+    system_part = first["cacheReadInputTokens"]
+    assert system_part > 20  # the system prompt, rendered by the chat template
+    for usage in (first, again, other):
+        assert usage["cacheReadInputTokens"] == system_part, usage
+        assert usage["inputTokens"] - system_part >= 8, usage  # the user's part, read for this request
+    assert again["inputTokens"] == first["inputTokens"]
+
+    def default_model() -> LocalSmolLM2Model:
+        return LocalSmolLM2Model(max_tokens=4)
+
+    async def repeated() -> dict[str, int]:
+        await _prompt_usage(default_model(), "Why is the sky blue?", SYSTEM_PROMPT)
+        return await _prompt_usage(default_model(), "Why is the sky blue?", SYSTEM_PROMPT)
+
+    cached = asyncio.run(repeated())
+    assert cached["inputTokens"] == first["inputTokens"]
+    assert cached["cacheReadInputTokens"] >= cached["inputTokens"] - 1, cached  # llama.cpp reads one again

@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from agentcore_app.payload import MAX_PROMPT_CHARS, PayloadError, Turn, parse_turn
+from agentcore_app.errors import TurnRefused
+from agentcore_app.payload import MAX_PROMPT_CHARS, Turn, parse_turn
 
 
 @pytest.mark.parametrize(
@@ -35,7 +36,7 @@ from agentcore_app.payload import MAX_PROMPT_CHARS, PayloadError, Turn, parse_tu
     ],
 )
 def test_bad_payload_is_refused_with_code(payload: Any, code: str) -> None:
-    with pytest.raises(PayloadError) as refused:
+    with pytest.raises(TurnRefused) as refused:
         parse_turn(payload)
     assert refused.value.code == code
     event = refused.value.event()
@@ -52,4 +53,4 @@ def test_good_payload_keeps_every_field() -> None:
     turn = parse_turn({"prompt": "hi", "mode": "batch", "voice": "am_michael", "speed": 1, "format": "opus"})
     assert turn == Turn(prompt="hi", mode="batch", voice="am_michael", speed=1.0, format="opus")
     assert isinstance(turn.speed, float)
-    assert parse_turn({"prompt": "hi"}).format == "pcm"  # old clients get the PCM they always got
+    assert parse_turn({"prompt": "hi"}).format == "pcm"  # a request that names no format gets PCM

@@ -87,8 +87,8 @@ def test_the_runtime_url_is_agentcores() -> None:
 
 @pytest.mark.usefixtures("aws_env")
 def test_the_date_sent_is_the_date_botocore_signed(monkeypatch: pytest.MonkeyPatch) -> None:
-    """botocore stamps the request itself; a date taken by the client a moment before was a second off
-    now and then (a 403 from the gateway). Here botocore's clock is far from the real one."""
+    """botocore stamps the request itself; a date taken by the client a moment before can be a second
+    off (a 403 from the gateway). Here botocore's clock is far from the real one."""
     signing_time = datetime.datetime(2026, 1, 2, 3, 4, 5)
     monkeypatch.setattr("botocore.auth.get_current_datetime", lambda: signing_time)
     _, headers = signed_headers(ARN, SESSION)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import struct
+import sys
 
 import numpy as np
 import pytest
@@ -19,6 +20,7 @@ from strands_kokoro.audio_encoding import (
     encoder_available,
     new_encoder,
     ogg_crc,
+    warm_codecs,
 )
 from strands_kokoro.protocol import SUPPORTED_SAMPLE_RATES
 
@@ -156,6 +158,12 @@ def test_without_pyav_a_compressed_format_is_a_coded_refusal_test_double(
     with pytest.raises(FormatUnavailable) as refused:
         new_encoder("opus", RATE)
     assert refused.value.code == "format_unavailable" and "PyAV" in refused.value.message
+    assert warm_codecs(RATE) == ()  # nothing to warm: the server starts all the same
+
+
+def test_warming_the_codecs_sets_up_every_compressed_format() -> None:
+    assert warm_codecs(RATE) == ("opus", "mp3", "aac", "flac")
+    assert "av" in sys.modules
 
 
 @pytest.mark.parametrize("fmt", ["aac", "flac", "wav"])

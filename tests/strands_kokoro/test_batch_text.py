@@ -41,8 +41,8 @@ def test_text_that_already_ends_as_sentences_is_unchanged(written: str) -> None:
 @pytest.mark.anyio
 async def test_a_batch_turn_ends_the_heading_as_bidi_does(model_server: RunningServer) -> None:
     """The heading's last word, with the pause after it (a word's span runs to the next sound), lasts in
-    batch about what it lasts in bidi, which speaks the heading as a request of its own; run on, it
-    was 275 ms against 675."""
+    batch about what it lasts in bidi, which speaks the heading as a request of its own: the heading is
+    not run on into the next sentence."""
     spans = {}
     for mode in ("bidi", "batch"):
         speech = KokoroSpeech(endpoint=model_server.ws_url, mode=mode)  # type: ignore[arg-type]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from strands_kokoro.speech_options import SpeechOptions
 from strands_kokoro.turn.request_ledger import (
     AudioReply,
@@ -73,3 +75,46 @@ def test_a_resent_request_releases_only_the_audio_the_listener_has_not_had() -> 
     ledger.audio(request.request_id, b"abcdef")
     ledger.audio("t-9", b"zz")  # not one of ours
     assert [reply for _, reply in released] == [AudioReply(b"abcd"), AudioReply(b"ef")]
+
+
+def test_a_requests_state_is_read_only_outside_the_ledger() -> None:
+    ledger, _ = new_ledger()
+    request = ledger.new("One.")
+    with pytest.raises(AttributeError):
+        request.sent_at = 1.0  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        request.index = 3  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        ledger.pending = []  # type: ignore[misc]
+
+
+def test_a_refused_request_waits_to_be_sent_again_and_its_budget_starts_at_the_first_refusal() -> None:
+    ledger, _ = new_ledger()
+    request = ledger.new("One.")
+    ledger.sent(request, 1, 5.0)
+    assert ledger.unsent(1) == []
+    ledger.refused(request, 10.0)
+    ledger.refused(request, 20.0)
+    assert (request.refusals, request.first_refused_at) == (2, 10.0)
+    assert ledger.unsent(1) == [request]  # waits for a re-send on the same connection
+
+
+def test_synthesis_start_restarts_the_attempt_at_the_servers_rate() -> None:
+    ledger, released = new_ledger()
+    request = ledger.new("One.")
+    ledger.audio(request.request_id, b"\0\0" * 240)
+    assert ledger.audio_under_way()
+    assert ledger.started(request.request_id, 16000) is request
+    assert ledger.started("t-9", 16000) is None
+    assert (request.sample_rate, request.received_ms) == (16000, 0.0)
+    ledger.audio(request.request_id, b"\0\0" * 320)  # passes over the 240 samples the listener had
+    assert [len(reply.pcm) for _, reply in released if isinstance(reply, AudioReply)] == [480, 160]
+    assert request.heard_ms == 20.0 and request.received_ms == 20.0
+
+
+def test_the_first_audio_heard_is_the_requests_first_audio() -> None:
+    ledger, _ = new_ledger()
+    request = ledger.new("One.")
+    ledger.heard(request, 12.0, None)
+    ledger.heard(request, 30.0, 5.0)
+    assert (request.first_audio_ms, request.buffer_ms) == (12.0, None)

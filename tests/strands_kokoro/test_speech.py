@@ -372,7 +372,7 @@ async def test_an_agent_built_with_one_speech_and_spoken_with_another_says_each_
     model_server: RunningServer,
 ) -> None:
     """Another voice for one turn: the agent keeps the first KokoroSpeech's tap, the second adds its own;
-    only the turn's owner copies the tokens (both did: every word was written and spoken twice)."""
+    only the turn's owner copies the tokens, so no word is written or spoken twice."""
     first = KokoroSpeech(endpoint=model_server.ws_url)
     agent, _ = make_agent(first, [ScriptedCall("Hello there. How are you?")], tokens_per_s=200)
     second = KokoroSpeech(endpoint=model_server.ws_url, voice="bf_emma")

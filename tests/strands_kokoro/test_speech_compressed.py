@@ -57,3 +57,22 @@ async def test_a_turn_in_a_compressed_format_is_one_stream(model_server: Running
 def test_an_unknown_audio_format_is_refused_when_speech_is_made() -> None:
     with pytest.raises(ValueError, match="audio_format"):
         KokoroSpeech(audio_format="flac")  # type: ignore[arg-type]
+
+
+async def test_a_compressed_turns_first_chunk_carries_the_first_window(model_server: RunningServer) -> None:
+    """The turn's stream starts with its first window: the first ``audio_chunk`` in Opus or MP3 decodes on
+    its own to about the audio of the first chunk of the same turn in PCM (less only what the codec
+    holds for its next frame, and not the next window's too). Order of events, not time."""
+    first: dict[str, bytes] = {}
+    for fmt in ("pcm", "opus", "mp3"):
+        speech = KokoroSpeech(endpoint=model_server.ws_url, audio_format=fmt)  # type: ignore[arg-type]
+        agent, _ = make_agent(speech, [ScriptedCall(ANSWER)])
+        turn = await run_turn(speech.stream(agent, "Tell me about otters."))
+        chunks = [e for e in turn.events if e["type"] == "audio_chunk"]
+        first[fmt] = base64.b64decode(chunks[0]["audio"])
+        if fmt == "pcm":
+            assert audio_ms(len(base64.b64decode(chunks[1]["audio"])), 24_000) > 300  # a second window shows
+    window_ms = audio_ms(len(first["pcm"]), 24_000)
+    for fmt in ("opus", "mp3"):
+        decoded_ms = audio_ms(len(decode_audio(first[fmt], fmt, 24_000)), 24_000)  # type: ignore[arg-type]
+        assert window_ms - 200 <= decoded_ms <= window_ms + 100, (fmt, decoded_ms, window_ms)

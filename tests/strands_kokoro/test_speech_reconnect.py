@@ -7,7 +7,7 @@ network looks like to the client), or SageMaker's router (the stand-in, behind t
 breaks the stream with a ``ModelStreamError``; the server, engine and agent are real, the model scripted.
 
 - A cut in the middle of a frame: the listener got part of a frame, so the re-sent request's audio must
-  be trimmed inside a frame (the partial branch of ``TurnRequest.fresh_audio``).
+  be trimmed inside a frame (the partial branch of the request ledger's fresh-audio rule).
 - A drop during the re-send: the second connection drops while it is still passing over audio the
   listener already had. So one turn has two drops and three connections.
 - A whole turn over SageMaker bidi (every frame split into three payload parts), broken mid-frame once.

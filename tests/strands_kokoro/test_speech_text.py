@@ -114,7 +114,7 @@ def test_structural_lines_end_with_a_blank_line_so_the_chunker_splits_there() ->
 MARKDOWN_LINES = [
     # a heading, list item or table row after a line of text starts a chunk of its own, period or not
     ("Steps:\n- install it\n- run it", ["Steps:", "install it", "run it"]),
-    # an item that starts with emphasis is an item too (it was read as one run-on line, markers and all)
+    # an item that starts with emphasis is an item too (not one run-on line, markers and all)
     (
         "- **Paris** is the capital of France\n- **Berlin** is the capital of Germany\n- _Rome_ too",
         ["Paris is the capital of France", "Berlin is the capital of Germany", "Rome too"],
@@ -134,7 +134,7 @@ MARKDOWN_LINES = [
     ("✅ Step one done\n🔹 Step two done", ["Step one done", "Step two done"]),
     ("1️⃣ Preheat the oven\n2️⃣ Mix the batter", ["1. Preheat the oven", "2. Mix the batter"]),
     ("Press 1️⃣ now.", ["Press now."]),  # a keycap inside a line is an emoji like any other
-    # a quoted line may hold a heading or an item (only its first marker was read before)
+    # a quoted line may hold a heading or an item (each of its markers is read as such)
     ("> Here is a quote\n> - item one\n> - item two", ["Here is a quote", "item one", "item two"]),
     ("> ## Tip\n> Drink water.", ["Tip", "Drink water."]),
     ("> **Warning**\n> Do not touch.", ["Warning", "Do not touch."]),
@@ -153,7 +153,7 @@ MARKDOWN_LINES = [
     ("Open 9 a.m. Monday through Friday.", ["Open 9 a.m. Monday through Friday."]),
     ("It is at 3:00 p.m. EST. Be on time.", ["It is at 3:00 p.m. EST.", "Be on time."]),
     ("I woke at 7 a.m. The sun was up.", ["I woke at 7 a.m.", "The sun was up."]),
-    # a star between numbers is a product, not emphasis (2*3*4 was read as 234)
+    # a star between numbers is a product, not emphasis (2*3*4 is not read as 234)
     ("The result of 2*3*4 is 24.", ["The result of 2*3*4 is 24."]),
     ("Multiply 5 * 3 to get 15.", ["Multiply 5 * 3 to get 15."]),
     ("Intro text\n## Setup\nRun the script.", ["Intro text", "Setup", "Run the script."]),
@@ -206,7 +206,7 @@ def test_no_stray_space_where_something_was_removed(markdown: str, sentences: li
 
 @pytest.mark.parametrize("text", ["1.  Otters.", "1)  Otters.", "1.  ", "  12.\t Otters."])
 def test_an_ordered_marker_cut_inside_its_spaces_reads_as_when_whole(text: str) -> None:
-    """Found by the fragmentation property: the marker was decided at its first space when cut there."""
+    """A marker cut between its spaces is decided as it is when whole, not at its first space."""
     whole = stream([text])
     for cut in range(len(text) + 1):
         assert stream([text[:cut], text[cut:]]) == whole, cut

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.tts_container.weight_source_doubles import ScriptedSource
+from tts_container.weights import provisioning
 from tts_container.weights.cache import (
     CONFIG_FILE,
     MANIFEST_FILE,
@@ -22,7 +23,6 @@ from tts_container.weights.cache import (
     SourceUnavailable,
     WeightsUnavailable,
     ensure_weights,
-    provisioning,
     read_manifest,
     verify_cache,
 )

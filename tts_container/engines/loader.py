@@ -12,14 +12,19 @@ from pathlib import Path
 from typing import Literal, get_args
 
 from tts_container.engines.base import Engine
+from tts_container.engines.torch_free import cuda_device_present
 
 EngineName = Literal["onnx", "torch", "auto"]
 ENGINE_NAMES: tuple[str, ...] = get_args(EngineName)
 
 
 def cuda_available() -> bool:
-    """True when torch is installed and sees a CUDA device (false, not an error, without torch)."""
-    if importlib.util.find_spec("torch") is None:
+    """True when torch is installed and sees a CUDA device (false, not an error, without torch).
+
+    Without a device the driver reports, torch is not imported at all
+    (:mod:`~tts_container.engines.torch_free`).
+    """
+    if importlib.util.find_spec("torch") is None or cuda_device_present() is False:
         return False
     import torch
 

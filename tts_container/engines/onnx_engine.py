@@ -41,6 +41,7 @@ from tts_container.engines.onnx_graphs import (
     split_export,
 )
 from tts_container.engines.static_int8 import static_vocoder
+from tts_container.engines.torch_free import import_spacy_without_torch
 from tts_container.engines.voices import VoiceTables
 from tts_container.engines.windowed_engine import SPEED_PROBE_TEXT, WindowedEngine, choose_growth
 from tts_container.engines.windows import HARMONICS, STEP_SAMPLES, Pitch, Prosody
@@ -101,6 +102,7 @@ class OnnxEngine(WindowedEngine):
         phonemizer: Phonemizer | None = None,
         stats_dir: Path | None = None,
     ) -> None:
+        import_spacy_without_torch()  # the phonemizer's spaCy, before anything imports it with torch
         options = session_options(threads)
         try:
             graphs = split_export(model_path)
