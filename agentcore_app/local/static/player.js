@@ -368,8 +368,11 @@ export class VoicePage {
     const turn = this.current;
     if (turn && turn.live) {
       turn.state = "stopped";
-      if (this.transport && turn.transport === this.transport.name) this.transport.cancel(turn);
-      else turn.controller.abort();
+      // A spoken answer belongs to the open microphone: it is silenced here, the microphone stays open.
+      if (turn.mode !== "voice") {
+        if (this.transport && turn.transport === this.transport.name) this.transport.cancel(turn);
+        else turn.controller.abort();
+      }
       turn.stream?.close();
     }
     this.player.stop();
