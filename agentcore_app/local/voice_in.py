@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import importlib.util
 import json
 import os
 import statistics
@@ -381,16 +382,14 @@ def run(args: argparse.Namespace, target: Target, label: str) -> int:
             file=sys.stderr,
         )
         return 2
-    if not isinstance(target, str):
-        from agentcore_app.local.demo import missing_modules
-
-        if missing := missing_modules(LOCAL_LISTEN_MODULES):
-            print(
-                f"agent-infra demo --voice-in needs {', '.join(missing)}: add the 'listen' extra "
-                "(uv run --extra demo --extra listen ..., or pip install 'strands-kokoro[demo,listen]')",
-                file=sys.stderr,
-            )
-            return 2
+    missing = [name for name in LOCAL_LISTEN_MODULES if importlib.util.find_spec(name) is None]
+    if not isinstance(target, str) and missing:
+        print(
+            f"agent-infra demo --voice-in needs {', '.join(missing)}: add the 'listen' extra "
+            "(uv run --extra demo --extra listen ..., or pip install 'strands-kokoro[demo,listen]')",
+            file=sys.stderr,
+        )
+        return 2
     reached = contextlib.nullcontext(target) if isinstance(target, str) else local_target(args)
 
     async def spoken() -> list[VoiceTurn]:
