@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import asyncio
 import math
+import re
 from typing import Any
 
 import numpy as np
 
 from strands_kokoro.listening.whisper_weights import whisper_model_dir
 
-__all__ = ["WhisperTranscriber"]
+__all__ = ["WhisperTranscriber", "holds_no_words"]
 
 RATE = 16_000
 FRAMES_PER_S = 100  # Whisper's mel frames per second of audio
@@ -29,6 +30,17 @@ TOKENS_PER_S = 10  # a generous speaking rate in Whisper tokens: the budget of a
 MIN_TOKENS = 24
 MAX_COMPRESSION_RATIO = 2.4  # faster-whisper's default threshold for a repeating (failed) decoding
 NO_SPEECH_PROB, MIN_LOG_PROB = 0.6, -1.0  # faster-whisper's defaults: a window without speech
+
+
+_ANNOTATION = re.compile(r"\[[^\]]*\]|\([^)]*\)|\*[^*]*\*")  # Whisper's "[BLANK_AUDIO]", "(coughs)"
+_HUM = re.compile(r"(h*m+h*)+|u+h+|u+m+|e+r+m*|a+h+|h+m+", re.IGNORECASE)  # "mmm", "hmm", "uhh", "umm", "ahh"
+
+
+def holds_no_words(text: str) -> bool:
+    """Is ``text`` what Whisper writes for a sound that is not speech: nothing, punctuation, a bracketed
+    annotation, or hums ("Mmmm", "Hmm...", "uhh")?"""
+    words = re.findall(r"[^\W_]+(?:['-][^\W_]+)*", _ANNOTATION.sub(" ", text))
+    return all(_HUM.fullmatch(word) for word in words)
 
 
 class WhisperTranscriber:
