@@ -8,9 +8,7 @@ listening.playout`), ``bidi_tool_use_blocks`` when the model asks for tools (the
 through :meth:`SpokenAnswer.tool_results`), and ``bidi_response_stop`` once the listener has heard it all.
 
 :meth:`SpokenAnswer.barge_in` stops it at once: ``bidi_barge_in`` goes out, no audio after it, the
-model and the speech are cancelled, and :attr:`SpokenAnswer.messages` keeps what the listener heard;
-:meth:`SpokenAnswer.unheard` is the rest of what the model wrote, which an answer made with ``text=``
-speaks instead of calling the model (a falsely interrupted answer resumed).
+model and the speech are cancelled, and :attr:`SpokenAnswer.messages` keeps what the listener heard.
 """
 
 from __future__ import annotations
@@ -55,7 +53,8 @@ CAPTION_POLL_S = 0.05  # how often the assistant transcript looks at the listene
 class SpokenAnswer:
     """One answer to ``history`` (which ends with the user's turn); ``emit`` takes its events in order.
 
-    ``text``: speak this text as the answer instead of calling the model (no tools).
+    ``text``: speak this text as the answer instead of calling the model (no tools): the rest of a falsely
+    interrupted answer (:meth:`unheard`).
     """
 
     def __init__(

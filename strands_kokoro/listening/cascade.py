@@ -14,9 +14,7 @@ frame (:mod:`~strands_kokoro.listening.voice_activity`), turn-taking over it
 (:mod:`~strands_kokoro.listening.turn_taking`: end of turn after ``end_of_turn_ms`` of silence, barge-in
 after ``min_interruption_ms`` of speech), Whisper on each utterance
 (:mod:`~strands_kokoro.listening.speech_to_text`, started at the pause that may end the turn), then
-one :class:`~strands_kokoro.listening.answer.SpokenAnswer` per user turn. Speech that barged in but holds no
-words (a hum, a noise) is no turn: the answer it cut goes on from the first word the listener did not
-hear (``ListeningOptions.resume_false_interruption``). A ``BidiMessage`` of text is a
+one :class:`~strands_kokoro.listening.answer.SpokenAnswer` per user turn. A ``BidiMessage`` of text is a
 typed user turn; one of tool results answers the tools the current answer asked for.
 
 Events out (``receive``): Strands' ``bidi_connection_start``, the user's ``bidi_transcript_*``, the
@@ -82,7 +80,9 @@ class KokoroCascade(BidiModel):
 
     ``speech``: the ``KokoroSpeech`` that speaks the answers (PCM only); without it one is made for
     ``endpoint`` with ``speech_options`` (voice, speed, ...). ``listening``: the turn-taking settings.
-    ``transcriber``: the speech-to-text (Whisper-base, English, by default). A text model with a
+    ``transcriber``: the speech-to-text (Whisper-base, English, by default). Speech that barged in but
+    holds no words (a hum) is no turn: the answer it cut goes on from the first word the listener did
+    not hear (``ListeningOptions.resume_false_interruption``). A text model with a
     ``warm_up(system_prompt)`` (the embedded SmolLM2) reads the system prompt at ``start``.
     """
 
