@@ -4,8 +4,8 @@
 a time in a worker thread. An utterance is short (a spoken turn), so the encoder reads a window sized to
 it (the utterance plus ``window_padding_s`` of silence, whole seconds) instead of Whisper's fixed 30 s,
 and the decoder writes greedily without timestamps, with a token budget for the window's length. When
-that output repeats itself (Whisper's compression-ratio test), or the utterance is 30 s or longer, the
-utterance is transcribed again by faster-whisper's own ``transcribe`` on full 30 s windows. The model's
+that output repeats itself (Whisper's compression-ratio test, or its start again), or the utterance is
+30 s or longer, it is transcribed again by faster-whisper's ``transcribe`` on full 30 s windows. The model's
 VAD filter is off (the cascade's turn-taking already cut the utterance) and no earlier text conditions
 the next.
 """
@@ -21,7 +21,7 @@ import numpy as np
 
 from strands_kokoro.listening.whisper_weights import whisper_model_dir
 
-__all__ = ["WhisperTranscriber", "holds_no_words"]
+__all__ = ["WhisperTranscriber", "holds_no_words", "repeats_itself"]
 
 RATE = 16_000
 FRAMES_PER_S = 100  # Whisper's mel frames per second of audio
@@ -41,6 +41,15 @@ def holds_no_words(text: str) -> bool:
     annotation, or hums ("Mmmm", "Hmm...", "uhh")?"""
     words = re.findall(r"[^\W_]+(?:['-][^\W_]+)*", _ANNOTATION.sub(" ", text))
     return all(_HUM.fullmatch(word) for word in words)
+
+
+def repeats_itself(tokens: list[int], *, min_repeat: int = 4) -> bool:
+    """Does the decoding say its own start again (``A B C . A B C``)? Whisper does so in the silence after
+    the speech; at least ``min_repeat`` tokens must repeat."""
+    for period in range(1, len(tokens) - min_repeat + 1):
+        if tokens[period:] == tokens[: len(tokens) - period]:
+            return True
+    return False
 
 
 class WhisperTranscriber:
@@ -124,7 +133,11 @@ class WhisperTranscriber:
         if result.no_speech_prob > NO_SPEECH_PROB and log_prob < MIN_LOG_PROB:
             return ""  # Whisper's own test: no speech in the window (a breath, a noise)
         text: str = tokenizer.decode(tokens).strip()
-        if len(tokens) >= budget or (text and get_compression_ratio(text) > MAX_COMPRESSION_RATIO):
+        if (
+            len(tokens) >= budget
+            or repeats_itself(tokens)
+            or (text and get_compression_ratio(text) > MAX_COMPRESSION_RATIO)
+        ):
             return None
         return text
 

@@ -7,7 +7,7 @@ import pytest
 
 from strands_kokoro.listening.cascade import with_answer
 from strands_kokoro.listening.options import ListeningOptions
-from strands_kokoro.listening.speech_to_text import holds_no_words
+from strands_kokoro.listening.speech_to_text import holds_no_words, repeats_itself
 
 
 @pytest.mark.parametrize(
@@ -44,3 +44,12 @@ def test_an_answer_after_a_user_turn_is_appended() -> None:
 def test_resuming_is_on_by_default() -> None:
     assert ListeningOptions().resume_false_interruption
     assert not ListeningOptions(resume_false_interruption=False).resume_false_interruption
+
+
+def test_a_decoding_that_says_its_start_again_repeats_itself() -> None:
+    sentence = [11, 12, 13, 14, 15, 16]
+    assert repeats_itself([*sentence, 99, *sentence])
+    assert repeats_itself([*sentence, 99, *sentence[:4]])
+    assert not repeats_itself([*sentence, 99, *sentence[:3]])
+    assert not repeats_itself([*sentence, 99, 21, 22])
+    assert not repeats_itself([])
