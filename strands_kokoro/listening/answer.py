@@ -39,7 +39,7 @@ from strands.types.content import ContentBlock, Message, Messages
 from strands.types.tools import ToolResult, ToolSpec, ToolUse
 
 from strands_kokoro.listening.events import SpeechErrorEvent
-from strands_kokoro.listening.playout import Playout, joined
+from strands_kokoro.listening.playout import Playout, joined, rest_of
 from strands_kokoro.speech import KokoroSpeech
 from strands_kokoro.turn.speech_turn import SpeechTurn
 
@@ -51,7 +51,11 @@ CAPTION_POLL_S = 0.05  # how often the assistant transcript looks at the listene
 
 
 class SpokenAnswer:
-    """One answer to ``history`` (which ends with the user's turn); ``emit`` takes its events in order."""
+    """One answer to ``history`` (which ends with the user's turn); ``emit`` takes its events in order.
+
+    ``text``: speak this text as the answer instead of calling the model (no tools): the rest of a falsely
+    interrupted answer (:meth:`unheard`).
+    """
 
     def __init__(
         self,
@@ -62,8 +66,10 @@ class SpokenAnswer:
         system_prompt: str | None,
         tool_specs: list[ToolSpec],
         emit: Callable[[Any], None],
+        text: str | None = None,
     ) -> None:
         self._model = model
+        self._given_text = text
         self._speech = speech
         self._history = list(history)
         self._system_prompt = system_prompt
@@ -96,6 +102,14 @@ class SpokenAnswer:
         """The results of the tools the answer asked for (``bidi_tool_use_blocks``)."""
         if self._tool_wait is not None and not self._tool_wait.done():
             self._tool_wait.set_result(results)
+
+    def unheard(self) -> str:
+        """What the model wrote that the listener did not hear, from the first word not heard; empty when
+        the answer asked for tools (it is not resumed) or all of it was heard."""
+        if self._tool_ids:
+            return ""
+        said = [word for piece in self._heard for word in piece.split()]
+        return rest_of("".join(self._text), said)
 
     def barge_in(self) -> None:
         """The user speaks over the answer: no audio after this; the model and the speech stop."""
@@ -183,6 +197,13 @@ class SpokenAnswer:
 
     async def _write(self, turn: SpeechTurn) -> AsyncGenerator[Any, None]:
         """The model's calls until it answers without tools; each call's text goes to the turn."""
+        if self._given_text is not None:
+            self._text.append(self._given_text)
+            turn.on_text(self._given_text)
+            turn.end_segment()
+            yield {}
+            self._written.append({"role": "assistant", "content": [{"text": self._given_text}]})
+            return
         while True:
             message: Message | None = None
             stop_reason = "end_turn"

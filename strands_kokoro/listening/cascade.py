@@ -52,7 +52,8 @@ from strands_kokoro.errors import ListeningErrorCode
 from strands_kokoro.listening.answer import SpokenAnswer
 from strands_kokoro.listening.events import ListeningErrorEvent, UserSpeechEvent
 from strands_kokoro.listening.options import INPUT_SAMPLE_RATE, ListeningOptions
-from strands_kokoro.listening.speech_to_text import WhisperTranscriber
+from strands_kokoro.listening.playout import joined
+from strands_kokoro.listening.speech_to_text import WhisperTranscriber, holds_no_words
 from strands_kokoro.listening.turn_taking import Signal, UtteranceCollector
 from strands_kokoro.listening.voice_activity import FRAME_SAMPLES, SileroVoiceActivity
 from strands_kokoro.speech import KokoroSpeech
@@ -62,6 +63,15 @@ logger = logging.getLogger(__name__)
 __all__ = ["KokoroCascade"]
 
 _CLOSED = object()
+
+
+class _Resume:
+    """A turn that is no user's: go on with ``answer``, which speech without words cut."""
+
+    def __init__(self, answer: SpokenAnswer) -> None:
+        self.answer = answer
+
+
 FRAME_MS = FRAME_SAMPLES / INPUT_SAMPLE_RATE * 1000.0
 
 
@@ -70,7 +80,9 @@ class KokoroCascade(BidiModel):
 
     ``speech``: the ``KokoroSpeech`` that speaks the answers (PCM only); without it one is made for
     ``endpoint`` with ``speech_options`` (voice, speed, ...). ``listening``: the turn-taking settings.
-    ``transcriber``: the speech-to-text (Whisper-base, English, by default). A text model with a
+    ``transcriber``: the speech-to-text (Whisper-base, English, by default). Speech that barged in but
+    holds no words (a hum) is no turn: the answer it cut goes on from the first word the listener did
+    not hear (``ListeningOptions.resume_false_interruption``). A text model with a
     ``warm_up(system_prompt)`` (the embedded SmolLM2) reads the system prompt at ``start``.
     """
 
@@ -95,7 +107,7 @@ class KokoroCascade(BidiModel):
         self._runner: asyncio.Task[None] | None = None
         self._events: asyncio.Queue[Any] = asyncio.Queue()
         self._audio: asyncio.Queue[bytes] = asyncio.Queue()
-        self._turns: asyncio.Queue[str] = asyncio.Queue()
+        self._turns: asyncio.Queue[str | _Resume] = asyncio.Queue()
         self._answer: SpokenAnswer | None = None
         self._tasks: asyncio.TaskGroup | None = None
 
@@ -132,6 +144,7 @@ class KokoroCascade(BidiModel):
         self._buffered_ms = 0.0
         self._overrun = False
         self._answer = None
+        self._cut: SpokenAnswer | None = None  # the answer the user's speech last cut, until its words come
         self._vad = await asyncio.to_thread(SileroVoiceActivity)
         self._collector = UtteranceCollector(self.listening, frame_ms=FRAME_MS)
         self._early: tuple[float, asyncio.Task[str | None]] | None = None
@@ -251,6 +264,7 @@ class KokoroCascade(BidiModel):
         elif signal.kind == "interruption":
             if answer is not None and not answer.barged_in:
                 answer.barge_in()
+                self._cut = answer
         elif signal.kind == "pause":
             if listening:  # the transcription starts while the end-of-turn silence runs on
                 assert self._tasks is not None
@@ -264,6 +278,7 @@ class KokoroCascade(BidiModel):
             )
         elif signal.kind == "utterance":
             early, self._early = self._early, None
+            cut, self._cut = self._cut, None
             self._events.put_nowait(UserSpeechEvent("end", signal.speech_end_ms))
             if not listening:
                 return  # said over the answer, too short to stop it (a backchannel): not a turn
@@ -272,7 +287,7 @@ class KokoroCascade(BidiModel):
                 reading = early[1]  # no voiced frame since the pause: its transcription is the turn's
             else:
                 reading = self._tasks.create_task(self._read(signal.audio), name="cascade-transcribe")
-            self._tasks.create_task(self._user_turn(reading), name="cascade-user-turn")
+            self._tasks.create_task(self._user_turn(reading, cut), name="cascade-user-turn")
 
     async def _read(self, pcm: bytes) -> str | None:
         """The words in ``pcm``; None when the transcription failed."""
@@ -282,13 +297,16 @@ class KokoroCascade(BidiModel):
             logger.warning("transcription failed: %s: %s", type(exc).__name__, exc)
             return None
 
-    async def _user_turn(self, reading: asyncio.Task[str | None]) -> None:
+    async def _user_turn(self, reading: asyncio.Task[str | None], cut: SpokenAnswer | None) -> None:
+        """The utterance's words as the user's turn; none (a hum, a noise): the answer it cut goes on."""
         text = await reading
         if text is None:
             self._refuse(ListeningErrorCode.TRANSCRIPTION_FAILED, "the utterance could not be transcribed")
             return
-        if not text:
-            return  # speech with no words in it (a laugh, a breath): not a turn
+        if holds_no_words(text):  # speech with no words in it (a hum, a breath): not a turn
+            if cut is not None and self.listening.resume_false_interruption:
+                self._turns.put_nowait(_Resume(cut))
+            return
         content_id = f"user-{uuid.uuid4().hex[:12]}"
         self._events.put_nowait(BidiTranscriptStartEvent("user", content_id))
         self._events.put_nowait(BidiTranscriptDeltaEvent(text, "user", content_id))
@@ -298,10 +316,16 @@ class KokoroCascade(BidiModel):
     async def _answer_turns(self) -> None:
         """One answer at a time, to each user turn in order; a new turn barges in on the answer."""
         while True:
-            text = await self._turns.get()
-            self.messages = with_user_turn(self.messages, text)
-            if not self._turns.empty():
-                continue  # a newer turn is already waiting: answer both at once
+            turn = await self._turns.get()
+            resumed = ""
+            if isinstance(turn, _Resume):
+                resumed = turn.answer.unheard()
+                if not resumed or not self._turns.empty():
+                    continue  # all of it was heard, or the user spoke since: nothing to go on with
+            else:
+                self.messages = with_user_turn(self.messages, turn)
+                if not self._turns.empty():
+                    continue  # a newer turn is already waiting: answer both at once
             answer = SpokenAnswer(
                 model=self.text_model,
                 speech=self.speech,
@@ -309,6 +333,7 @@ class KokoroCascade(BidiModel):
                 system_prompt=self._system_prompt,
                 tool_specs=self._tool_specs,
                 emit=self._events.put_nowait,
+                text=resumed or None,
             )
             self._answer = answer
             answering = asyncio.create_task(answer.run(), name="cascade-answer")
@@ -320,7 +345,7 @@ class KokoroCascade(BidiModel):
                 with contextlib.suppress(asyncio.CancelledError):
                     await answering
                 self._answer = None
-                self.messages = [*self.messages, *answer.messages]
+                self.messages = with_answer(self.messages, answer.messages)
 
     async def _until_done_or_new_turn(self, answering: asyncio.Task[None], answer: SpokenAnswer) -> None:
         """Wait for the answer; a typed turn arriving meanwhile barges in on it (a spoken one already
@@ -360,6 +385,20 @@ def text_history(messages: Messages) -> Messages:
         else:
             out.append({"role": message["role"], "content": content})
     return out
+
+
+def with_answer(messages: Messages, added: Messages) -> Messages:
+    """``messages`` and what an answer added; a resumed answer's text joins the heard part it goes on
+    from (one assistant message for the whole answer as heard)."""
+    if (
+        messages
+        and added
+        and messages[-1]["role"] == added[0]["role"] == "assistant"
+        and all("text" in block for block in [*messages[-1]["content"], *added[0]["content"]])
+    ):
+        text = joined([str(b["text"]) for b in [*messages[-1]["content"], *added[0]["content"]]])
+        return [*messages[:-1], {"role": "assistant", "content": [{"text": text}]}, *added[1:]]
+    return [*messages, *added]
 
 
 def with_user_turn(messages: Messages, text: str) -> Messages:

@@ -23,7 +23,10 @@ class ListeningOptions:
     - ``threshold``: the voice-activity probability from which a frame is voiced;
     - ``pre_roll_ms``: audio kept from before the first voiced frame (the onset of the first word);
     - ``max_utterance_ms``: the longest utterance transcribed as one turn (Whisper reads 30 s windows);
-    - ``max_buffered_ms``: input audio waiting to be read before newer audio is dropped.
+    - ``max_buffered_ms``: input audio waiting to be read before newer audio is dropped;
+    - ``resume_false_interruption``: when speech barged in but its transcript holds no words (a hum, a
+      noise Whisper writes as nothing or as ``[...]``), the answer goes on from the first word the listener
+      did not hear, instead of being dropped (LiveKit Agents' ``resume_false_interruption``).
     """
 
     end_of_turn_ms: float = 500.0
@@ -34,6 +37,7 @@ class ListeningOptions:
     pre_roll_ms: float = 300.0
     max_utterance_ms: float = 30_000.0
     max_buffered_ms: float = 10_000.0
+    resume_false_interruption: bool = True
 
     def __post_init__(self) -> None:
         for name in ("end_of_turn_ms", "min_speech_ms", "min_interruption_ms", "max_utterance_ms"):

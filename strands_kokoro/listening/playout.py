@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["Playout"]
+__all__ = ["Playout", "joined", "rest_of"]
 
 
 @dataclass(slots=True)
@@ -89,7 +89,7 @@ class Playout:
                     continue
                 break
             if whole:
-                out.append(_rest_of(r.text or "", [w for w, _ in r.words[: r.words_out]]))
+                out.append(rest_of(r.text or "", [w for w, _ in r.words[: r.words_out]]))
                 r.done = True
                 continue
             count = 0  # words are timed in order: up to the first not yet heard
@@ -113,7 +113,7 @@ def joined(pieces: list[str]) -> str:
     return text
 
 
-def _rest_of(text: str, said: list[str]) -> str:
+def rest_of(text: str, said: list[str]) -> str:
     """``text`` after the words already said (found in order, punctuation kept)."""
     position = 0
     for word in said:

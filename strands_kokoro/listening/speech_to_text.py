@@ -4,8 +4,8 @@
 a time in a worker thread. An utterance is short (a spoken turn), so the encoder reads a window sized to
 it (the utterance plus ``window_padding_s`` of silence, whole seconds) instead of Whisper's fixed 30 s,
 and the decoder writes greedily without timestamps, with a token budget for the window's length. When
-that output repeats itself (Whisper's compression-ratio test), or the utterance is 30 s or longer, the
-utterance is transcribed again by faster-whisper's own ``transcribe`` on full 30 s windows. The model's
+that output repeats itself (Whisper's compression-ratio test, or its start again), or the utterance is
+30 s or longer, it is transcribed again by faster-whisper's ``transcribe`` on full 30 s windows. The model's
 VAD filter is off (the cascade's turn-taking already cut the utterance) and no earlier text conditions
 the next.
 """
@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import asyncio
 import math
+import re
 from typing import Any
 
 import numpy as np
 
 from strands_kokoro.listening.whisper_weights import whisper_model_dir
 
-__all__ = ["WhisperTranscriber"]
+__all__ = ["WhisperTranscriber", "holds_no_words", "repeats_itself"]
 
 RATE = 16_000
 FRAMES_PER_S = 100  # Whisper's mel frames per second of audio
@@ -29,6 +30,26 @@ TOKENS_PER_S = 10  # a generous speaking rate in Whisper tokens: the budget of a
 MIN_TOKENS = 24
 MAX_COMPRESSION_RATIO = 2.4  # faster-whisper's default threshold for a repeating (failed) decoding
 NO_SPEECH_PROB, MIN_LOG_PROB = 0.6, -1.0  # faster-whisper's defaults: a window without speech
+
+
+_ANNOTATION = re.compile(r"\[[^\]]*\]|\([^)]*\)|\*[^*]*\*")  # Whisper's "[BLANK_AUDIO]", "(coughs)"
+_HUM = re.compile(r"(h*m+h*)+|u+h+|u+m+|e+r+m*|a+h+|h+m+", re.IGNORECASE)  # "mmm", "hmm", "uhh", "umm", "ahh"
+
+
+def holds_no_words(text: str) -> bool:
+    """Is ``text`` what Whisper writes for a sound that is not speech: nothing, punctuation, a bracketed
+    annotation, or hums ("Mmmm", "Hmm...", "uhh")?"""
+    words = re.findall(r"[^\W_]+(?:['-][^\W_]+)*", _ANNOTATION.sub(" ", text))
+    return all(_HUM.fullmatch(word) for word in words)
+
+
+def repeats_itself(tokens: list[int], *, min_repeat: int = 4) -> bool:
+    """Does the decoding say its own start again (``A B C . A B C``)? Whisper does so in the silence after
+    the speech; at least ``min_repeat`` tokens must repeat."""
+    for period in range(1, len(tokens) - min_repeat + 1):
+        if tokens[period:] == tokens[: len(tokens) - period]:
+            return True
+    return False
 
 
 class WhisperTranscriber:
@@ -112,7 +133,11 @@ class WhisperTranscriber:
         if result.no_speech_prob > NO_SPEECH_PROB and log_prob < MIN_LOG_PROB:
             return ""  # Whisper's own test: no speech in the window (a breath, a noise)
         text: str = tokenizer.decode(tokens).strip()
-        if len(tokens) >= budget or (text and get_compression_ratio(text) > MAX_COMPRESSION_RATIO):
+        if (
+            len(tokens) >= budget
+            or repeats_itself(tokens)
+            or (text and get_compression_ratio(text) > MAX_COMPRESSION_RATIO)
+        ):
             return None
         return text
 

@@ -17,7 +17,7 @@ from strands.tools import tool
 from strands.types.media import ImageBlock
 
 from agentcore_app.agent.local_llm import LocalSmolLM2Model
-from benchmarks.speech_check import word_error_rate
+from benchmarks.speech_check import word_error_rate, words
 from strands_kokoro.listening import KokoroCascade
 from tests.listening.spoken_user import Microphone, noise_burst, render_user_speech, room_tone, with_noise
 from tests.model_server_process import RunningServer
@@ -33,6 +33,7 @@ def anyio_backend() -> str:
 
 QUESTION = "What is the capital of France?"
 STORY = "Please tell me a long story about a brave little dragon."
+HUM = "Mmmmmmmmm."  # a thinking hum: voiced long enough to barge in, and no words
 SYSTEM = "You are a helpful voice assistant. Answer in a few short sentences."
 
 
@@ -41,7 +42,7 @@ def spoken(model_server: RunningServer) -> dict[str, bytes]:
     async def render() -> dict[str, bytes]:
         return {
             text: with_noise(await render_user_speech(model_server.ws_url, text))
-            for text in (QUESTION, STORY)
+            for text in (QUESTION, STORY, HUM)
         }
 
     return asyncio.run(render())
@@ -214,3 +215,37 @@ async def test_bad_input_gets_a_coded_error_and_the_conversation_goes_on(
     assert codes == ["not_audio", "unsupported_audio", "unsupported_input"]
     assert word_error_rate(QUESTION, user["transcript"]) <= 0.15
     assert transcripts(talk, "assistant")
+
+
+LONG_ANSWER = (
+    "Paris is the capital of France. It stands on the river Seine, in the north of the country. "
+    "The city is known for its museums, its cafes and its long avenues. "
+    "Millions of people visit it every year to see the old churches and the bridges."
+)
+
+
+async def test_a_hum_that_barges_in_holds_no_words_and_the_answer_goes_on_where_the_listener_stopped(
+    model_server: RunningServer, spoken: dict[str, bytes]
+) -> None:
+    async with conversation(model_server, ScriptedModel(LONG_ANSWER)) as talk:
+        talk.mic.say(spoken[QUESTION])
+        await talk.until("bidi_audio_delta")
+        talk.mic.say(room_tone(1.5))  # the listener hears the first words
+        talk.mic.say(spoken[HUM])
+        await talk.until("bidi_barge_in")
+        first_stop = await talk.until("bidi_response_stop")
+        resumed = await talk.until("bidi_response_start")
+        await talk.until("bidi_response_stop", response_id=resumed["response_id"])
+    types = [e.get("type") for e in talk.events]
+    assert types.count("bidi_barge_in") == 1 and types.count("bidi_response_start") == 2
+    assert first_stop["response_id"] != resumed["response_id"]
+    assert len(transcripts(talk, "user")) == 1  # the hum is no turn
+    heard, rest = transcripts(talk, "assistant")
+    assert heard.strip() and rest.strip(), (heard, rest)
+    # the rest starts at the first word the listener did not hear: together they are the whole answer
+    assert words(f"{heard} {rest}") == words(LONG_ANSWER), (heard, rest)
+    assert words(rest) != words(LONG_ANSWER)
+    cascade = talk.agent.model
+    assert isinstance(cascade, KokoroCascade)
+    assert [m["role"] for m in cascade.messages] == ["user", "assistant"]
+    assert words(cascade.messages[1]["content"][0]["text"]) == words(LONG_ANSWER)
