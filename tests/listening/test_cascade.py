@@ -34,6 +34,8 @@ def anyio_backend() -> str:
 QUESTION = "What is the capital of France?"
 STORY = "Please tell me a long story about a brave little dragon."
 HUM = "Mmmmmmmmm."  # a thinking hum: voiced long enough to barge in, and no words
+REMEMBER = "My favourite animal is the otter."
+RECALL = "Which animal did I say I like?"
 SYSTEM = "You are a helpful voice assistant. Answer in a few short sentences."
 
 
@@ -42,7 +44,7 @@ def spoken(model_server: RunningServer) -> dict[str, bytes]:
     async def render() -> dict[str, bytes]:
         return {
             text: with_noise(await render_user_speech(model_server.ws_url, text))
-            for text in (QUESTION, STORY, HUM)
+            for text in (QUESTION, STORY, HUM, REMEMBER, RECALL)
         }
 
     return asyncio.run(render())
@@ -249,3 +251,61 @@ async def test_a_hum_that_barges_in_holds_no_words_and_the_answer_goes_on_where_
     assert isinstance(cascade, KokoroCascade)
     assert [m["role"] for m in cascade.messages] == ["user", "assistant"]
     assert words(cascade.messages[1]["content"][0]["text"]) == words(LONG_ANSWER)
+
+
+class RecordingScriptedModel(ScriptedModel):
+    """The scripted model (a test double of the text model) that keeps the messages of every call."""
+
+    def __init__(self, calls: list[ScriptedCall]) -> None:
+        super().__init__(calls)
+        self.received: list[list[dict[str, Any]]] = []
+
+    def stream(self, messages: Any, *args: Any, **kwargs: Any) -> Any:
+        self.received.append([dict(m) for m in messages])
+        return super().stream(messages, *args, **kwargs)
+
+
+async def test_three_spoken_turns_with_a_tool_are_remembered_and_nothing_is_lost(
+    model_server: RunningServer, spoken: dict[str, bytes]
+) -> None:
+    @tool
+    def capital_of(country: str) -> str:
+        """The capital city of a country."""
+        return "Paris"
+
+    script = RecordingScriptedModel(
+        [
+            ScriptedCall("I will remember that."),
+            ScriptedCall("Let me look that up.", tool=ToolCall("capital_of", {"country": "France"})),
+            ScriptedCall("The capital of France is Paris."),
+            ScriptedCall("You said the otter."),
+        ]
+    )
+    async with conversation(model_server, script, tools=[capital_of]) as talk:
+        for phrase in (REMEMBER, QUESTION, RECALL):
+            # the room is quiet for a while first, so the answer before has played: no barge-in
+            talk.mic.say(room_tone(3.0) + spoken[phrase])
+            await talk.until("bidi_response_stop")
+    users = transcripts(talk, "user")
+    assert len(users) == 3 and all(u.strip() for u in users), users
+    assert word_error_rate(REMEMBER, users[0]) <= 0.3 and word_error_rate(RECALL, users[2]) <= 0.3, users
+    assert talk.of("bidi_barge_in") == []
+    assert len(talk.of("bidi_tool_use_blocks")) == 1
+    # the last call sees the whole conversation: each transcript, the tool's use and its result
+    said = " ".join(
+        block.get("text", "")
+        for message in script.received[-1]
+        if message["role"] == "user"
+        for block in message["content"]
+    )
+    assert all(user in said for user in users), (users, said)
+    results = [
+        block["toolResult"]["content"]
+        for message in script.received[-1]
+        for block in message["content"]
+        if "toolResult" in block
+    ]
+    assert results == [[{"text": "Paris"}]]
+    answers = " ".join(transcripts(talk, "assistant"))
+    for line in ("I will remember that.", "The capital of France is Paris.", "You said the otter."):
+        assert line in answers
