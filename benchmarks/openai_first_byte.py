@@ -21,21 +21,13 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from websockets.asyncio.client import connect
 
 from agentcore_app.local.stack import start_model_server, stop_model_server
 from benchmarks.machine import MachineAt, results_path, save_results
-from benchmarks.tts_latency import TEXT
+from benchmarks.tts_latency import TEXT, synthesize_once
 from strands_kokoro.protocol import (
     DEFAULT_VOICE,
-    WS_PATH,
     AudioFormatName,
-    Close,
-    ServerError,
-    SynthesisCompleted,
-    SynthesizeRequest,
-    control_object,
-    parse_control,
 )
 
 RESULTS = Path(__file__).parent / "results" / "openai_first_byte.json"
@@ -83,22 +75,7 @@ async def websocket_first_byte_ms(http_url: str, text: str, fmt: str, voice: str
     ``synthesis_complete``)."""
     audio_format: AudioFormatName = fmt  # type: ignore[assignment]
     ws_url = http_url.replace("http://", "ws://", 1)
-    async with connect(f"{ws_url}{WS_PATH}", max_size=None) as ws:
-        started = time.perf_counter()
-        await ws.send(SynthesizeRequest(text, voice=voice, format=audio_format).to_wire().encode())
-        first: float | None = None
-        while True:
-            obj = control_object(await ws.recv())
-            if obj is None:  # audio
-                first = first if first is not None else time.perf_counter()
-                continue
-            frame = parse_control(obj)
-            if isinstance(frame, ServerError):
-                raise RuntimeError(f"server error: {frame}")
-            if isinstance(frame, SynthesisCompleted):
-                await ws.send(Close().to_wire().encode())
-                assert first is not None, "no audio before synthesis_complete"
-                return (first - started) * 1000
+    return (await synthesize_once(ws_url, text, voice, audio_format)).first_audio_ms
 
 
 ASK: dict[str, Callable[[str, str, str], Awaitable[float]]] = {

@@ -35,6 +35,7 @@ from benchmarks.machine import results_path
 from strands_kokoro.protocol import (
     DEFAULT_VOICE,
     WS_PATH,
+    AudioFormatName,
     Close,
     ServerError,
     SynthesisCompleted,
@@ -63,11 +64,14 @@ class Trial:
     audio_ms: float
 
 
-async def synthesize_once(ws_url: str, text: str, voice: str = DEFAULT_VOICE) -> Trial:
-    """Connect, send one ``synthesize``, read to ``synthesis_complete``; time from the send."""
+async def synthesize_once(
+    ws_url: str, text: str, voice: str = DEFAULT_VOICE, audio_format: AudioFormatName = "pcm"
+) -> Trial:
+    """Connect, send one ``synthesize`` (audio in ``audio_format``), read to ``synthesis_complete``; time
+    from the send."""
     async with connect(f"{ws_url}{WS_PATH}", max_size=None) as ws:
         started = time.perf_counter()
-        await ws.send(SynthesizeRequest(text, voice=voice).to_wire().encode())
+        await ws.send(SynthesizeRequest(text, voice=voice, format=audio_format).to_wire().encode())
         first: float | None = None
         while True:
             obj = control_object(await ws.recv())
