@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import numpy as np
 import soxr
@@ -106,3 +107,27 @@ class Microphone:
         next_at += len(frame) / 2 / RATE
         await asyncio.sleep(max(0.0, next_at - asyncio.get_running_loop().time()))
         return next_at
+
+
+class EventLog:
+    """Events as they arrive: every one kept (:meth:`of`) and each awaited in order (:meth:`until`)."""
+
+    def __init__(self) -> None:
+        self.events: list[dict[str, Any]] = []
+        self._queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+
+    def add(self, event: dict[str, Any]) -> None:
+        self.events.append(event)
+        self._queue.put_nowait(event)
+
+    async def until(self, kind: str, **fields: Any) -> dict[str, Any]:
+        """The next event of ``kind`` with these ``fields`` (the ones before it are passed over)."""
+        while True:
+            event = await self._queue.get()
+            if event.get("type") == kind and all(event.get(k) == v for k, v in fields.items()):
+                return event
+
+    def of(self, kind: str, **fields: Any) -> list[dict[str, Any]]:
+        return [
+            e for e in self.events if e.get("type") == kind and all(e.get(k) == v for k, v in fields.items())
+        ]

@@ -19,7 +19,14 @@ from strands.types.media import ImageBlock
 from agentcore_app.agent.local_llm import LocalSmolLM2Model
 from benchmarks.speech_check import word_error_rate, words
 from strands_kokoro.listening import KokoroCascade
-from tests.listening.spoken_user import Microphone, noise_burst, render_user_speech, room_tone, with_noise
+from tests.listening.spoken_user import (
+    EventLog,
+    Microphone,
+    noise_burst,
+    render_user_speech,
+    room_tone,
+    with_noise,
+)
 from tests.model_server_process import RunningServer
 from tests.scripted_model import ScriptedCall, ScriptedModel, ToolCall
 
@@ -50,13 +57,12 @@ def spoken(model_server: RunningServer) -> dict[str, bytes]:
     return asyncio.run(render())
 
 
-class Conversation:
+class Conversation(EventLog):
     """A started BidiAgent on the cascade, a live microphone feeding it, and its events as they come."""
 
     def __init__(self, agent: BidiAgent) -> None:
+        super().__init__()
         self.agent = agent
-        self.events: list[dict[str, Any]] = []
-        self._queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         self.mic = Microphone(self._send)
 
     async def _send(self, frame: bytes) -> None:
@@ -64,19 +70,7 @@ class Conversation:
 
     async def receive(self) -> None:
         async for event in self.agent.receive():
-            self.events.append(dict(event))
-            self._queue.put_nowait(dict(event))
-
-    async def until(self, kind: str, **fields: Any) -> dict[str, Any]:
-        while True:
-            event = await self._queue.get()
-            if event.get("type") == kind and all(event.get(k) == v for k, v in fields.items()):
-                return event
-
-    def of(self, kind: str, **fields: Any) -> list[dict[str, Any]]:
-        return [
-            e for e in self.events if e.get("type") == kind and all(e.get(k) == v for k, v in fields.items())
-        ]
+            self.add(dict(event))
 
 
 @contextlib.asynccontextmanager

@@ -12,7 +12,6 @@ import wave
 from collections.abc import AsyncIterator
 from io import BytesIO
 from pathlib import Path
-from typing import Any
 
 import pytest
 from websockets.asyncio.client import ClientConnection, connect
@@ -26,7 +25,7 @@ from agentcore_app.local.ws_client import local_ws_url
 from benchmarks.speech_check import word_error_rate
 from strands_kokoro.listening import ListeningOptions
 from tests.agentcore_app.test_ws_turns import ping_status, wait_turn_over
-from tests.listening.spoken_user import Microphone, render_user_speech, with_noise
+from tests.listening.spoken_user import EventLog, Microphone, render_user_speech, with_noise
 from tests.model_server_process import RunningServer
 from tests.scripted_model import FOUR_SENTENCES, ScriptedModel
 
@@ -54,14 +53,13 @@ def spoken(model_server: RunningServer) -> dict[str, bytes]:
     return asyncio.run(render())
 
 
-class VoiceSocket:
+class VoiceSocket(EventLog):
     """A client of ``/ws``: its frames read as events (the framing rules checked), a microphone on it."""
 
     def __init__(self, ws: ClientConnection) -> None:
+        super().__init__()
         self.ws = ws
-        self.events: list[dict[str, Any]] = []
         self.audio: list[bytes] = []
-        self._queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         self.mic = Microphone(self.ws.send)
 
     async def read(self) -> None:
@@ -72,19 +70,7 @@ class VoiceSocket:
                 continue
             if read.audio is not None:
                 self.audio.append(read.audio)
-            self.events.append(read.event)
-            self._queue.put_nowait(read.event)
-
-    async def until(self, kind: str, **fields: Any) -> dict[str, Any]:
-        while True:
-            event = await self._queue.get()
-            if event.get("type") == kind and all(event.get(k) == v for k, v in fields.items()):
-                return event
-
-    def of(self, kind: str, **fields: Any) -> list[dict[str, Any]]:
-        return [
-            e for e in self.events if e.get("type") == kind and all(e.get(k) == v for k, v in fields.items())
-        ]
+            self.add(read.event)
 
 
 @contextlib.asynccontextmanager
