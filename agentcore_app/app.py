@@ -32,7 +32,7 @@ from agentcore_app.agent.time_context import time_context
 from agentcore_app.agent.tools import load_tools, speech_setting
 from agentcore_app.conversation.settings import ConversationSettings, check_session_id
 from agentcore_app.conversation.store import AGENT_ID, ConversationStore, TurnBuffer
-from agentcore_app.conversation.turn import remembered_turn
+from agentcore_app.conversation.turn import StoredMemory, remembered_turn
 from agentcore_app.errors import AppErrorCode, TurnRefused, answer_for
 from agentcore_app.hangup import HangUpWatcher, hangup_of, until_hung_up
 from agentcore_app.local_guard import LocalCallerGuard
@@ -326,8 +326,9 @@ class AgentTurns:
     ) -> AsyncGenerator[Mapping[str, Any]]:
         """A spoken conversation on ``/ws``: the user's audio in ``listening.inbox``, heard by the library's
         ``KokoroCascade`` (Whisper, the app's model and tools, the app's speech endpoint) under a
-        ``BidiAgent``; its events (:func:`~agentcore_app.voice_input.spoken_conversation`). Its turns are
-        the connection's: they are not written to the conversation store."""
+        ``BidiAgent``; its events (:func:`~agentcore_app.voice_input.spoken_conversation`). With a
+        ``session_id`` and a store, each answer is a turn of that conversation (:class:`StoredMemory`): it
+        starts from what the session's turns said, typed or spoken, and is stored as heard."""
         task_id = self.agentcore.add_async_task("listening", {})
         try:
             from strands.bidi import BidiAgent
@@ -341,7 +342,10 @@ class AgentTurns:
                 speed=listening.speed or 1.0,
                 **{**self.speech_options, "mode": "bidi", "audio_format": "pcm"},
             )
-            cascade = KokoroCascade(self.new_model(), speech=speech, listening=self.listening)
+            memory = None
+            if session_id is not None and self.store is not None:
+                memory = StoredMemory(self.store, session_id, functools.partial(self.new_agent, speech))
+            cascade = KokoroCascade(self.new_model(), speech=speech, listening=self.listening, memory=memory)
             agent = BidiAgent(model=cascade, tools=list(self.tools), system_prompt=SYSTEM_PROMPT)
             async with aclosing(spoken_conversation(agent, listening.inbox)) as stream:
                 async for event in stream:

@@ -33,7 +33,7 @@ from typing import Any, Literal
 
 from strands_kokoro.protocol import control_object, json_text
 
-TurnStatus = Literal["completed", "cancelled", "failed", "refused"]
+TurnStatus = Literal["completed", "cancelled", "failed", "refused", "joined"]
 WsFrame = str | bytes
 
 

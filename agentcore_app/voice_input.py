@@ -3,9 +3,10 @@ the library's cascade (:class:`strands_kokoro.listening.KokoroCascade`, one impl
 library and the app).
 
 :func:`parse_audio_start` validates the request (16 kHz mono ``pcm_s16le`` or ``unsupported_audio``);
-:class:`AudioInbox` holds the socket's binary frames until the conversation takes them (``not_audio``,
-``audio_overrun``); :func:`spoken_conversation` runs a ``BidiAgent`` on the cascade and gives its events
-as the app's: ``listening_start``, then the cascade's own as they are, its audio as ``audio_chunk``.
+:class:`UserInbox` holds the socket's binary frames (``not_audio``, ``audio_overrun``) and the turns
+typed meanwhile until the conversation takes them; :func:`spoken_conversation` runs a ``BidiAgent`` on
+the cascade and gives its events as the app's: ``listening_start``, then the cascade's own as they are,
+its audio as ``audio_chunk``.
 """
 
 from __future__ import annotations
@@ -31,8 +32,8 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "INPUT_RATE",
-    "AudioInbox",
     "Listening",
+    "UserInbox",
     "parse_audio_start",
     "spoken_conversation",
 ]
@@ -64,7 +65,7 @@ class Listening:
 
     voice: str | None = None
     speed: float | None = None
-    inbox: AudioInbox = field(default_factory=lambda: AudioInbox())
+    inbox: UserInbox = field(default_factory=lambda: UserInbox())
 
 
 def parse_audio_start(payload: Mapping[str, Any]) -> Listening:
@@ -81,9 +82,10 @@ def parse_audio_start(payload: Mapping[str, Any]) -> Listening:
     return Listening(voice=voice, speed=speed)
 
 
-class AudioInbox:
-    """The microphone's audio between the socket's reader and the conversation (thread-safe to feed:
-    the conversation runs on the app's worker loop)."""
+class UserInbox:
+    """What the user sends a spoken conversation, between the socket's reader and the conversation: the
+    microphone's audio and the turns typed meanwhile, in order (thread-safe to feed: the conversation
+    runs on the app's worker loop)."""
 
     def __init__(self) -> None:
         self._queue: asyncio.Queue[Any] = asyncio.Queue()
@@ -91,6 +93,7 @@ class AudioInbox:
         self._lock = threading.Lock()  # the reader's thread puts, the worker loop's thread binds
         self._waiting_ms = 0.0
         self._overrun = False
+        self._held: Any = None  # taken from the queue while joining audio, for the next get
         self.closed = False
 
     def refusal(self, pcm: bytes) -> tuple[ListeningErrorCode, str] | None:
@@ -122,6 +125,11 @@ class AudioInbox:
         self._call(self._queue.put_nowait, pcm)
         return True
 
+    def type(self, prompt: str) -> None:
+        """A typed turn: the conversation's next user turn, after the audio queued before it."""
+        if not self.closed:
+            self._call(self._queue.put_nowait, prompt)
+
     def close(self) -> None:
         """No more audio: the conversation ends once it has taken what is queued."""
         if not self.closed:
@@ -140,25 +148,28 @@ class AudioInbox:
         with self._lock:
             self._loop = asyncio.get_running_loop()
 
-    async def get(self) -> bytes | None:
-        """The next audio (all that waits, joined); None once closed. :meth:`bind` first."""
-        item = await self._queue.get()
-        chunks: list[bytes] = []
-        while item is not _CLOSED:
-            chunks.append(item)
-            if self._queue.empty():
-                break
-            item = self._queue.get_nowait()
-        if item is _CLOSED and not chunks:
-            return None
+    async def get(self) -> bytes | str | None:
+        """The next audio (all that waits up to a typed turn, joined) or typed turn; None once closed.
+        :meth:`bind` first."""
+        item, self._held = (self._held, None) if self._held is not None else (await self._queue.get(), None)
         if item is _CLOSED:
-            self._queue.put_nowait(_CLOSED)
+            self._held = _CLOSED  # every later call ends too
+            return None
+        if isinstance(item, str):
+            return item
+        chunks: list[bytes] = [item]
+        while not self._queue.empty():
+            following = self._queue.get_nowait()
+            if not isinstance(following, bytes):
+                self._held = following  # a typed turn or the end: the next call's
+                break
+            chunks.append(following)
         pcm = b"".join(chunks)
         self._waiting_ms = max(0.0, self._waiting_ms - len(pcm) / 2 / INPUT_RATE * 1000.0)
         return pcm
 
 
-async def spoken_conversation(agent: BidiAgent, inbox: AudioInbox) -> AsyncGenerator[Mapping[str, Any]]:
+async def spoken_conversation(agent: BidiAgent, inbox: UserInbox) -> AsyncGenerator[Mapping[str, Any]]:
     """``agent`` (a ``BidiAgent`` on a ``KokoroCascade``) hearing ``inbox``: its events as the app's.
 
     ``listening_start`` first (the cascade is loaded: audio sent now is heard); the cascade's ``bidi_*``
@@ -171,8 +182,10 @@ async def spoken_conversation(agent: BidiAgent, inbox: AudioInbox) -> AsyncGener
     out: asyncio.Queue[Any] = asyncio.Queue()
 
     async def feed() -> None:
-        while (pcm := await inbox.get()) is not None:
-            await agent.send(AudioDelta(format="pcm", source={"bytes": pcm}))
+        while (item := await inbox.get()) is not None:
+            await agent.send(
+                item if isinstance(item, str) else AudioDelta(format="pcm", source={"bytes": item})
+            )
         out.put_nowait(_CLOSED)
 
     async def receive() -> None:

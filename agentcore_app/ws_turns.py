@@ -1,24 +1,12 @@
 """The agent app's WebSocket (``/ws``, AgentCore's bidirectional contract): turns in, events and audio out.
 
-Frames are :mod:`agentcore_app.event_frames`' (turns, ``cancel``, a microphone's ``audio_start`` and audio
-in; JSON events, binary audio, a ``turn_end`` per request out). One connection is one conversation:
-AgentCore's runtime session id header of the upgrade, or a query parameter of the same name (a presigned
-URL's, a browser's). Several requests per connection, one at a time, the next ones queued; a microphone
-(:mod:`agentcore_app.voice_input`) is one, its audio every binary frame that is no JSON object.
-
-Why it is built the way it is:
-
-- **Turns run on the SDK's worker loop**, the one the SSE entrypoint's turns run on, not on uvicorn's loop
-  that serves this socket: a turn's blocking moments (the local LLM, tools) must not stall ``/ping`` or
-  other connections, and both transports then share the conversation store's per-conversation locks
-  (asyncio locks belong to one loop). Events cross back through a bounded queue: a client that stops
-  reading holds the turn at its next event (back-pressure), it does not pile up audio here.
-- **A cancel or a hang-up cancels the turn's task** on that loop; the turn's task group stops the agent
-  and the speech session (which says ``cancel`` to the model server) and the conversation is stored as
-  for any barge-in (:mod:`agentcore_app.conversation.turn`). The task is awaited: none outlives its
-  connection.
-- Every bad message is answered with a coded ``error`` frame and the connection goes on; an internal
-  failure is ``agent_failed`` (never ``str(exc)``).
+Frames are :mod:`agentcore_app.event_frames`'. One connection is one conversation (AgentCore's runtime
+session id header, or a query parameter of that name); its requests run one at a time, the next ones
+queued; a microphone (:mod:`agentcore_app.voice_input`) is one, its audio every binary frame that is no
+JSON object, and a turn typed while it is open joins its conversation (``turn_end`` ``joined``). Turns run
+on the SDK's worker loop, events come back through a bounded outbox, and a cancel or hang-up cancels the
+turn's task and awaits it (architecture §10, "The WebSocket"). Every bad message gets a coded ``error``
+frame and the connection goes on.
 """
 
 from __future__ import annotations
@@ -217,6 +205,13 @@ class TurnSocket:
             turn = parse_audio_start(obj) if voice else parse_turn(obj)
         except TurnRefused as refused:
             await self._refuse(request_id, refused.code, refused.message)
+            return
+        microphone = self._microphone
+        if isinstance(turn, Turn) and microphone is not None and isinstance(microphone.turn, Listening):
+            # One conversation: the typed words are the spoken conversation's next user turn (they barge
+            # in on its answer), answered in the microphone's request and in its voice.
+            microphone.turn.inbox.type(turn.prompt)
+            await self._outbox.put(event_frames.turn_end(request_id, "joined"))
             return
         # Waiting behind the running turn; with none running, the first queued one is about to run
         # (turns sent at once are all read before it starts: 7 at once were 4 accepted, not 5).

@@ -80,7 +80,7 @@ class TurnErrorCode(StrEnum):
 
 class ListeningErrorCode(StrEnum):
     """Codes of the ``listening_error`` events a cascade (:mod:`strands_kokoro.listening`) raises about the
-    user's audio; the conversation goes on after each."""
+    user's input and its conversation; the conversation goes on after each."""
 
     # The audio is not what the cascade takes (16 kHz mono s16le PCM): dropped.
     UNSUPPORTED_AUDIO = "unsupported_audio"  # another format or sample rate
@@ -93,6 +93,9 @@ class ListeningErrorCode(StrEnum):
     AUDIO_OVERRUN = "audio_overrun"
     # Something the cascade does not take (an image block, a tool result nobody asked for).
     UNSUPPORTED_INPUT = "unsupported_input"
+    # The conversation's memory (the app's store) cannot be held for an answer: it is answered from the
+    # history heard on this connection and not kept.
+    MEMORY_UNAVAILABLE = "memory_unavailable"
 
 
 # What a listener's app can say when a session cannot even be set up, by the code the session raised.

@@ -11,7 +11,8 @@ the browser tests and the bidi-vs-batch benchmark all use it, so they speak the 
   clock on a slow machine. A ``threading.Event`` works across event loops (the AgentCore SDK runs each
   turn on its own worker loop thread); an ``asyncio.Event`` works on the caller's loop.
 - It records how far it got (``tokens_sent``, ``finished_at``) and whether the turn stopped it early
-  (``stopped_early``: a client disconnect really cancelled the turn).
+  (``stopped_early``: a client disconnect really cancelled the turn); given ``histories``, it appends the
+  history each call read.
 """
 
 from __future__ import annotations
@@ -71,6 +72,7 @@ class ScriptedModel(Model):
         tokens_per_s: float = 40.0,
         hold_before_last: threading.Event | asyncio.Event | None = None,
         hold_timeout_s: float = 120.0,
+        histories: list[Any] | None = None,
     ) -> None:
         self.calls = [ScriptedCall(answer)] if isinstance(answer, str) else list(answer)
         self.tokens_per_s = tokens_per_s
@@ -81,6 +83,7 @@ class ScriptedModel(Model):
         self.started_at: float | None = None
         self.finished_at: float | None = None  # time.perf_counter() when the last token went out
         self.stopped_early = False
+        self.histories = histories  # each call's ``messages`` appended (a list shared by many models)
 
     @property
     def tokens(self) -> list[str]:
@@ -111,6 +114,8 @@ class ScriptedModel(Model):
     async def stream(
         self, messages: Any, tool_specs: Any = None, system_prompt: Any = None, **kwargs: Any
     ) -> AsyncIterable[Any]:  # type: ignore[override]
+        if self.histories is not None:
+            self.histories.append(list(messages))
         call = self.calls[min(self.call_index, len(self.calls) - 1)]
         last_call = self.call_index >= len(self.calls) - 1
         self.call_index += 1

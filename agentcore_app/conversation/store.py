@@ -35,6 +35,7 @@ from agentcore_app.conversation.settings import (
     check_session_id,
 )
 from agentcore_app.errors import AppErrorCode, ConversationSettingError, TurnRefused
+from kokoro_serving.uninterruptible import run_to_end
 
 if TYPE_CHECKING:
     from strands import Agent
@@ -203,6 +204,19 @@ class ConversationStore:
                 lock.release()
         finally:
             self._release_lock(session_id)
+
+    async def write_through(self, write: Callable[[], object]) -> None:
+        """Run the blocking ``write`` of a turn in a worker thread to its end, also when the caller is
+        cancelled meanwhile (the cancel is re-raised after it); a failure is logged, not raised.
+
+        Why: a turn is stored while the SDK tears the request down after a disconnect. If a cancellation
+        (the first, or any later one) cut the wait short, the lock would be released before the turn is
+        written and the next turn could restore a history without it.
+        """
+        try:
+            await run_to_end(asyncio.to_thread(write))
+        except Exception:
+            logger.exception("a conversation turn could not be stored")
 
     def open(self, session_id: str) -> TurnBuffer:
         """The session manager for ``session_id``; an expired conversation is deleted and starts afresh."""

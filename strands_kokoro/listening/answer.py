@@ -237,7 +237,8 @@ class SpokenAnswer:
 
     def _added(self) -> Messages:
         """What the answer adds to the conversation: its tool exchanges, then the text the listener
-        heard (as written when it played whole; cut where the barge-in cut it)."""
+        heard (as written when it played whole; cut where the barge-in cut it). It ends with the
+        assistant's words, or is empty."""
         exchanges = self._written
         if exchanges and exchanges[-1]["role"] == "assistant" and not _tool_uses(exchanges[-1]):
             exchanges = exchanges[:-1]  # the last text: below, as heard
@@ -256,6 +257,8 @@ class SpokenAnswer:
             heard = heard.strip() if last is not None and not _tool_uses(last) else ""
         if heard:
             added.append({"role": "assistant", "content": [{"text": heard}]})
+        while added and added[-1]["role"] == "user":  # tools whose answer nobody heard: not kept, as a
+            del added[-2:]  # remembered turn ends with what the listener heard (roles alternate)
         return added
 
 

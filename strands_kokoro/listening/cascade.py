@@ -1,31 +1,12 @@
-"""``KokoroCascade``: a Strands ``BidiModel`` made of a text model, speech-to-text and a Kokoro server.
+"""``KokoroCascade``: a Strands ``BidiModel`` made of a text model, speech-to-text and a Kokoro server:
+``BidiAgent(model=KokoroCascade(text_model, endpoint=...), tools=[...])`` with Strands' ``AudioIO`` talks.
 
-    from strands.bidi import BidiAgent
-    from strands.bidi.io import AudioIO
-    from strands_kokoro.listening import KokoroCascade
-
-    model = KokoroCascade(text_model, endpoint="ws://127.0.0.1:8080")
-    agent = BidiAgent(model=model, tools=[...])
-    audio = AudioIO()
-    await agent.run(inputs=[audio.input()], outputs=[audio.output()])
-
-What it does with the user's audio (16 kHz mono s16le, ``AudioDelta``): voice activity on every 32 ms
-frame (:mod:`~strands_kokoro.listening.voice_activity`), turn-taking over it
-(:mod:`~strands_kokoro.listening.turn_taking`: end of turn after ``end_of_turn_ms`` of silence, barge-in
-after ``min_interruption_ms`` of speech), Whisper on each utterance
-(:mod:`~strands_kokoro.listening.speech_to_text`, started at the pause that may end the turn), then
-one :class:`~strands_kokoro.listening.answer.SpokenAnswer` per user turn. A ``BidiMessage`` of text is a
-typed user turn; one of tool results answers the tools the current answer asked for.
-
-Events out (``receive``): Strands' ``bidi_connection_start``, the user's ``bidi_transcript_*``, the
-answer's events (:mod:`~strands_kokoro.listening.answer`), ``bidi_barge_in``, and the cascade's own
-(:mod:`~strands_kokoro.listening.events`): ``user_speech`` (start/end), ``listening_error`` for input it
-refuses or cuts (the conversation goes on), ``speech_error``.
-
-The conversation the text model reads is the cascade's own: the ``messages`` it was started with (the
-agent's history), the user's turns, and each answer's tool exchanges and the text the listener heard.
-Everything runs in one task group (``start`` opens it, ``stop`` ends it). Built on strands-agents 1.62's
-``strands.bidi`` interface (the ``listen`` extra pins that minor).
+The user's audio (16 kHz mono s16le ``AudioDelta``) goes through voice activity, turn-taking and Whisper
+(:mod:`~strands_kokoro.listening.turn_taking`, :mod:`~strands_kokoro.listening.speech_to_text`) to one
+:class:`~strands_kokoro.listening.answer.SpokenAnswer` per user turn; a ``BidiMessage`` of text is a
+typed turn, one of tool results answers the current answer's tools. The history is kept by a
+:mod:`~strands_kokoro.listening.memory`. Everything runs in one task group (``start`` opens it, ``stop``
+ends it); built on strands-agents 1.62's ``strands.bidi`` (the ``listen`` extra pins that minor).
 """
 
 from __future__ import annotations
@@ -51,6 +32,7 @@ from strands.types.tools import ToolResult, ToolResultBlock, ToolSpec
 from strands_kokoro.errors import ListeningErrorCode
 from strands_kokoro.listening.answer import SpokenAnswer
 from strands_kokoro.listening.events import ListeningErrorEvent, UserSpeechEvent
+from strands_kokoro.listening.memory import ConversationInMemory, ConversationMemory, KeptHistory
 from strands_kokoro.listening.options import INPUT_SAMPLE_RATE, ListeningOptions
 from strands_kokoro.listening.playout import joined
 from strands_kokoro.listening.speech_to_text import WhisperTranscriber, holds_no_words
@@ -83,7 +65,9 @@ class KokoroCascade(BidiModel):
     ``transcriber``: the speech-to-text (Whisper-base, English, by default). Speech that barged in but
     holds no words (a hum) is no turn: the answer it cut goes on from the first word the listener did
     not hear (``ListeningOptions.resume_false_interruption``). A text model with a
-    ``warm_up(system_prompt)`` (the embedded SmolLM2) reads the system prompt at ``start``.
+    ``warm_up(system_prompt)`` (the embedded SmolLM2) reads the system prompt at ``start``. ``memory``:
+    where the conversation is kept between answers (by default in the process, from ``start``'s
+    ``messages``; a given memory's history is the conversation and ``start``'s ``messages`` are not read).
     """
 
     def __init__(
@@ -94,6 +78,7 @@ class KokoroCascade(BidiModel):
         speech: KokoroSpeech | None = None,
         listening: ListeningOptions | None = None,
         transcriber: WhisperTranscriber | None = None,
+        memory: ConversationMemory | None = None,
         model_id: str = "kokoro-cascade",
         **speech_options: Any,
     ) -> None:
@@ -103,6 +88,7 @@ class KokoroCascade(BidiModel):
             raise ValueError("KokoroCascade speaks PCM in bidi mode (the listener's clock is PCM's)")
         self.listening = listening if listening is not None else ListeningOptions()
         self.transcriber = transcriber if transcriber is not None else WhisperTranscriber()
+        self.memory = memory
         self.config: dict[str, Any] = {"model_id": model_id}
         self._runner: asyncio.Task[None] | None = None
         self._events: asyncio.Queue[Any] = asyncio.Queue()
@@ -137,7 +123,10 @@ class KokoroCascade(BidiModel):
             raise RuntimeError("the cascade is already started: stop it first")
         self._system_prompt = system_prompt
         self._tool_specs = list(tools or [])
-        self.messages: Messages = text_history(messages or [])
+        self.messages: Messages = [] if self.memory is not None else text_history(messages or [])
+        self._memory = self.memory if self.memory is not None else ConversationInMemory(self.messages)
+        self._unanswered: list[str] = []  # the user's words since the last answer the listener heard
+        self._last_said: Message | None = None  # the last message an answer kept (a resume goes on from it)
         self._events = asyncio.Queue()
         self._audio = asyncio.Queue()
         self._turns = asyncio.Queue()
@@ -317,19 +306,42 @@ class KokoroCascade(BidiModel):
         """One answer at a time, to each user turn in order; a new turn barges in on the answer."""
         while True:
             turn = await self._turns.get()
-            resumed = ""
             if isinstance(turn, _Resume):
-                resumed = turn.answer.unheard()
-                if not resumed or not self._turns.empty():
-                    continue  # all of it was heard, or the user spoke since: nothing to go on with
-            else:
-                self.messages = with_user_turn(self.messages, turn)
                 if not self._turns.empty():
-                    continue  # a newer turn is already waiting: answer both at once
+                    continue  # the user spoke since: nothing to go on with
+                await self._respond(resuming=turn.answer)
+            else:
+                self._unanswered.append(turn)
+                if self._turns.empty():  # else a newer turn is already waiting: answer both at once
+                    await self._respond()
+
+    async def _respond(self, *, resuming: SpokenAnswer | None = None) -> None:
+        """Answer the user's unanswered words (or go on with the falsely interrupted ``resuming``), with
+        the conversation held in its memory while the answer runs."""
+        async with contextlib.AsyncExitStack() as held:
+            try:
+                kept = await held.enter_async_context(self._memory.answering())
+            except Exception as exc:
+                logger.warning("the conversation's memory is unavailable: %s: %s", type(exc).__name__, exc)
+                self._refuse(
+                    ListeningErrorCode.MEMORY_UNAVAILABLE,
+                    "the conversation's memory cannot be used now: this answer goes on from the history "
+                    "heard here and is not kept",
+                )
+                kept = KeptHistory(list(self.messages))
+            history = list(kept.messages)
+            resumed = ""
+            if resuming is not None:
+                resumed = resuming.unheard()
+                went_on = bool(resuming.messages) and (not history or history[-1] != self._last_said)
+                if not resumed or went_on:
+                    return  # all of it was heard, or the conversation went on elsewhere since
+            for words in self._unanswered:
+                history = with_user_turn(history, words)
             answer = SpokenAnswer(
                 model=self.text_model,
                 speech=self.speech,
-                history=self.messages,
+                history=history,
                 system_prompt=self._system_prompt,
                 tool_specs=self._tool_specs,
                 emit=self._events.put_nowait,
@@ -345,7 +357,11 @@ class KokoroCascade(BidiModel):
                 with contextlib.suppress(asyncio.CancelledError):
                     await answering
                 self._answer = None
-                self.messages = with_answer(self.messages, answer.messages)
+                if answer.messages:  # the listener heard some of it: the user's words are answered
+                    self._unanswered.clear()
+                    kept.messages = with_answer(history, answer.messages)
+                    self._last_said = kept.messages[-1]
+                self.messages = kept.messages
 
     async def _until_done_or_new_turn(self, answering: asyncio.Task[None], answer: SpokenAnswer) -> None:
         """Wait for the answer; a typed turn arriving meanwhile barges in on it (a spoken one already

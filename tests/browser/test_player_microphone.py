@@ -22,6 +22,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.timeout(400)]
 
 QUESTION = "What is the capital of France?"
 ANSWER = "Paris is the capital of France."
+TYPED = "And of Germany?"
 TURN_TIMEOUT_MS = 180_000
 
 
@@ -55,6 +56,14 @@ async def _spoken_to(speech_endpoint: str, chromium: Path, profile: Path, captur
                        return v && v.heard.length && v.answers.length && t && t.state === "done"; }""",
             timeout=TURN_TIMEOUT_MS,
         )
+        # typed with the microphone open: the spoken conversation's next turn, answered as a spoken one
+        await page.fill("#prompt", TYPED)
+        await page.click("#send")
+        await page.wait_for_function(
+            """() => { const turns = window.__player.turns().filter((t) => t.mode === "voice");
+                       return turns.length === 2 && turns[1].state === "done"; }""",
+            timeout=TURN_TIMEOUT_MS,
+        )
         voice: dict[str, Any] = await page.evaluate("window.__player.voice()")
         voice["turns"] = await page.evaluate("window.__player.turns()")
         voice["you"] = await page.inner_text("#you")
@@ -69,11 +78,13 @@ def test_the_player_hears_the_microphone_and_speaks_the_answer(
 ) -> None:
     capture = capture_file(model_server, tmp_path / "question.wav")
     voice = asyncio.run(_spoken_to(model_server.ws_url, chromium, tmp_path / "profile", capture))
-    (heard,) = voice["heard"]
+    heard, typed = voice["heard"]
     assert word_error_rate(QUESTION, heard) <= 0.15, heard
-    assert voice["you"] == heard
-    assert voice["answers"] == [ANSWER] and voice["answer_text"].strip() == ANSWER
+    assert typed == voice["you"] == TYPED
+    assert voice["answers"] == [ANSWER, ANSWER] and voice["answer_text"].strip() == ANSWER
     assert voice["errors"] == [] and voice["bargeIns"] == 0
     assert voice["framesSent"] > 100  # over 3 s of microphone audio went out
-    (turn,) = [t for t in voice["turns"] if t["mode"] == "voice"]
-    assert turn["chunks"] >= 1 and turn["audioSeconds"] > 1.0 and turn["errors"] == []
+    spoken_turns = [t for t in voice["turns"] if t["mode"] == "voice"]
+    assert [t["prompt"] for t in spoken_turns] == [heard, TYPED]
+    for turn in spoken_turns:
+        assert turn["chunks"] >= 1 and turn["audioSeconds"] > 1.0 and turn["errors"] == []

@@ -75,9 +75,9 @@ class Conversation(EventLog):
 
 @contextlib.asynccontextmanager
 async def conversation(
-    model_server: RunningServer, text_model: Any = None, **agent_options: Any
+    model_server: RunningServer, text_model: Any = None, memory: Any = None, **agent_options: Any
 ) -> AsyncIterator[Conversation]:
-    model = KokoroCascade(text_model or LocalSmolLM2Model(), endpoint=model_server.ws_url)
+    model = KokoroCascade(text_model or LocalSmolLM2Model(), endpoint=model_server.ws_url, memory=memory)
     agent = BidiAgent(model=model, system_prompt=SYSTEM, **agent_options)
     await agent.start()
     talk = Conversation(agent)
@@ -211,6 +211,30 @@ async def test_bad_input_gets_a_coded_error_and_the_conversation_goes_on(
     assert codes == ["not_audio", "unsupported_audio", "unsupported_input"]
     assert word_error_rate(QUESTION, user["transcript"]) <= 0.15
     assert transcripts(talk, "assistant")
+
+
+class UnreachableMemoryDouble:
+    """A conversation memory whose store cannot be reached (a test double)."""
+
+    @contextlib.asynccontextmanager
+    async def answering(self) -> AsyncIterator[Any]:
+        raise ConnectionError("the store is unreachable")
+        yield  # an async generator: entering it raises
+
+
+async def test_an_unreachable_memory_is_a_coded_error_and_the_answer_goes_on(
+    model_server: RunningServer, spoken: dict[str, bytes]
+) -> None:
+    answer = "Paris is the capital of France."
+    async with conversation(model_server, ScriptedModel(answer), UnreachableMemoryDouble()) as talk:
+        talk.mic.say(spoken[QUESTION])
+        refused = await talk.until("listening_error")
+        await talk.until("bidi_response_stop")
+    cascade = talk.agent.model
+    assert isinstance(cascade, KokoroCascade)
+    assert refused["code"] == "memory_unavailable"
+    assert transcripts(talk, "assistant") == [answer]
+    assert [m["role"] for m in cascade.messages] == ["user", "assistant"]  # the connection's own history
 
 
 LONG_ANSWER = (

@@ -12,16 +12,20 @@ import wave
 from collections.abc import AsyncIterator
 from io import BytesIO
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
 from websockets.asyncio.client import ClientConnection, connect
 
 from agentcore_app import event_frames
 from agentcore_app.app import create_app
 from agentcore_app.conversation.settings import ConversationSettings
+from agentcore_app.local.client import invoke_http
 from agentcore_app.local.stack import serve_asgi
 from agentcore_app.local.voice_in import read_wav, voice_turns
 from agentcore_app.local.ws_client import local_ws_url
+from agentcore_app.runtime_session import SESSION_HEADER
 from benchmarks.speech_check import word_error_rate
 from strands_kokoro.listening import ListeningOptions
 from tests.agentcore_app.test_ws_turns import ping_status, wait_turn_over
@@ -74,10 +78,12 @@ class VoiceSocket(EventLog):
 
 
 @contextlib.asynccontextmanager
-async def agent_app(model_server: RunningServer, state: Path, answer: str = ANSWER) -> AsyncIterator[str]:
+async def agent_app(
+    model_server: RunningServer, state: Path, answer: str = ANSWER, histories: list[Any] | None = None
+) -> AsyncIterator[str]:
     app = create_app(
         speech_endpoint=model_server.ws_url,
-        model=lambda: ScriptedModel(answer=answer),
+        model=lambda: ScriptedModel(answer=answer, histories=histories),
         conversations=ConversationSettings(location=state),
         listening=ListeningOptions(max_utterance_ms=MAX_UTTERANCE_MS),
     )
@@ -193,3 +199,48 @@ async def test_a_hang_up_while_the_agent_answers_ends_the_spoken_conversation(
         # the socket is closed mid-answer: the conversation, its cascade and its speech end with it
         waited = await wait_turn_over(url)
     assert busy == "HealthyBusy" and waited < 30
+
+
+async def test_a_spoken_conversation_is_its_sessions_conversation_typed_turns_join_it_and_others_remember(
+    model_server: RunningServer, spoken: dict[str, bytes], tmp_path: Path
+) -> None:
+    session = "spoken-conversation-remembered-0123456789"
+    histories: list[Any] = []
+    async with agent_app(model_server, tmp_path / "state", histories=histories) as url:
+        async with connect(f"{local_ws_url(url)}?{SESSION_HEADER}={session}") as ws:
+            talk = VoiceSocket(ws)
+            async with asyncio.TaskGroup() as tasks:
+                reading = tasks.create_task(talk.read())
+                mic = tasks.create_task(talk.mic.run())
+                await ws.send(event_frames.audio_start("mic"))
+                await talk.until("listening_start", request_id="mic")
+                talk.mic.say(spoken[QUESTION])
+                heard = await talk.until("bidi_transcript_block", role="user")
+                await talk.until("bidi_response_stop", request_id="mic")
+                # typed with the microphone open: the spoken conversation's next turn, answered in it
+                typed = {"type": "turn", "prompt": "And of Germany?", "request_id": "typed"}
+                await ws.send(json.dumps(typed))
+                joined = await talk.until("turn_end", request_id="typed")
+                await talk.until("bidi_response_stop", request_id="mic")
+                mic.cancel()
+                await ws.send(event_frames.AUDIO_STOP)
+                closed = await talk.until("turn_end", request_id="mic")
+                reading.cancel()
+        # another connection of the same session (SSE): the model reads what was said and typed
+        async with httpx.AsyncClient() as http:
+            thanks = invoke_http(http, url, {"prompt": "Thanks!"}, session_id=session)
+            events = [timed.event async for timed in thanks]
+    assert joined["status"] == "joined" and closed["status"] == "completed"
+    answers = talk.of("bidi_transcript_block", role="assistant")
+    assert [a["transcript"] for a in answers] == [ANSWER, ANSWER]
+    assert {a["request_id"] for a in answers} == {"mic"}
+    assert any(e["type"] == "audio_chunk" for e in events) and not any(e["type"] == "error" for e in events)
+    said = [(m["role"], " ".join(b["text"] for b in m["content"] if "text" in b)) for m in histories[-1]]
+    assert said == [
+        ("user", heard["transcript"]),
+        ("assistant", ANSWER),
+        ("user", "And of Germany?"),
+        ("assistant", ANSWER),
+        ("user", said[-1][1]),
+    ]
+    assert "Thanks!" in said[-1][1]

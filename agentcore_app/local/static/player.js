@@ -253,8 +253,18 @@ export class VoicePage {
     return new SseTransport(this.agentUrl);
   }
 
-  /** Start a turn; a turn still running is stopped first (a new question is a barge-in). */
+  /**
+   * Start a turn; a turn still running is stopped first (a new question is a barge-in). With the
+   * microphone open the typed words join the spoken conversation: its answer comes as a spoken one.
+   */
   async speak({ prompt, mode, voice }) {
+    if (this.mic && this.voice && this.transport?.microphone) {
+      this.voice.heard.push(prompt);
+      this.el.you.textContent = prompt;
+      this.transport.type(prompt);
+      this.render();
+      return;
+    }
     this.stop();
     this.player.unlock();
     const turn = new Turn({ prompt, mode, voice, sessionId: this.sessionId });

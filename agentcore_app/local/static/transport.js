@@ -132,6 +132,14 @@ export class WsTransport {
     if (this.open && this.microphone) this.socket.send(bytes);
   }
 
+  /**
+   * A turn typed while the microphone is open: the spoken conversation's next user turn. Its answer comes
+   * in the microphone's events; its own request ends at once (`turn_end` `joined`, not awaited here).
+   */
+  type(prompt) {
+    if (this.open && this.microphone) this.socket.send(JSON.stringify({ type: "turn", prompt }));
+  }
+
   stopListening() {
     if (this.open && this.microphone) this.socket.send(JSON.stringify({ type: "audio_stop" }));
     this.microphone = null;
