@@ -52,7 +52,7 @@ def words(text: str) -> list[str]:
     return text.split()
 
 
-FIRST_WINDOW_MS = 400.0  # the streaming server's first window of audio
+FIRST_WINDOW_MS = 300.0  # the streaming server's first window of audio
 WINDOW_GROWTH = 1.5  # each next window this much larger (tts_container.engines.windows)
 
 

@@ -21,6 +21,7 @@ from tts_container.engines.windows import (
     EDGE_STEPS,
     FIRST_WINDOW_STEPS,
     HARMONICS,
+    ONE_CALL_STEPS,
     ONSET_LEAD_SAMPLES,
     STEP_SAMPLES,
     Pitch,
@@ -41,7 +42,7 @@ def test_windows_tile_the_segment_and_grow(steps: int, growth: float) -> None:
     bounds = ladder(steps, growth)
     assert bounds[0][0] == 0 and bounds[-1][1] == steps
     assert all(a[1] == b[0] for a, b in itertools.pairwise(bounds))  # contiguous, no overlap
-    if steps <= 2 * FIRST_WINDOW_STEPS:
+    if steps <= ONE_CALL_STEPS:
         assert bounds == [(0, steps)]  # a short segment: one call
     else:
         sizes = [b - a for a, b in bounds]

@@ -81,7 +81,10 @@ HARMONICS = 9  # the sine source's fundamental and eight overtones
 # vocoder's noise source, the same at every context (SNR ~23 dB).
 CONTEXT_STEPS = 6
 CROSSFADE_SAMPLES = 240  # 10 ms
-FIRST_WINDOW_STEPS = 32  # 0.4 s of audio
+FIRST_WINDOW_STEPS = 24  # 0.3 s of audio
+# A segment up to this long is rendered in one call with its own statistics: the model's own audio, and
+# a first window would not come much sooner (0.8 s of audio).
+ONE_CALL_STEPS = 64
 ONSET_LEAD_SAMPLES = round(ONSET_LEAD_MS * NATIVE_SAMPLE_RATE / 1000)
 # Silence rendered before the first word when nothing precedes it: the joiner trims it to its natural
 # length by energy. The first sound comes 5-70 ms before the first word's frame (16 sentences), so 100
@@ -153,10 +156,10 @@ def phase_offset(pitch: Pitch, step: int) -> Pitch:
 
 
 def ladder(steps: int, growth: float | None) -> list[tuple[int, int]]:
-    """Window bounds over ``steps`` steps: one call when ``growth`` is None or the segment is short;
-    else a first window of :data:`FIRST_WINDOW_STEPS`, each next ``growth`` times larger, and the
-    rest in the last one once it is less than one and a half windows."""
-    if growth is None or steps <= 2 * FIRST_WINDOW_STEPS:
+    """Window bounds over ``steps`` steps: one call when ``growth`` is None or the segment is short
+    (:data:`ONE_CALL_STEPS`); else a first window of :data:`FIRST_WINDOW_STEPS`, each next ``growth``
+    times larger, and the rest in the last one once it is less than one and a half windows."""
+    if growth is None or steps <= ONE_CALL_STEPS:
         return [(0, steps)]
     bounds: list[tuple[int, int]] = []
     start, size = 0, FIRST_WINDOW_STEPS
