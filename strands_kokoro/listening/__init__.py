@@ -14,11 +14,15 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from strands_kokoro.listening.cascade import KokoroCascade
     from strands_kokoro.listening.events import ListeningErrorEvent, SpeechErrorEvent, UserSpeechEvent
+    from strands_kokoro.listening.memory import ConversationInMemory, ConversationMemory, KeptHistory
     from strands_kokoro.listening.options import ListeningOptions
     from strands_kokoro.listening.speech_to_text import WhisperTranscriber
 
 _EXPORTS: dict[str, str] = {
     "KokoroCascade": "strands_kokoro.listening.cascade",
+    "ConversationMemory": "strands_kokoro.listening.memory",
+    "ConversationInMemory": "strands_kokoro.listening.memory",
+    "KeptHistory": "strands_kokoro.listening.memory",
     "ListeningOptions": "strands_kokoro.listening.options",
     "WhisperTranscriber": "strands_kokoro.listening.speech_to_text",
     "ListeningErrorEvent": "strands_kokoro.listening.events",
@@ -27,6 +31,9 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "ConversationInMemory",
+    "ConversationMemory",
+    "KeptHistory",
     "KokoroCascade",
     "ListeningErrorEvent",
     "ListeningOptions",
