@@ -209,7 +209,8 @@ def print_table(results: dict[str, Any]) -> None:
         )
         refused = {t["sessions"]: t.get("refused", 0) for t in r["throughput"] if t.get("refused")}
         if refused:
-            print(f"{'':8} sessions refused 'overloaded' (admission), by sessions opened: {refused}")
+            code = ErrorCode.OVERLOADED.value
+            print(f"{'':8} sessions refused {code!r} (admission), by sessions opened: {refused}")
     print(
         "(sess columns: audio seconds per wall second of the sessions served; goal: ratio <= 1.10; seed on"
         " GPU: 329.3/156.7 = 2.10)"
