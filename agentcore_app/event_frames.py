@@ -1,27 +1,13 @@
-"""architecture §4 events on a WebSocket: JSON text frames, audio as binary frames. Both ends use this module.
+"""Architecture §4 events on a WebSocket: JSON text frames, audio as binary frames. Both ends use this module.
 
-The agent app's ``/ws`` (:mod:`agentcore_app.ws_turns`) writes frames with :func:`turn_frames`; its clients
-(the demo client, the benchmarks; the browser player has the same rules in ``static/transport.js``) read
-them with :class:`FrameReader`. The rules:
-
-- Client → app: a turn request ``{"type": "turn", "prompt", "mode"?, "voice"?, "speed"?, "format"?,
-  "request_id"?}`` (a message with ``prompt`` and no ``type`` is one too) and ``{"type": "cancel"}``
-  (barge-in: the running turn stops, queued ones are dropped), ``audio_start`` / ``audio_stop`` (the
-  microphone, :mod:`agentcore_app.voice_input`). One JSON object per text or binary frame.
-- App → client: every event of a turn is a JSON text frame carrying the turn's ``request_id`` (the
-  client's, or one the app chose): ``agent_start``'s too, so on this transport it is the request's id. An
-  ``audio_chunk`` is the event without ``audio`` plus ``bytes`` (its length), and the very next frame is a
-  binary frame of exactly those bytes: **a binary frame is the audio of the ``audio_chunk`` frame just
-  before it**. A frame is control only when the WHOLE payload is one JSON object (architecture §3), so a relay
-  that turns text frames into binary ones changes nothing.
-- Every turn request ends with exactly one ``turn_end {request_id, status}``: ``completed``,
-  ``cancelled``, ``failed`` (an ``error`` event came first) or ``refused`` (its ``error`` came first,
-  nothing ran); nothing of that request follows it. A ``cancel`` is answered with ``cancelled
-  {dropped}`` after the ``turn_end`` of every turn it stopped. Errors about a message that is no turn
-  request carry ``request_id: null``; the connection always goes on.
-
-Why base64 goes away here and not in the events: the events stay plain JSON for every consumer (SSE,
-``KokoroSpeech.stream``); only this transport has binary frames, so only its framing knows about them.
+The app's ``/ws`` (:mod:`agentcore_app.ws_turns`) writes a turn's events with :func:`turn_frames`; its
+Python clients read them with :class:`FrameReader` (the browser player has the same rules in
+``static/transport.js``). Every event is a JSON text frame with its turn's ``request_id``, ``agent_start``
+too; an ``audio_chunk`` is the event without ``audio`` plus ``bytes``, and **the next frame is a binary
+frame of exactly those bytes**. A frame is control only when its WHOLE payload is one JSON object. Every
+turn request ends with exactly one ``turn_end {request_id, status}`` and nothing of it follows; ``cancel``
+is answered ``cancelled {dropped}`` after the ``turn_end`` of each turn it stopped; an ``error`` about a
+message that is no turn request has ``request_id: null``. Every message, both ways: docs/transports.md.
 """
 
 from __future__ import annotations

@@ -31,16 +31,6 @@ EXEMPT_LENGTH = {
     "tts_container/engines/onnx_engine.py": 11,
     "tts_container/engines/static_int8.py": 15,
     "tts_container/engines/windows.py": 40,
-    # Being edited in parallel (the listening client, the agent app's /ws and its local launchers); next pass.
-    "strands_kokoro/listening/answer.py": 11,
-    "strands_kokoro/listening/turn_taking.py": 16,
-    "agentcore_app/event_frames.py": 24,
-    "agentcore_app/local/__init__.py": 13,
-    "agentcore_app/local/commands.py": 18,
-    "agentcore_app/local/demo.py": 15,
-    "agentcore_app/local/paced_model.py": 12,
-    "agentcore_app/local/stack.py": 15,
-    "agentcore_app/local/ws_client.py": 12,
 }
 # Test folders of the same packages: no issue references there either.
 TEST_DIRS = (

@@ -1,21 +1,13 @@
 """``agent-infra demo`` and ``agent-infra serve``: the agent app with everything it needs, on this machine.
 
-The agent app's launcher: ``python -m agentcore_app.local.commands demo|serve ...``, which the
-``agent-infra`` console script runs as a child process (the CDK side imports no other package). It starts
-the model server through its command lines only (``python -m tts_container``, by way of
-:mod:`agentcore_app.local.stack`), so the agent app still imports nothing of ``tts_container``. Strands,
-the LLM and uvicorn are imported inside the commands, so ``--help`` and a refused setting answer at once.
-
-- ``demo``: with ``--local`` (the default when no ``--endpoint-url`` is given) it provisions the Kokoro
-  weights, starts the model server and the agent app on free ports (the embedded LLM finding only the
-  system prompt cached and, with ``--llm-pace``, at a hosted model's pace: :func:`compared_model`), hands
-  the app's URL to :mod:`agentcore_app.local.demo` and tears everything down afterwards.
-- ``serve``: the browser voice player with the model server (unless ``--speech-endpoint`` names a running
-  one) and the agent app behind it, on 127.0.0.1, until Ctrl-C.
-
-Both stop with one line and exit status 2, as ``python -m agentcore_app`` does, when a setting is one the
-app cannot use (checked before anything starts) or a piece of the stack does not come up
-(:class:`agentcore_app.local.stack.LaunchError`, which quotes the model server's log).
+Run as ``python -m agentcore_app.local.commands demo|serve ...``; the model server is started through its
+command lines (:mod:`agentcore_app.local.stack`). ``demo --local`` (the default without ``--endpoint-url``)
+provisions the weights, starts the model server and the app on free ports (the embedded LLM with only the
+system prompt read, paced by ``--llm-pace``: :func:`compared_model`), runs :mod:`agentcore_app.local.demo`
+against the app and tears it all down. ``serve`` runs the browser voice player and the app behind it (and
+the model server, unless ``--speech-endpoint`` names one) on 127.0.0.1 until Ctrl-C. A setting the app
+cannot use (checked before anything starts) or a piece that does not come up (``stack.LaunchError``, which
+quotes the model server's log) stops either with one line and exit status 2.
 """
 
 from __future__ import annotations

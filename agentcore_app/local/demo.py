@@ -1,18 +1,12 @@
 """The demo as a client of the agent app: one prompt through BOTH modes, timed, reported, saved.
 
-The same prompt goes through ``bidi`` and ``batch`` over real HTTP, as any client would send it, against
-a given target: a running app (``http://host:port``) or a deployed AgentCore runtime
-(``arn:aws:bedrock-agentcore:...``). Nothing here starts a server: ``agent-infra demo --local``
-(:mod:`agentcore_app.local.commands`) starts the model server and the agent app on this machine and hands this
-module their URL, so the deployable package never depends on the launchers.
-
-Fair by construction: every time is counted from the moment the request was sent (what the listener
-waits), the modes take turns going first (``--repeat N`` asks N rounds, alternating the order, and
-reports medians), and a local launcher gives both modes the same model state (the system prompt
-already read, the user's prompt read fresh). The table says which LLM answered and at what pace.
-
-A conversation (``--turns "q1" "q2" ...`` and/or ``--session ID``) is
-:mod:`agentcore_app.local.demo_conversation`; how turns reach the app is :mod:`agentcore_app.local.delivery`.
+The same prompt goes through ``bidi`` and ``batch`` over real HTTP, as any client sends it, to a running
+app (``http://host:port``) or a deployed AgentCore runtime (``arn:aws:bedrock-agentcore:...``); nothing
+here starts a server (``agent-infra demo --local``, :mod:`agentcore_app.local.commands`, does). Every time
+counts from the moment the request was sent (what the listener waits); the modes take turns going first
+(``--repeat N``: N rounds, medians reported); a local launcher gives both modes the same model state. The
+table says which LLM answered and at what pace. A conversation (``--turns``, ``--session``) is
+:mod:`agentcore_app.local.demo_conversation`; how turns reach the app, :mod:`agentcore_app.local.delivery`.
 """
 
 from __future__ import annotations

@@ -1,15 +1,11 @@
 """A Strands model whose streamed text is released no faster than a given rate (tokens per second).
 
-The embedded SmolLM2-135M writes a spoken answer in well under a second, so a listener waits for the
-answer's text about as long in ``batch`` as in ``bidi``. A hosted model (Bedrock, an OpenAI-compatible
-server) streams 50-100 tokens per second and takes seconds to write the same answer: that is where
-speaking while the agent writes pays off. ``PacedModel`` lets the offline demo show it: it wraps any
-model and releases its k-th text delta no sooner than ``k / tokens_per_s`` seconds after the first one.
-The first delta goes out the moment the inner model wrote it (a hosted model's time to first token is
-its own). One delta is one token for the embedded model, which streams token by token; a hosted model's
-deltas may hold several, so the pace is a ceiling on deltas there, not on tokens.
-
-Everything else (the other stream events, the configuration, structured output) passes through unchanged.
+``PacedModel`` wraps any model and releases its k-th text delta no sooner than ``k / tokens_per_s``
+seconds after the first, which goes out the moment the inner model wrote it (a hosted model's time to
+first token is its own). One delta is one token for the embedded model, which streams token by token; a
+hosted model's deltas may hold several, so there the pace is a ceiling on deltas, not on tokens. The other
+stream events, the configuration and structured output pass through unchanged. The offline demo
+(``--llm-pace``) answers with it at a hosted model's pace.
 """
 
 from __future__ import annotations

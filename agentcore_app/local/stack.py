@@ -1,18 +1,11 @@
 """Everything on this machine: weights, the Kokoro model server, uvicorn, and the agent app on free ports.
 
 The "run it all here" launchers (``agent-infra demo --local``, ``agent-infra serve``), the test fixtures and
-the benchmarks all start their processes and servers through this one module, so "start a model server
-and wait for /ping" and "start uvicorn and wait until it listens" exist once. Why the split of processes:
-
-- The model server runs as its own process (``python -m tts_container``), as it does in SageMaker: its
-  inference threads then never compete with the in-process LLM for the GIL, which would distort timings.
-  This module reaches ``tts_container`` only through its command lines (``python -m tts_container`` and
-  ``python -m tts_container.weights.cli``): the launchers depend on the wings' public commands, never on
-  their insides.
-- The agent app runs in this process under uvicorn, on this event loop (the SDK still runs each turn on
-  its own worker loop thread), so the embedded LLM can be loaded and warmed before the first turn.
-  ``agentcore_app`` is imported inside the functions that need it, so importing this module (the test
-  fixtures do) never loads strands or the LLM.
+the benchmarks start their processes and servers through this one module. The model server is a process
+of its own, reached only through ``tts_container``'s command lines (``python -m tts_container`` and
+``python -m tts_container.weights.cli``); the agent app runs in this process under uvicorn, on this event
+loop. ``agentcore_app`` is imported inside the functions that need it, so importing this module never
+loads strands or the LLM. A piece that does not come up raises :class:`LaunchError`.
 """
 
 from __future__ import annotations

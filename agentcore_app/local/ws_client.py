@@ -2,14 +2,11 @@
 
 A local app: ``ws://host:port/ws``, the conversation in the session header. A deployed AgentCore runtime
 (``arn:aws:bedrock-agentcore:<region>:...:runtime/...``): ``wss://bedrock-agentcore.<region>.amazonaws.com/
-runtimes/<url-encoded arn>/ws``, signed with SigV4 for the service ``bedrock-agentcore`` by botocore, either
-in the upgrade's headers (what a program does) or in the query string (a presigned URL, for a browser,
-which cannot set headers on a WebSocket); the runtime session id rides along as the header, or as the
-query parameter of the same name. ``BEDROCK_AGENTCORE_DP_ENDPOINT`` (the AgentCore SDK's own setting)
-replaces the data-plane endpoint, as it does for the SDK: the tests point it at a local stand-in.
-
-The frames are :mod:`agentcore_app.event_frames`'. The clock starts before the connection is opened, so
-"first audio" counts the handshake as a listener waits for it.
+runtimes/<url-encoded arn>/ws``, signed with SigV4 for ``bedrock-agentcore`` by botocore in the upgrade's
+headers or in the query string (a presigned URL, for a browser); the runtime session id rides along as the
+header or as the query parameter of that name. ``BEDROCK_AGENTCORE_DP_ENDPOINT`` replaces the data-plane
+endpoint, as it does for the SDK. Frames are :mod:`agentcore_app.event_frames`'. The clock starts before
+the connection is opened, so "first audio" counts the handshake, as a listener waits for it.
 """
 
 from __future__ import annotations

@@ -1,14 +1,13 @@
 """One spoken answer of the cascade: the text model's stream, its tools, its speech, and its barge-in.
 
-:class:`SpokenAnswer` writes with the text model (any Strands ``Model``), hands the text to a
-:class:`~strands_kokoro.speech.KokoroSpeech` turn (the same chunker, pacer and session as every spoken
-turn), and turns what comes back into Strands' bidi events: ``bidi_response_start``, ``bidi_audio_*``,
-the assistant's ``bidi_transcript_*`` (the words as the listener hears them, :mod:`~strands_kokoro.
-listening.playout`), ``bidi_tool_use_blocks`` when the model asks for tools (their results come back
-through :meth:`SpokenAnswer.tool_results`), and ``bidi_response_stop`` once the listener has heard it all.
-
-:meth:`SpokenAnswer.barge_in` stops it at once: ``bidi_barge_in`` goes out, no audio after it, the
-model and the speech are cancelled, and :attr:`SpokenAnswer.messages` keeps what the listener heard.
+:class:`SpokenAnswer` writes with the text model (any Strands ``Model``), speaks the text through a
+:class:`~strands_kokoro.speech.KokoroSpeech` turn, and turns what comes back into Strands' bidi events:
+``bidi_response_start``, ``bidi_audio_*``, the assistant's ``bidi_transcript_*`` (the words as the
+listener hears them, :mod:`~strands_kokoro.listening.playout`), ``bidi_tool_use_blocks`` when the model
+asks for tools (their results come back through :meth:`SpokenAnswer.tool_results`), and
+``bidi_response_stop`` once the listener has heard it all. :meth:`SpokenAnswer.barge_in` stops it at
+once: ``bidi_barge_in`` goes out, no audio after it, the model and the speech are cancelled, and
+:attr:`SpokenAnswer.messages` keeps what the listener heard.
 """
 
 from __future__ import annotations

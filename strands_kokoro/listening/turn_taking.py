@@ -1,19 +1,13 @@
 """When the user speaks, interrupts and has finished: the turn-taking rules over voice-activity frames.
 
-:class:`UtteranceCollector` reads one frame at a time (its PCM and the voice-activity model's speech
-probability) and says what happened, as :class:`Signal` values:
-
-- ``speech``: a frame was voiced after silence (an utterance may be starting; nothing is decided yet);
-- ``interruption``: the utterance holds ``min_interruption_ms`` of voiced frames: it is speech, enough to
-  stop an agent that is talking (a cough or a 200 ms noise burst never gets there);
-- ``pause``: ``transcribe_after_ms`` of silence after ``min_speech_ms`` of speech; ``audio``: so far;
-- ``utterance``: the user was silent for ``end_of_turn_ms`` after at least ``min_speech_ms`` of voiced
-  frames: the turn is the user's, ``audio`` holds it (with ``pre_roll_ms`` before its first voiced frame);
-- ``noise``: the same silence after fewer voiced frames: not a turn, dropped;
-- ``too_long``: the utterance reached ``max_utterance_ms``: it ends here (an ``utterance`` follows).
-
-Voiced: a probability of at least ``threshold``; silence: below ``threshold - 0.15`` (between, the state
-holds, as in silero's ``get_speech_timestamps``). Times are ms of audio read (``at_ms``): no model, no clock.
+:class:`UtteranceCollector` reads one frame at a time (its PCM and its speech probability: voiced from
+``threshold``, silence below ``threshold - 0.15``, between them the state holds) and says what happened as
+:class:`Signal` values: ``speech`` (voiced after silence; nothing decided yet), ``interruption``
+(``min_interruption_ms`` voiced: enough to stop an agent that is talking), ``pause`` (``transcribe_after_ms``
+of silence after ``min_speech_ms`` of speech; ``audio``: so far), ``utterance`` (``end_of_turn_ms`` of
+silence after at least ``min_speech_ms`` voiced: the user's turn, ``audio`` with ``pre_roll_ms`` before it),
+``noise`` (the same silence after less: dropped) and ``too_long`` (``max_utterance_ms`` reached: the
+utterance ends, an ``utterance`` follows). Times are ms of audio read (``at_ms``): no model, no clock.
 """
 
 from __future__ import annotations
