@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import platform
 import statistics
@@ -31,7 +30,7 @@ import httpx
 from websockets.asyncio.client import connect
 
 from agentcore_app.local.stack import start_model_server, stop_model_server
-from benchmarks.machine import results_path
+from benchmarks.machine import MachineAt, results_path, save_results
 from strands_kokoro.protocol import (
     DEFAULT_VOICE,
     WS_PATH,
@@ -230,6 +229,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.output == RESULTS:  # the committed figures: only from a quiet machine
         args.output = results_path(RESULTS)
     assert len(TEXT) == 267, len(TEXT)
+    started = MachineAt.now()
 
     engines: dict[str, Any] = {}
     if args.url:
@@ -246,13 +246,12 @@ def main(argv: list[str] | None = None) -> None:
         "first_sentence_chars": len(FIRST_SENTENCE),
         "trials": args.trials,
         "seed_gpu_ms": SEED_GPU_MS,
-        "machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "load_avg": os.getloadavg()},
+        "machine": {"platform": platform.platform(), "cpus": os.cpu_count()},
         "engines": engines,
     }
+    save_results(args.output, results, started)
     print_table(results)
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
-    print(f"wrote {args.output}")
+    print(f"load average before {results['load_before']}; the neighbours' load {results['neighbours_load']}")
 
 
 if __name__ == "__main__":
