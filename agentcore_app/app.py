@@ -342,10 +342,11 @@ class AgentTurns:
                 speed=listening.speed or 1.0,
                 **{**self.speech_options, "mode": "bidi", "audio_format": "pcm"},
             )
+            text_model = self.new_model()
             memory = None
             if session_id is not None and self.store is not None:
-                memory = StoredMemory(self.store, session_id, functools.partial(self.new_agent, speech))
-            cascade = KokoroCascade(self.new_model(), speech=speech, listening=self.listening, memory=memory)
+                memory = StoredMemory(self.store, session_id, text_model)
+            cascade = KokoroCascade(text_model, speech=speech, listening=self.listening, memory=memory)
             agent = BidiAgent(model=cascade, tools=list(self.tools), system_prompt=SYSTEM_PROMPT)
             async with aclosing(spoken_conversation(agent, listening.inbox)) as stream:
                 async for event in stream:

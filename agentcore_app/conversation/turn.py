@@ -19,12 +19,13 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import aclosing, asynccontextmanager
 from typing import TYPE_CHECKING
 
-from agentcore_app.conversation.store import ConversationStore, TurnBuffer
+from agentcore_app.conversation.store import AGENT_ID, ConversationStore, TurnBuffer
 from agentcore_app.errors import AppErrorCode, TurnRefused
 
 if TYPE_CHECKING:
     from strands import Agent
     from strands.agent.conversation_manager import ConversationManager
+    from strands.models import Model
     from strands.types.content import Messages
 
     from strands_kokoro.events import Event
@@ -71,19 +72,21 @@ async def remembered_turn(
 class StoredMemory:
     """A spoken conversation's memory (the cascade's ``ConversationMemory``) in the store: each answer
     holds conversation ``session_id`` (its lock) while it runs, starts from its stored history and stores
-    what the cascade kept. Raises :class:`TurnRefused` on entry when the conversation cannot be used."""
+    what the cascade kept. Raises :class:`TurnRefused` on entry when the conversation cannot be used.
+    ``model`` is the cascade's text model: the agent that restores the history holds it and never runs."""
 
-    def __init__(self, store: ConversationStore, session_id: str, new_agent: AgentFactory) -> None:
+    def __init__(self, store: ConversationStore, session_id: str, model: Model) -> None:
         self.store = store
         self.session_id = session_id
-        self.new_agent = new_agent
+        self.model = model
 
     @asynccontextmanager
     async def answering(self) -> AsyncIterator[KeptHistory]:
         from strands_kokoro.listening.memory import KeptHistory
 
         async with self.store.turn(self.session_id) as conversation:
-            agent = await _restored(self.store, self.session_id, conversation, self.new_agent)
+            new_agent = functools.partial(_history_agent, self.model)
+            agent = await _restored(self.store, self.session_id, conversation, new_agent)
             before = list(agent.messages)
             kept = KeptHistory(list(before))
             try:
@@ -93,6 +96,21 @@ class StoredMemory:
                 await self.store.write_through(
                     functools.partial(keep_history, conversation, agent, before, kept.messages, now=now)
                 )
+
+
+def _history_agent(
+    model: Model, session_manager: TurnBuffer | None, conversation_manager: ConversationManager | None
+) -> Agent:
+    """An agent that only carries a conversation's history: Strands restores it and stores its turns."""
+    from strands import Agent
+
+    return Agent(
+        model=model,
+        agent_id=AGENT_ID,
+        session_manager=session_manager,
+        conversation_manager=conversation_manager,
+        callback_handler=None,
+    )
 
 
 def keep_history(

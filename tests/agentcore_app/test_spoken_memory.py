@@ -11,23 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from strands import Agent
 
 from agentcore_app.conversation.settings import ConversationSettings
-from agentcore_app.conversation.store import AGENT_ID, ConversationStore
+from agentcore_app.conversation.store import ConversationStore
 from agentcore_app.conversation.turn import StoredMemory
 from agentcore_app.errors import TurnRefused
 from tests.scripted_model import ScriptedModel
-
-
-def new_agent(session_manager: Any, conversation_manager: Any) -> Agent:
-    return Agent(
-        model=ScriptedModel(),
-        agent_id=AGENT_ID,
-        session_manager=session_manager,
-        conversation_manager=conversation_manager,
-        callback_handler=None,
-    )
 
 
 def said(role: str, text: str) -> dict[str, Any]:
@@ -42,7 +31,7 @@ def test_answers_start_from_the_stored_history_and_store_what_was_heard(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     store = ConversationStore(ConversationSettings(tmp_path))
-    memory = StoredMemory(store, f"spoken-{uuid.uuid4()}", new_agent)
+    memory = StoredMemory(store, f"spoken-{uuid.uuid4()}", ScriptedModel())
 
     async def scenario() -> list[list[tuple[str, str]]]:
         seen = []
@@ -76,7 +65,7 @@ def test_an_unreachable_store_refuses_the_answer_coded(tmp_path: Path) -> None:
     blocked = tmp_path / "file-not-dir"
     blocked.write_text("x")
     store = ConversationStore(ConversationSettings(blocked / "conversations"))
-    memory = StoredMemory(store, f"spoken-{uuid.uuid4()}", new_agent)
+    memory = StoredMemory(store, f"spoken-{uuid.uuid4()}", ScriptedModel())
 
     async def scenario() -> str:
         with pytest.raises(TurnRefused) as refused:
