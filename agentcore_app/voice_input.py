@@ -151,7 +151,9 @@ class UserInbox:
     async def get(self) -> bytes | str | None:
         """The next audio (all that waits up to a typed turn, joined) or typed turn; None once closed.
         :meth:`bind` first."""
-        item, self._held = (self._held, None) if self._held is not None else (await self._queue.get(), None)
+        item, self._held = self._held, None
+        if item is None:
+            item = await self._queue.get()
         if item is _CLOSED:
             self._held = _CLOSED  # every later call ends too
             return None
