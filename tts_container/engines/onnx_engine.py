@@ -25,6 +25,7 @@ import numpy as np
 import onnxruntime as ort
 
 from strands_kokoro.protocol import DEFAULT_LANG, DEFAULT_VOICE
+from tts_container.engines.ada_snake import OperatorUnavailable, fuse_snakes, operator_library
 from tts_container.engines.base import Audio, call_lanes
 from tts_container.engines.norm_stats import NormStats, VoiceNormStats, calibration_for
 from tts_container.engines.onnx_graphs import (
@@ -54,12 +55,15 @@ logger = logging.getLogger(__name__)
 
 _PROVIDERS = ["CPUExecutionProvider"]
 # The vocoder variants: the export's own dynamic int8, and the static int8 derived from it
-# (:mod:`tts_container.engines.static_int8`). ``auto`` times both at warm-up and keeps the faster.
+# (:mod:`tts_container.engines.static_int8`), ``fused`` where the AdaSnake operator builds here
+# (:mod:`tts_container.engines.ada_snake`), else plain ``static``. ``auto`` times the two loaded at
+# warm-up and keeps the faster.
 VARIANT_ENV = "STRANDS_KOKORO_VOCODER"
-AUTO, DYNAMIC, STATIC = "auto", "dynamic", "static"
+AUTO, DYNAMIC, STATIC, FUSED = "auto", "dynamic", "static", "fused"
 # Voices whose calibration sentences calibrate the static vocoder's activations: a low and a high voice.
 CALIBRATION_VOICES = ("af_heart", "am_michael")
 CALIBRATION_SEGMENTS = 6  # of each voice's calibration text
+NATIVE_DIR = "native"  # in the weight cache: compiled operators (the AdaSnake library and its header)
 _NO_STATS = np.zeros((1, 1, 1), dtype=np.float32)  # unused when use_stats is false; broadcasts
 
 
@@ -155,23 +159,45 @@ class OnnxEngine(WindowedEngine):
             stats_dir=weights.derived_dir("norm-stats", weights.onnx_model),
         )
         if engine._whole is None and requested_variant() != DYNAMIC:
-            engine.add_static_variant(weights.derived_dir("onnx-static-int8", weights.onnx_model))
+            engine.add_static_variant(
+                weights.derived_dir("onnx-static-int8", weights.onnx_model), weights.root / NATIVE_DIR
+            )
         return engine
 
-    def add_static_variant(self, cache_dir: Path | None) -> None:
+    def add_static_variant(self, cache_dir: Path | None, native_dir: Path | None = None) -> None:
         """Load the static-int8 vocoder (:mod:`~tts_container.engines.static_int8`), derived from this
-        export's vocoder and calibrated on this engine's own prosody when ``cache_dir`` has none yet."""
+        export's vocoder and calibrated on this engine's own prosody when ``cache_dir`` has none yet: as
+        :data:`FUSED` when the AdaSnake operator is built or cached in ``native_dir``, else as
+        :data:`STATIC`. An operator who asked for :data:`FUSED` gets :class:`OperatorUnavailable` instead."""
         vocoder = static_vocoder(self._graphs.vocoder, cache_dir, self._calibration_feeds)
+        wanted = requested_variant()
+        if wanted != STATIC:
+            try:
+                if native_dir is None:
+                    raise OperatorUnavailable("no folder to build it in")
+                library = operator_library(native_dir)
+            except OperatorUnavailable as exc:
+                if wanted == FUSED:
+                    raise
+                logger.warning("static vocoder without the AdaSnake operator: %s", exc)
+            else:
+                fused, count = fuse_snakes(vocoder)
+                logger.info("static vocoder with %d AdaSnake nodes (%s)", count, library.name)
+                self._variants[FUSED] = self._load_variant(fused, library)
+                return
         self._variants[STATIC] = self._load_variant(vocoder)
 
-    def _load_variant(self, vocoder: bytes) -> dict[int, _Halves]:
+    def _load_variant(self, vocoder: bytes, library: Path | None = None) -> dict[int, _Halves]:
         """Sessions per share of the cores: all of them for a call alone, half for each of two calls side
         by side (intra-op threads are a session's, fixed when it is made); every variant shares the
-        prosody half."""
-        return {
-            lanes: _Halves(prosody, _session(vocoder, session_options(self._cores // lanes)))
-            for lanes, prosody in self._prosody.items()
-        }
+        prosody half. ``library``: custom operators the graph calls."""
+        halves = {}
+        for lanes, prosody in self._prosody.items():
+            options = session_options(self._cores // lanes)
+            if library is not None:
+                options.register_custom_ops_library(str(library))
+            halves[lanes] = _Halves(prosody, _session(vocoder, options))
+        return halves
 
     def _calibration_feeds(self) -> Iterator[dict[str, object]]:
         """The vocoder's inputs for the calibration sentences, whole segments with their own statistics."""
@@ -245,7 +271,8 @@ class OnnxEngine(WindowedEngine):
 
     @property
     def variants(self) -> tuple[str, ...]:
-        """The vocoder variants loaded (:data:`DYNAMIC`, and :data:`STATIC` unless the operator said not)."""
+        """The vocoder variants loaded: :data:`DYNAMIC`, and :data:`FUSED` or :data:`STATIC` unless the
+        operator said not."""
         return tuple(self._variants) if self._whole is None else ()
 
     def choose_variant(self, voice: str = DEFAULT_VOICE, *, keep_variants: bool = False) -> str:
@@ -308,8 +335,8 @@ def _session(model: bytes, options: ort.SessionOptions) -> ort.InferenceSession:
 def requested_variant() -> str:
     """The vocoder variant the operator asked for in :data:`VARIANT_ENV` (``auto`` when unset)."""
     wanted = os.environ.get(VARIANT_ENV, AUTO).strip().lower() or AUTO
-    if wanted not in (AUTO, DYNAMIC, STATIC):
-        raise ValueError(f"{VARIANT_ENV}={wanted!r}: choose one of {AUTO}, {DYNAMIC}, {STATIC}")
+    if wanted not in (AUTO, DYNAMIC, STATIC, FUSED):
+        raise ValueError(f"{VARIANT_ENV}={wanted!r}: choose one of {AUTO}, {DYNAMIC}, {STATIC}, {FUSED}")
     return wanted
 
 

@@ -218,7 +218,7 @@ def dequantized(model: onnx.ModelProto) -> onnx.ModelProto:
     del graph.node[:]
     graph.node.extend(node for node in nodes if node is not _DROP)
     graph.initializer.extend(weights)
-    _drop_dead(graph)
+    drop_dead(graph)
     return model
 
 
@@ -241,7 +241,7 @@ def _float_bias(
     return str(node.input[0])
 
 
-def _drop_dead(graph: onnx.GraphProto) -> None:
+def drop_dead(graph: onnx.GraphProto) -> None:
     """Remove nodes no output needs and initializers no node reads."""
     needed = {output.name for output in graph.output}
     kept: list[onnx.NodeProto] = []

@@ -5,7 +5,8 @@
     kokoro-weights verify|path [--cache-dir D]
 
 Exit 0 on success; 1 listing every source tried when none had the weights. Unless ``--no-derive``,
-``--part torch`` derives the checkpoint from the onnx part and ``--part onnx`` the static int8 vocoder.
+``--part torch`` derives the checkpoint from the onnx part and ``--part onnx`` the static int8 vocoder
+(and builds its AdaSnake operator where a C compiler is there).
 ``verify`` checks the pins too ("is this the pinned Kokoro-82M", not only "is it intact").
 """
 
@@ -111,13 +112,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _derive_static_vocoder(cache_dir: Path) -> None:
-    """Have the onnx engine's static-int8 vocoder in the cache, so a server's first start skips its
-    derivation (:mod:`tts_container.engines.static_int8`); loading the engine derives what is missing."""
+    """Have the onnx engine's static-int8 vocoder and AdaSnake operator in the cache, so a server's first
+    start skips their derivation (:mod:`tts_container.engines.static_int8`,
+    :mod:`tts_container.engines.ada_snake`); loading the engine derives what is missing."""
     from tts_container.engines.onnx_engine import OnnxEngine
 
     started = time.perf_counter()
-    OnnxEngine.from_cache(cache_dir)
-    print(f"onnx: static int8 vocoder ready in {time.perf_counter() - started:.1f} s")
+    engine = OnnxEngine.from_cache(cache_dir)
+    print(f"onnx: {', '.join(engine.variants)} vocoders ready in {time.perf_counter() - started:.1f} s")
 
 
 if __name__ == "__main__":
