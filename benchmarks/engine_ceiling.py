@@ -3,7 +3,8 @@
 Capacity cannot exceed what the engine makes when nothing waits. This renders the capacity benchmark's
 16 sentences in-process four ways, rounds alternating: in windows or whole, one call at a time on every
 core or two side by side (the pool's lanes); an engine with one lane that renders whole is measured the
-one way it runs, and the onnx engine with each vocoder variant it loaded. Per arrangement: audio seconds
+one way it runs, and the onnx engine with each vocoder variant it loaded (the fused static vocoder's
+unfused graph as well). Per arrangement: audio seconds
 per wall second, each round.
 
     uv run --all-extras python -m benchmarks.engine_ceiling
@@ -23,8 +24,9 @@ from benchmarks.machine import MachineAt, results_path, save_results
 from strands_kokoro.protocol import DEFAULT_LANG, DEFAULT_VOICE
 from tts_container.engines.base import NATIVE_SAMPLE_RATE, Engine, Segment, call_lanes
 from tts_container.engines.loader import ENGINE_NAMES, load_engine, resolve_engine_name
-from tts_container.engines.onnx_engine import OnnxEngine
+from tts_container.engines.onnx_engine import FUSED, OnnxEngine
 from tts_container.engines.windowed_engine import WindowedEngine
+from tts_container.weights.provisioning import ensure_weights
 
 RESULTS = Path(__file__).parent / "results" / "engine_ceiling.json"
 SENTENCES = tuple(sentence for answer in ANSWERS for sentence in answer)
@@ -62,6 +64,9 @@ def main(argv: list[str] | None = None) -> None:
     started = MachineAt.now()
     if resolve_engine_name(args.engine) == "onnx":  # every vocoder variant kept, to measure each
         onnx_engine = OnnxEngine.from_cache(threads=args.threads)
+        if FUSED in onnx_engine.variants:  # the static vocoder unfused too: what the operator gives
+            weights = ensure_weights(part="onnx")
+            onnx_engine.add_static_variant(weights.derived_dir("onnx-static-int8", weights.onnx_model))
         onnx_engine.warm_up(keep_variants=True)
         engine: Engine = onnx_engine
     else:

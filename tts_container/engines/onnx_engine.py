@@ -27,6 +27,7 @@ import onnxruntime as ort
 from strands_kokoro.protocol import DEFAULT_LANG, DEFAULT_VOICE
 from tts_container.engines.ada_snake import OperatorUnavailable, fuse_snakes, operator_library
 from tts_container.engines.base import Audio, call_lanes
+from tts_container.engines.conv_integer import as_matmuls
 from tts_container.engines.norm_stats import NormStats, VoiceNormStats, calibration_for
 from tts_container.engines.onnx_graphs import (
     AUDIO,
@@ -127,8 +128,9 @@ class OnnxEngine(WindowedEngine):
             self._cores = options.intra_op_num_threads
             self.lanes = 2 if self._cores >= 2 else 1
             self._graphs = graphs
+            prosody, _ = as_matmuls(graphs.prosody)  # the same numbers on faster kernels
             self._prosody = {
-                lanes: _session(graphs.prosody, session_options(self._cores // lanes))
+                lanes: _session(prosody, session_options(self._cores // lanes))
                 for lanes in range(1, self.lanes + 1)
             }
             self._variants = {DYNAMIC: self._load_variant(graphs.vocoder)}
