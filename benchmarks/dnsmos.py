@@ -1,10 +1,12 @@
-"""Whether the streamed audio sounds as good as Kokoro rendered whole: DNSMOS, ours against the peer's.
+"""Whether the streamed audio sounds as good as Kokoro rendered whole: DNSMOS and Whisper's word error
+rate, ours against the peer's.
 
 Each of ``benchmarks.capacity``'s answers is spoken twice on the same int8 weights and voice: by the
 model server, sentence by sentence over one WebSocket session (what a listener hears: windows, joins,
 trimmed edges), and by kokoro-onnx's ``create()`` on the whole answer at once (what most CPU users of
 Kokoro run). Both are scored by Microsoft's DNSMOS P.835 (``speechmos``: SIG, BAK, OVRL on a 1-5 scale)
-at its 16 kHz. The server renders a request the same whatever its load, so this figure holds at every
+at its 16 kHz, and heard by Whisper-base (:mod:`benchmarks.speech_check`): word edits over all the
+answers' words. The server renders a request the same whatever its load, so this figure holds at every
 number of listeners. The scorer needs librosa, kept out of the project's environment in its own group:
 
     uv run --all-extras --group quality python -m benchmarks.dnsmos
@@ -91,7 +93,21 @@ async def run() -> dict[str, Any]:
         for side in ("ours", "peer")
     }
     delta = {name: round(mean["ours"][name] - mean["peer"][name], 3) for name in SCORES}
-    return {"answers": rows, "mean": mean, "ours_minus_peer": delta}
+    wer = {side: word_error_rate_of(audio) for side, audio in (("ours", ours), ("peer", peer))}
+    return {"answers": rows, "mean": mean, "ours_minus_peer": delta, "whisper_wer": wer}
+
+
+def word_error_rate_of(answers: list[Samples], rate: int = 24_000) -> float:
+    """Whisper's word edits over every answer's words, against the answers' text."""
+    from benchmarks.speech_check import edit_distance, transcribe, words
+
+    edits = spoken = 0
+    for audio, answer in zip(answers, ANSWERS, strict=True):
+        pcm = (np.clip(audio, -1, 1) * 32767).astype(np.int16).tobytes()
+        reference = words(" ".join(answer))
+        edits += edit_distance(reference, words(transcribe(pcm, rate)))
+        spoken += len(reference)
+    return round(edits / spoken, 4)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -102,6 +118,7 @@ def main(argv: list[str] | None = None) -> None:
     for side in ("ours", "peer"):
         print(f"{side:5s} " + "  ".join(f"{n} {v:.3f}" for n, v in result["mean"][side].items()))
     print("ours - peer " + "  ".join(f"{n} {v:+.3f}" for n, v in result["ours_minus_peer"].items()))
+    print("Whisper WER " + "  ".join(f"{side} {wer:.4f}" for side, wer in result["whisper_wer"].items()))
     save_results(out, result, started)
 
 

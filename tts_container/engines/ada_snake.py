@@ -1,17 +1,10 @@
-"""The AdaSnake operator: the vocoder's AdaIN normalization and snake activation as one onnxruntime kernel.
+"""The AdaSnake operator: each AdaIN norm of the vocoder and the snake after it as one onnxruntime kernel.
 
-Each of the generator's 48 snakes follows an AdaIN norm, and onnxruntime runs the pair as seven
-elementwise nodes, each a pass over the whole activation; its ``Sin`` alone costs as much as ten
-multiplications, and together they were a quarter of the static vocoder's time. ``native/ada_snake.c``
-does the pair in one pass with a polynomial sine, registered as ``ai.strands_kokoro.AdaSnake``;
-:func:`fuse_snakes` rewrites a vocoder graph to call it.
-
-The library is compiled from that source on the machine that runs it, once, with the C compiler there
-(``CC`` or ``cc``), and kept in the weight cache under a name that hashes the source, the header, the
-compiler and the machine. onnxruntime's wheel ships no C headers; the registry's one copy of its public C
-API headers (release 1.23, MIT, unmodified) are inside the ``kokoro-pi`` wheel, so those two files are
-taken from there with ``uv`` and checked against :data:`HEADERS_SHA256`. Where any of this is missing,
-:class:`OperatorUnavailable` says what, and the engine renders with the unfused graph.
+``native/ada_snake.c`` does in one pass what the graph does in seven elementwise nodes, and registers
+as ``ai.strands_kokoro.AdaSnake``; :func:`operator_library` compiles it on this machine (once, cached
+under a hash of what it is built from), with onnxruntime's C API headers taken from a pinned registry
+wheel; :func:`fuse_snakes` rewrites a vocoder graph to call it. Where the library cannot be had,
+:class:`OperatorUnavailable` says why. Why and how: docs/architecture.md, "The AdaSnake operator".
 """
 
 from __future__ import annotations
@@ -49,16 +42,16 @@ TOOL_TIMEOUT_S = 180
 
 
 class OperatorUnavailable(RuntimeError):
-    """The library cannot be had on this machine (no compiler, no header, a failed build)."""
+    """The library cannot be had on this machine (no compiler, no headers, a failed build)."""
 
 
 def operator_library(folder: Path) -> Path:
-    """The compiled library in ``folder``: the cached one, or built now (a second or two; the header is
+    """The compiled library in ``folder``: the cached one, or built now (a second or two; the headers are
     fetched once). Raises :class:`OperatorUnavailable`."""
     compiler = os.environ.get("CC") or shutil.which("cc")
     if not compiler:
         raise OperatorUnavailable("no C compiler (set CC or install cc)")
-    version = _run([compiler, "--version"], "the C compiler").splitlines()[0]
+    version = next(iter(_run([compiler, "--version"], "the C compiler").splitlines()), compiler)
     include = _headers(folder / "include")
     source = hashlib.sha256(SOURCE.read_bytes()).hexdigest()
     machine = (platform.machine(), platform.system())

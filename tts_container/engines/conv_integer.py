@@ -1,18 +1,9 @@
 """The export's integer convolutions rewritten as unsigned-by-signed integer matrix products, bit for bit.
 
-The export quantizes convolution weights to *unsigned* bytes, so its ``ConvInteger`` nodes run
-onnxruntime's u8u8 kernels; the u8s8 kernels (VNNI where the CPU has it) are twice as fast, but
-``ConvInteger`` has none for signed weights, while ``MatMulInteger`` has. Each stride-1, ungrouped
-``ConvInteger`` becomes:
-
-- its quantized input transposed to (N, T, C), padded with its own zero point (which contributes
-  nothing), its k taps sliced and concatenated: the (N, T', kC) columns of the convolution;
-- one ``MatMulInteger`` with the weights shifted by 128 into signed bytes, ``W - 128``, plus a column of
-  ones, so the same product also sums each row's ``x - x_zero``;
-- ``acc[..., :O] + (128 - w_zero) * acc[..., O]``, transposed back to (N, O, T').
-
-As ``(x - xz)(w - wz) = (x - xz)(w - 128) + (128 - wz)(x - xz)`` in exact integers, the int32 output is
-the convolution's own, and everything after it (the bias, the rescale) is untouched.
+onnxruntime runs ``ConvInteger`` over unsigned weights with its u8u8 kernels; ``MatMulInteger`` over
+signed weights has the twice faster u8s8 ones. Each stride-1, ungrouped convolution becomes its unrolled
+input columns times the weights shifted into signed bytes, with a column of ones whose row sums restore
+the shift exactly. Why and how: docs/architecture.md, "Integer convolutions as u8s8 matrix products".
 """
 
 from __future__ import annotations
