@@ -27,14 +27,15 @@ TURN_TIMEOUT_MS = 180_000
 
 
 def capture_file(model_server: RunningServer, path: Path) -> Path:
-    """The fake microphone's WAV: a second of room tone, the question, then long room tone (Chromium
-    loops the file: the question must not come round again within the test)."""
+    """The fake microphone's WAV: five seconds of room tone, the question, then long room tone. Chromium
+    plays the file from the moment the page opens the microphone, before the app may be listening on a
+    busy machine, and loops it: the question must come late enough and not come round again."""
     speech = with_noise(asyncio.run(render_user_speech(model_server.ws_url, QUESTION)))
     with wave.open(str(path), "wb") as w:
         w.setnchannels(1)
         w.setsampwidth(2)
         w.setframerate(16_000)
-        w.writeframes(room_tone(1.0) + speech + room_tone(90.0))
+        w.writeframes(room_tone(5.0) + speech + room_tone(90.0))
     return path
 
 

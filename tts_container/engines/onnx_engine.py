@@ -64,7 +64,7 @@ AUTO, DYNAMIC, STATIC, FUSED = "auto", "dynamic", "static", "fused"
 # Voices whose calibration sentences calibrate the static vocoder's activations: a low and a high voice.
 CALIBRATION_VOICES = ("af_heart", "am_michael")
 CALIBRATION_SEGMENTS = 6  # of each voice's calibration text
-NATIVE_DIR = "native"  # in the weight cache: compiled operators (the AdaSnake library and its header)
+NATIVE_DIR = "native"  # in the weight cache: compiled operators (the AdaSnake library and its headers)
 _NO_STATS = np.zeros((1, 1, 1), dtype=np.float32)  # unused when use_stats is false; broadcasts
 
 
