@@ -17,13 +17,12 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections import defaultdict
 from pathlib import Path
 
 import onnx
 from onnx import helper
 
-from tts_container.engines.static_int8 import drop_dead
+from tts_container.engines.onnx_graphs import consumers, drop_dead
 
 logger = logging.getLogger(__name__)
 
@@ -126,10 +125,7 @@ def fuse_snakes(vocoder: bytes) -> tuple[bytes, int]:
     model = onnx.load_from_string(vocoder)
     graph = model.graph
     producer = {output: node for node in graph.node for output in node.output}
-    consumers: defaultdict[str, list[onnx.NodeProto]] = defaultdict(list)
-    for node in graph.node:
-        for name in node.input:
-            consumers[name].append(node)
+    readers = consumers(graph)
     constants = {init.name for init in graph.initializer}
 
     def made_by(name: str, op_type: str) -> onnx.NodeProto | None:
@@ -137,7 +133,7 @@ def fuse_snakes(vocoder: bytes) -> tuple[bytes, int]:
         return node if node is not None and node.op_type == op_type else None
 
     def only_reader(name: str, op_type: str) -> onnx.NodeProto | None:
-        users = consumers[name]
+        users = readers.get(name, [])
         return users[0] if len(users) == 1 and users[0].op_type == op_type else None
 
     fused: dict[int, onnx.NodeProto] = {}
@@ -152,7 +148,7 @@ def fuse_snakes(vocoder: bytes) -> tuple[bytes, int]:
             continue
         h = next(name for name in scale.input if name != alpha)
         shift = made_by(h, "Add")
-        if shift is None or h not in residual.input or len(consumers[h]) != 2:
+        if shift is None or h not in residual.input or len(readers[h]) != 2:
             continue
         affine = next(filter(None, (made_by(name, "Mul") for name in shift.input)), None)
         if affine is None:
@@ -161,7 +157,7 @@ def fuse_snakes(vocoder: bytes) -> tuple[bytes, int]:
         centred = made_by(normalized.input[0], "Sub") if normalized else None
         if normalized is None or centred is None:
             continue
-        if len(consumers[affine.output[0]]) != 1:
+        if len(readers[affine.output[0]]) != 1:
             continue
         gain = next(name for name in affine.input if name != normalized.output[0])
         bias = next(name for name in shift.input if name != affine.output[0])

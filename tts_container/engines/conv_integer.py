@@ -12,7 +12,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from tts_container.engines.static_int8 import drop_dead
+from tts_container.engines.onnx_graphs import drop_dead
 
 _LAST = np.iinfo(np.int64).max  # a Slice end past any length
 

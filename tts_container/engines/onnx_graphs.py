@@ -124,13 +124,30 @@ def _rename_input(graph: onnx.GraphProto, old: str, new: str) -> None:
                 node.input[index] = new
 
 
-def _consumers(graph: onnx.GraphProto) -> Consumers:
+def consumers(graph: onnx.GraphProto) -> Consumers:
     """Tensor name -> the nodes that read it (each once, even a node that reads it twice: x * x)."""
     consumers: Consumers = {}
     for node in graph.node:
         for name in dict.fromkeys(node.input):
             consumers.setdefault(name, []).append(node)
     return consumers
+
+
+def drop_dead(graph: onnx.GraphProto) -> None:
+    """Remove nodes no output needs and initializers no node reads."""
+    needed = {output.name for output in graph.output}
+    kept: list[onnx.NodeProto] = []
+    for node in reversed(list(graph.node)):
+        if any(output in needed for output in node.output):
+            kept.append(node)
+            needed.update(name for name in node.input if name)
+    kept.reverse()
+    del graph.node[:]
+    graph.node.extend(kept)
+    used = {name for node in kept for name in node.input}
+    initializers = [init for init in graph.initializer if init.name in used]
+    del graph.initializer[:]
+    graph.initializer.extend(initializers)
 
 
 def _add_phase_offset(graph: onnx.GraphProto) -> None:
@@ -140,7 +157,7 @@ def _add_phase_offset(graph: onnx.GraphProto) -> None:
         raise UnexpectedGraph(f"expected one CumSum in the generator's sine source, found {len(cumsums)}")
     cumsum = cumsums[0]
     summed, shifted = cumsum.output[0], cumsum.output[0] + "_shifted"
-    for node in _consumers(graph).get(summed, []):
+    for node in consumers(graph).get(summed, []):
         for index, name in enumerate(node.input):
             if name == summed:
                 node.input[index] = shifted
@@ -159,26 +176,24 @@ def _expose_norms(graph: onnx.GraphProto) -> int:
     ``y = d / Sqrt(v + eps)``. It becomes ``y = (x - m) / Sqrt(w + eps)`` with ``m, w`` either the
     input's own statistics or the given ones (``Where(use_stats, given, own)``).
     """
-    consumers = _consumers(graph)
+    readers = consumers(graph)
     chains = []
     for mean_node in graph.node:
         if mean_node.op_type != "ReduceMean" or not mean_node.name.startswith(_GENERATOR):
             continue
-        subs = [n for n in consumers.get(mean_node.output[0], []) if n.op_type == "Sub"]
+        subs = [n for n in readers.get(mean_node.output[0], []) if n.op_type == "Sub"]
         if len(subs) != 1:
             continue
         sub = subs[0]
         squares = [
-            n for n in consumers.get(sub.output[0], []) if n.op_type == "Mul" and n.input[0] == n.input[1]
+            n for n in readers.get(sub.output[0], []) if n.op_type == "Mul" and n.input[0] == n.input[1]
         ]
         if len(squares) != 1:
             continue
-        var_nodes = [n for n in consumers.get(squares[0].output[0], []) if n.op_type == "ReduceMean"]
-        adds = (
-            [n for n in consumers.get(var_nodes[0].output[0], []) if n.op_type == "Add"] if var_nodes else []
-        )
-        sqrts = [n for n in consumers.get(adds[0].output[0], []) if n.op_type == "Sqrt"] if adds else []
-        divs = [n for n in consumers.get(sqrts[0].output[0], []) if n.op_type == "Div"] if sqrts else []
+        var_nodes = [n for n in readers.get(squares[0].output[0], []) if n.op_type == "ReduceMean"]
+        adds = [n for n in readers.get(var_nodes[0].output[0], []) if n.op_type == "Add"] if var_nodes else []
+        sqrts = [n for n in readers.get(adds[0].output[0], []) if n.op_type == "Sqrt"] if adds else []
+        divs = [n for n in readers.get(sqrts[0].output[0], []) if n.op_type == "Div"] if sqrts else []
         if len(divs) != 1 or divs[0].input[0] != sub.output[0]:
             raise UnexpectedGraph(f"instance norm at {mean_node.name} is not the expected chain")
         chains.append((mean_node, sub, var_nodes[0], adds[0], divs[0]))

@@ -29,6 +29,8 @@ import onnx
 import onnxruntime as ort
 from onnx import helper, numpy_helper
 
+from tts_container.engines.onnx_graphs import drop_dead
+
 logger = logging.getLogger(__name__)
 
 VOCODER_FILE = "vocoder-static-int8.onnx"
@@ -239,23 +241,6 @@ def _float_bias(
     if node.input[0] not in initializers:
         raise ValueError(f"the bias of {int_bias} is not an initializer")
     return str(node.input[0])
-
-
-def drop_dead(graph: onnx.GraphProto) -> None:
-    """Remove nodes no output needs and initializers no node reads."""
-    needed = {output.name for output in graph.output}
-    kept: list[onnx.NodeProto] = []
-    for node in reversed(list(graph.node)):
-        if any(output in needed for output in node.output):
-            kept.append(node)
-            needed.update(name for name in node.input if name)
-    kept.reverse()
-    del graph.node[:]
-    graph.node.extend(kept)
-    used = {name for node in kept for name in node.input}
-    initializers = [init for init in graph.initializer if init.name in used]
-    del graph.initializer[:]
-    graph.initializer.extend(initializers)
 
 
 def _read_checked(path: Path) -> bytes | None:
