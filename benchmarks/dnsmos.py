@@ -100,12 +100,12 @@ async def run() -> dict[str, Any]:
 def word_error_rate_of(answers: list[Samples], rate: int = 24_000) -> float:
     """Whisper's word edits over every answer's words, against the answers' text."""
     from benchmarks.speech_check import edit_distance, transcribe, words
+    from benchmarks.torch_converted import pcm16
 
     edits = spoken = 0
     for audio, answer in zip(answers, ANSWERS, strict=True):
-        pcm = (np.clip(audio, -1, 1) * 32767).astype(np.int16).tobytes()
         reference = words(" ".join(answer))
-        edits += edit_distance(reference, words(transcribe(pcm, rate)))
+        edits += edit_distance(reference, words(transcribe(pcm16(audio), rate)))
         spoken += len(reference)
     return round(edits / spoken, 4)
 

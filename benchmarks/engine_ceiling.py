@@ -3,9 +3,8 @@
 Capacity cannot exceed what the engine makes when nothing waits. This renders the capacity benchmark's
 16 sentences in-process four ways, rounds alternating: in windows or whole, one call at a time on every
 core or two side by side (the pool's lanes); an engine with one lane that renders whole is measured the
-one way it runs, and the onnx engine with each vocoder variant it loaded (the fused static vocoder's
-unfused graph as well). Per arrangement: audio seconds
-per wall second, each round.
+one way it runs, and the onnx engine with each vocoder variant it loaded (and the fused static vocoder
+unfused). Per arrangement: audio seconds per wall second, each round.
 
     uv run --all-extras python -m benchmarks.engine_ceiling
     uv run --all-extras python -m benchmarks.engine_ceiling --rounds 5 --engine torch
@@ -25,6 +24,7 @@ from strands_kokoro.protocol import DEFAULT_LANG, DEFAULT_VOICE
 from tts_container.engines.base import NATIVE_SAMPLE_RATE, Engine, Segment, call_lanes
 from tts_container.engines.loader import ENGINE_NAMES, load_engine, resolve_engine_name
 from tts_container.engines.onnx_engine import FUSED, OnnxEngine
+from tts_container.engines.static_int8 import STATIC_DIR
 from tts_container.engines.windowed_engine import WindowedEngine
 from tts_container.weights.provisioning import ensure_weights
 
@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> None:
         onnx_engine = OnnxEngine.from_cache(threads=args.threads)
         if FUSED in onnx_engine.variants:  # the static vocoder unfused too: what the operator gives
             weights = ensure_weights(part="onnx")
-            onnx_engine.add_static_variant(weights.derived_dir("onnx-static-int8", weights.onnx_model))
+            onnx_engine.add_static_variant(weights.derived_dir(STATIC_DIR, weights.onnx_model))
         onnx_engine.warm_up(keep_variants=True)
         engine: Engine = onnx_engine
     else:

@@ -34,6 +34,8 @@ from strands_kokoro.protocol import (
     control_object,
     parse_control,
 )
+from tts_container.engines.ada_snake import NATIVE_DIR
+from tts_container.engines.static_int8 import STATIC_DIR
 from tts_container.weights.cache import CACHE_ENV, MANIFEST_FILE, default_cache_dir
 
 RESULTS = Path(__file__).parent / "results" / "voice_calibration.json"
@@ -47,7 +49,8 @@ def cache_knowing_only_af_heart(root: Path) -> Path:
     """A weight cache of the real files (linked, not copied) whose statistics are af_heart's alone (the
     real cache must hold the weights and af_heart's fit: any model server started once has made them)."""
     real = default_cache_dir()
-    for name in (MANIFEST_FILE, "config.json", "kokoro-v1.0.int8.onnx", "voices.npz", "onnx-static-int8"):
+    derived = (STATIC_DIR, NATIVE_DIR)  # derived from the export alone, or built for this machine
+    for name in (MANIFEST_FILE, "config.json", "kokoro-v1.0.int8.onnx", "voices.npz", *derived):
         if (real / name).exists():
             (root / name).symlink_to(real / name)
     for saved in (real / "norm-stats").rglob("af_heart.npz"):  # each vocoder variant's fit

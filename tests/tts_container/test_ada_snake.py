@@ -20,6 +20,7 @@ from tests.tts_container.real_onnx_engine import shared_onnx_engine
 from tts_container.engines import onnx_engine
 from tts_container.engines.ada_snake import (
     DOMAIN,
+    NATIVE_DIR,
     OP_TYPE,
     OperatorUnavailable,
     fuse_snakes,
@@ -28,12 +29,11 @@ from tts_container.engines.ada_snake import (
 from tts_container.engines.onnx_engine import (
     DYNAMIC,
     FUSED,
-    NATIVE_DIR,
     STATIC,
     VARIANT_ENV,
     OnnxEngine,
 )
-from tts_container.engines.static_int8 import static_vocoder
+from tts_container.engines.static_int8 import STATIC_DIR, static_vocoder
 from tts_container.engines.windows import HARMONICS
 from tts_container.synthesis.utterance import plan_utterance
 from tts_container.weights.provisioning import ensure_weights
@@ -158,14 +158,14 @@ def test_every_snake_of_the_static_vocoder_is_fused_and_it_sounds_the_same() -> 
     assert set(engine.variants) == {DYNAMIC, FUSED}  # the operator builds on this machine
     weights = ensure_weights(None, part="onnx")
     static = static_vocoder(
-        engine._graphs.vocoder, weights.derived_dir("onnx-static-int8", weights.onnx_model), lambda: []
+        engine._graphs.vocoder, weights.derived_dir(STATIC_DIR, weights.onnx_model), lambda: []
     )
     fused, count = fuse_snakes(static)
     assert count == 48  # 6 resblocks and 2 noise blocks, 6 snakes each
     left = [node.name for node in onnx.load_from_string(fused).graph.node if node.op_type == "Sin"]
     assert not [name for name in left if "res" in name], left  # only the sine source and the iSTFT keep one
     unfused = OnnxEngine.from_cache(threads=2)  # a second engine: the shared one holds the fused variant
-    unfused.add_static_variant(weights.derived_dir("onnx-static-int8", weights.onnx_model), None)
+    unfused.add_static_variant(weights.derived_dir(STATIC_DIR, weights.onnx_model))
     unfused.variant = STATIC
     chosen, engine.variant = engine.variant, FUSED
     zero = np.zeros(HARMONICS, dtype=np.float32)
@@ -191,7 +191,7 @@ def test_an_engine_renders_unfused_where_the_operator_is_unavailable_unless_it_w
 
     monkeypatch.setattr(onnx_engine, "operator_library", unavailable)
     weights = ensure_weights(None, part="onnx")
-    static_dir = weights.derived_dir("onnx-static-int8", weights.onnx_model)
+    static_dir = weights.derived_dir(STATIC_DIR, weights.onnx_model)
     monkeypatch.setenv(VARIANT_ENV, DYNAMIC)
     engine = OnnxEngine.from_cache(threads=2)
     monkeypatch.delenv(VARIANT_ENV)

@@ -27,6 +27,7 @@ from tts_container.engines.onnx_graphs import consumers, drop_dead
 logger = logging.getLogger(__name__)
 
 SOURCE = Path(__file__).with_name("native") / "ada_snake.c"
+NATIVE_DIR = "native"  # the weight cache's folder of compiled operators (the library and its headers)
 DOMAIN = "ai.strands_kokoro"
 OP_TYPE = "AdaSnake"
 # onnxruntime's C API header and the one it includes, each pinned by sha256, and where they are found.

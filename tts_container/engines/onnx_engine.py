@@ -25,7 +25,7 @@ import numpy as np
 import onnxruntime as ort
 
 from strands_kokoro.protocol import DEFAULT_LANG, DEFAULT_VOICE
-from tts_container.engines.ada_snake import OperatorUnavailable, fuse_snakes, operator_library
+from tts_container.engines.ada_snake import NATIVE_DIR, OperatorUnavailable, fuse_snakes, operator_library
 from tts_container.engines.base import Audio, call_lanes
 from tts_container.engines.conv_integer import as_matmuls
 from tts_container.engines.norm_stats import NormStats, VoiceNormStats, calibration_for
@@ -42,7 +42,7 @@ from tts_container.engines.onnx_graphs import (
     norm_var,
     split_export,
 )
-from tts_container.engines.static_int8 import static_vocoder
+from tts_container.engines.static_int8 import STATIC_DIR, static_vocoder
 from tts_container.engines.torch_free import import_spacy_without_torch
 from tts_container.engines.voices import VoiceTables
 from tts_container.engines.windowed_engine import SPEED_PROBE_TEXT, WindowedEngine, choose_growth
@@ -64,7 +64,6 @@ AUTO, DYNAMIC, STATIC, FUSED = "auto", "dynamic", "static", "fused"
 # Voices whose calibration sentences calibrate the static vocoder's activations: a low and a high voice.
 CALIBRATION_VOICES = ("af_heart", "am_michael")
 CALIBRATION_SEGMENTS = 6  # of each voice's calibration text
-NATIVE_DIR = "native"  # in the weight cache: compiled operators (the AdaSnake library and its headers)
 _NO_STATS = np.zeros((1, 1, 1), dtype=np.float32)  # unused when use_stats is false; broadcasts
 
 
@@ -162,21 +161,22 @@ class OnnxEngine(WindowedEngine):
         )
         if engine._whole is None and requested_variant() != DYNAMIC:
             engine.add_static_variant(
-                weights.derived_dir("onnx-static-int8", weights.onnx_model), weights.root / NATIVE_DIR
+                weights.derived_dir(STATIC_DIR, weights.onnx_model), weights.root / NATIVE_DIR
             )
         return engine
 
     def add_static_variant(self, cache_dir: Path | None, native_dir: Path | None = None) -> None:
         """Load the static-int8 vocoder (:mod:`~tts_container.engines.static_int8`), derived from this
         export's vocoder and calibrated on this engine's own prosody when ``cache_dir`` has none yet: as
-        :data:`FUSED` when the AdaSnake operator is built or cached in ``native_dir``, else as
-        :data:`STATIC`. An operator who asked for :data:`FUSED` gets :class:`OperatorUnavailable` instead."""
+        :data:`FUSED` when the AdaSnake operator is built or cached in ``native_dir``, else (or with no
+        ``native_dir``) as :data:`STATIC`. An operator who asked for :data:`FUSED` gets
+        :class:`OperatorUnavailable` instead."""
         vocoder = static_vocoder(self._graphs.vocoder, cache_dir, self._calibration_feeds)
         wanted = requested_variant()
-        if wanted != STATIC:
+        if wanted == FUSED and native_dir is None:
+            raise OperatorUnavailable("no folder to build the AdaSnake operator in")
+        if wanted != STATIC and native_dir is not None:
             try:
-                if native_dir is None:
-                    raise OperatorUnavailable("no folder to build it in")
                 library = operator_library(native_dir)
             except OperatorUnavailable as exc:
                 if wanted == FUSED:

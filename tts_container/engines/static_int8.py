@@ -33,6 +33,7 @@ from tts_container.engines.onnx_graphs import drop_dead
 
 logger = logging.getLogger(__name__)
 
+STATIC_DIR = "onnx-static-int8"  # the weight cache's folder of derived static vocoders, one per export
 VOCODER_FILE = "vocoder-static-int8.onnx"
 # Calibration: the fraction of each activation's samples left outside its range at each end.
 CALIBRATION_PERCENTILE = 99.99
